@@ -1,0 +1,36 @@
+"""mgpu-io: rescue Keras models saved from multi-GPU data-parallel wrappers.
+
+The format core (this package's top level) reads and writes legacy Keras HDF5 files and JSON configs with h5py and
+the standard library only; importing it never imports TensorFlow or Keras, and nothing stored in a file is executed.
+
+Example:
+    >>> import mgpu_io
+    >>> report = mgpu_io.inspect("fixtures/files/k224_functional_bn_x2_full.h5")  # doctest: +SKIP
+    >>> report.is_wrapper, report.replicas  # doctest: +SKIP
+    (True, 2)
+"""
+
+__version__ = "0.1.0"
+
+from mgpu_io.errors import (  # noqa: E402
+    FailedSaveStub,
+    MgpuIOError,
+    NotAModelFile,
+    NotAWrapper,
+    OutputError,
+    UnsupportedModel,
+    WeightsMismatch,
+)
+from mgpu_io.unwrap import UnwrapReport, unwrap  # noqa: E402
+
+__all__ = [
+    "FailedSaveStub",
+    "MgpuIOError",
+    "NotAModelFile",
+    "NotAWrapper",
+    "OutputError",
+    "UnsupportedModel",
+    "UnwrapReport",
+    "WeightsMismatch",
+    "unwrap",
+]

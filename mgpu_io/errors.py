@@ -1,0 +1,34 @@
+"""The named errors of mgpu-io.
+
+Every error the library raises on bad input is an :class:`MgpuIOError`. Its message follows the Keras idiom:
+what is wrong, what was expected, what was received, and how to fix it, so the command line can print it as one
+line and exit with code 1.
+"""
+
+
+class MgpuIOError(Exception):
+    """Base class of every error that mgpu-io raises on bad input."""
+
+
+class NotAModelFile(MgpuIOError):
+    """The input is not a Keras HDF5 file or JSON config (not HDF5, truncated, invalid JSON, no model in it)."""
+
+
+class FailedSaveStub(MgpuIOError):
+    """The input is the stub that a failed Keras <= 2.1.6 ``save()`` of a multi-GPU model leaves behind."""
+
+
+class NotAWrapper(MgpuIOError):
+    """The input is a plain model, not a multi-GPU wrapper."""
+
+
+class WeightsMismatch(MgpuIOError):
+    """The stored weights do not fit the template: a group or dataset is missing or has the wrong shape."""
+
+
+class UnsupportedModel(MgpuIOError):
+    """The model uses a layer or config that mgpu-io cannot convert for Keras 3 (yet)."""
+
+
+class OutputError(MgpuIOError):
+    """The output path is unusable: it is the input, it exists, or its folder is missing."""

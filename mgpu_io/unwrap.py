@@ -1,0 +1,195 @@
+"""Write the innermost template of a wrapper file as a clean file of the same kind.
+
+Full model in, full model out; weights-only in, weights-only out; JSON config in, JSON config out. Every wrapper
+level is removed, the template config is normalised for Keras 3 (unless ``keep_config``), the training config is
+re-keyed to the template's outputs, and the optimizer state is carried over. The input is opened read-only, the
+output is written to a temporary file beside it and renamed, and datasets are copied inside HDF5.
+"""
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from mgpu_io import __version__
+from mgpu_io.errors import NotAWrapper, OutputError
+from mgpu_io.extract import extract, template_outputs
+from mgpu_io.graph import layer_name, model_layers, model_name
+from mgpu_io.keras1 import convert_config, is_keras1
+from mgpu_io.normalize import normalize_for_keras3, normalize_training_config
+from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, open_stored
+from mgpu_io.training import rekey_training_config
+from mgpu_io.writer import LegacyH5Writer, atomic_path, write_json_config
+
+
+@dataclass
+class UnwrapReport:
+    """What :func:`unwrap` did (or, with ``dry_run``, would do)."""
+
+    source: str
+    output: str
+    file_type: str
+    was_wrapper: bool
+    depth: int
+    replicas: Optional[int]
+    template: Optional[str]
+    outputs: List[str]
+    config: str
+    config_changes: List[str] = field(default_factory=list)
+    layers: List[Dict] = field(default_factory=list)
+    weights: int = 0
+    optimizer: str = "absent"
+    renamed_outputs: Dict[str, str] = field(default_factory=dict)
+    written: bool = False
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def unwrap(
+    source,
+    output,
+    *,
+    keep_config=False,
+    include_optimizer=True,
+    allow_plain=False,
+    overwrite=False,
+    dry_run=False,
+):
+    """Write the innermost template of the wrapper file ``source`` to ``output``.
+
+    Args:
+        source: a full-model ``.h5``, a weights-only ``.h5`` or a JSON config written from a multi-GPU wrapper.
+        output: where to write the clean file (same kind as ``source``).
+        keep_config: write the writer's template config verbatim instead of normalising it for Keras 3.
+        include_optimizer: carry the optimizer state over (full models only).
+        allow_plain: copy a plain (non-wrapper) model through instead of refusing it.
+        overwrite: replace an existing ``output``.
+        dry_run: plan and report, write nothing.
+
+    Returns:
+        An :class:`UnwrapReport`.
+
+    Raises:
+        NotAModelFile, FailedSaveStub, WeightsMismatch, UnsupportedModel: the input cannot be repaired.
+        NotAWrapper: ``source`` is a plain model and ``allow_plain`` is false.
+        OutputError: ``output`` is ``source``, exists without ``overwrite``, or its folder is missing.
+
+    Example:
+        >>> report = unwrap("fixtures/files/k224_functional_bn_x2_full.h5", "/tmp/clean.h5", overwrite=True)
+        >>> report.depth, report.template  # doctest: +SKIP
+        (1, 'template')
+    """
+    source, output = Path(source), Path(output)
+    _check_output(source, output, overwrite)
+    with open_stored(source) as stored:
+        extraction = extract(stored)
+        if not extraction.is_wrapper and not allow_plain:
+            raise NotAWrapper(
+                f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
+                f"layers, one nested template and axis-0 merges. Received: filepath={source} ({stored.file_type} "
+                f"file, plain model). Load it as it is, or pass --allow-plain to copy it through."
+            )
+        config = extraction.template_config
+        changes = []
+        converted_keras1 = config is not None and not keep_config and is_keras1(stored.keras_version)
+        if config is not None and not keep_config:
+            if converted_keras1:
+                config = convert_config(config)
+                changes.append("keras1-to-keras2")
+            config, normalised = normalize_for_keras3(config)
+            changes += normalised
+        layers = extraction.layout(config)
+        outputs = template_outputs(extraction, config)
+        training, renamed = None, {}
+        if stored.training_config is not None:
+            training, renamed = rekey_training_config(stored.training_config, extraction.merge_names, outputs)
+            if not keep_config:
+                training, optimizer_changes = normalize_training_config(training)
+                changes += optimizer_changes
+        optimizer_group = stored.optimizer_weights
+        optimizer = "absent" if optimizer_group is None else ("copied" if include_optimizer else "dropped")
+        report = UnwrapReport(
+            source=str(source),
+            output=str(output),
+            file_type=stored.file_type,
+            was_wrapper=extraction.is_wrapper,
+            depth=extraction.depth,
+            replicas=_replicas(extraction),
+            template=model_name(extraction.template_config) if config is not None else (
+                extraction.weights_wrapper.template_layer if extraction.weights_wrapper else None),
+            outputs=outputs,
+            config="verbatim" if keep_config else "normalized",
+            config_changes=changes,
+            layers=[{"layer": lw.layer, "weights": len(lw.names)} for lw in layers if lw.names],
+            weights=sum(len(lw.names) for lw in layers),
+            optimizer=optimizer if stored.file_type == MODEL else "absent",
+            renamed_outputs=renamed,
+        )
+        if dry_run:
+            return report
+        keras_version = "2.2.4" if converted_keras1 else (stored.keras_version or "2.2.4")
+        provenance = {
+            "tool": f"mgpu-io {__version__}",
+            "source_keras_version": stored.keras_version,
+            "removed_wrapper_levels": extraction.depth,
+            "config": report.config,
+        }
+        with atomic_path(output) as temporary:
+            if stored.file_type == CONFIG:
+                write_json_config(temporary, config)
+            elif stored.file_type == MODEL:
+                with LegacyH5Writer.model_file(
+                    temporary, config, keras_version, stored.backend or "tensorflow", training, provenance
+                ) as writer:
+                    _write_layers(writer, layers, config)
+                    if optimizer == "copied":
+                        writer.copy_optimizer_weights(optimizer_group)
+            else:
+                with LegacyH5Writer.weights_file(
+                    temporary, keras_version, stored.backend or "tensorflow", provenance
+                ) as writer:
+                    for layer in layers:
+                        if layer.names:
+                            writer.add_layer(layer.layer, _sources(layer))
+        report.written = True
+        return report
+
+
+def _write_layers(writer, layers, config):
+    by_name = {layer.layer: layer for layer in layers}
+    for layer in model_layers(config):
+        name = layer_name(layer)
+        writer.add_layer(name, _sources(by_name[name]) if name in by_name else [])
+
+
+def _sources(layer):
+    return [(name, layer.group[name]) for name in layer.names]
+
+
+def _replicas(extraction):
+    if extraction.unrolled is not None and extraction.unrolled.levels:
+        return extraction.unrolled.levels[-1].replicas
+    return extraction.weights_wrapper.replicas if extraction.weights_wrapper else None
+
+
+def _check_output(source, output, overwrite):
+    if not output.parent.is_dir():
+        raise OutputError(
+            f"The output folder does not exist. Expected an existing folder for the output file. "
+            f"Received: output={output}. Create {output.parent} first."
+        )
+    if output.exists() and source.exists() and os.path.samefile(source, output):
+        raise OutputError(
+            f"The output is the input file. Expected a different path: the input is never modified. "
+            f"Received: input={source}, output={output}. Choose another output path."
+        )
+    if output.exists() and not overwrite:
+        raise OutputError(
+            f"The output file already exists. Expected a new path. Received: output={output}. "
+            f"Pass --force to replace it."
+        )
+    if output.is_dir():
+        raise OutputError(
+            f"The output is a folder. Expected a file path. Received: output={output}. Name the output file."
+        )
