@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from mgpu_io import __version__
+from mgpu_io.conversions import inexact_in_keras3, keras3_weight_transform
 from mgpu_io.errors import NotAWrapper, OutputError
 from mgpu_io.extract import extract, template_outputs
-from mgpu_io.graph import layer_name, model_layers, model_name
+from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, model_name
 from mgpu_io.keras1 import convert_config, is_keras1
 from mgpu_io.normalize import normalize_for_keras3, normalize_training_config
 from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, open_stored
@@ -40,6 +41,7 @@ class UnwrapReport:
     weights: int = 0
     optimizer: str = "absent"
     renamed_outputs: Dict[str, str] = field(default_factory=dict)
+    warnings: List[str] = field(default_factory=list)
     written: bool = False
 
     def to_dict(self):
@@ -100,6 +102,10 @@ def unwrap(
             config, normalised = normalize_for_keras3(config)
             changes += normalised
         layers = extraction.layout(config)
+        transforms, warnings = {}, []
+        if config is not None and not keep_config:
+            transforms, notes, warnings = _keras3_conversions(config)
+            changes += notes
         outputs = template_outputs(extraction, config)
         training, renamed = None, {}
         if stored.training_config is not None:
@@ -125,6 +131,7 @@ def unwrap(
             weights=sum(len(lw.names) for lw in layers),
             optimizer=optimizer if stored.file_type == MODEL else "absent",
             renamed_outputs=renamed,
+            warnings=warnings,
         )
         if dry_run:
             return report
@@ -142,7 +149,7 @@ def unwrap(
                 with LegacyH5Writer.model_file(
                     temporary, config, keras_version, stored.backend or "tensorflow", training, provenance
                 ) as writer:
-                    _write_layers(writer, layers, config)
+                    _write_layers(writer, layers, config, transforms)
                     if optimizer == "copied":
                         writer.copy_optimizer_weights(optimizer_group)
             else:
@@ -156,11 +163,40 @@ def unwrap(
         return report
 
 
-def _write_layers(writer, layers, config):
+def _write_layers(writer, layers, config, transforms):
     by_name = {layer.layer: layer for layer in layers}
     for layer in model_layers(config):
         name = layer_name(layer)
-        writer.add_layer(name, _sources(by_name[name]) if name in by_name else [])
+        sources = _sources(by_name[name]) if name in by_name else []
+        if name in transforms and sources:
+            converted = transforms[name]([dataset[()] for _, dataset in sources])
+            sources = [(weight_name, array) for (weight_name, _), array in zip(sources, converted)]
+        writer.add_layer(name, sources)
+
+
+def _keras3_conversions(config):
+    """Weight conversions for the template's top-level layers, their names, and what stays inexact in Keras 3."""
+    transforms, notes, warnings = {}, [], []
+    for layer in model_layers(config):
+        conversion = keras3_weight_transform(layer)
+        if conversion is not None:
+            notes.append(conversion[0])
+            transforms[layer_name(layer)] = conversion[1]
+        nested = model_layers(layer) if layer["class_name"] in MODEL_CLASSES else []
+        for sub in nested:
+            if keras3_weight_transform(sub) is not None:
+                warnings.append(
+                    f"layer {layer_name(sub)!r} inside nested model {layer_name(layer)!r} uses Keras 2's "
+                    f"hard_sigmoid; Keras 3 computes it differently and nested layers are not converted"
+                )
+        for candidate in [layer] + nested:
+            reason = inexact_in_keras3(candidate)
+            if reason:
+                warnings.append(reason)
+    if notes:
+        warnings.append("hard_sigmoid gates were rescaled for Keras 3; for tf_keras or the old Keras unwrap "
+                        "again with --keep-config")
+    return transforms, list(dict.fromkeys(notes)), warnings
 
 
 def _sources(layer):

@@ -1,0 +1,32 @@
+# Set-up and everyday tasks. `make demo` and `make test` work on a fresh clone: they create .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LEGACY_PYTHON ?= $(shell pyenv root 2>/dev/null)/versions/3.7.16/bin/python
+DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
+DEMO_OUT := build/demo/template.h5
+
+.PHONY: demo test fixtures clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p build/demo
+	$(BIN)/mgpu-io inspect $(DEMO_IN)
+	$(BIN)/mgpu-io unwrap $(DEMO_IN) $(DEMO_OUT) --force
+	$(BIN)/python fixtures/check_prediction.py $(DEMO_OUT) k224_functional_bn_x2_full
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+# Regenerate fixtures/files with the real historical writers (Python 3.7, TF 1.15, Keras 1.2.2/2.1.6/2.2.4/2.3.1).
+fixtures:
+	LEGACY_PYTHON=$(LEGACY_PYTHON) bash fixtures/generate/run.sh
+
+clean:
+	rm -rf build .pytest_cache

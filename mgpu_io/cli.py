@@ -1,0 +1,129 @@
+"""The ``mgpu-io`` command line: a thin face over the library.
+
+Each command makes one library call and prints its report; a library error becomes one line on stderr and exit
+code 1. Nothing here imports TensorFlow or Keras.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from typing_extensions import Annotated
+
+from mgpu_io import __version__
+from mgpu_io.errors import MgpuIOError
+
+app = typer.Typer(
+    name="mgpu-io",
+    help="Rescue Keras models saved from multi-GPU data-parallel wrappers (multi_gpu_model, make_parallel).\n\n"
+    "Examples:\n\n"
+    "  mgpu-io inspect parallel_model.h5\n\n"
+    "  mgpu-io unwrap parallel_model.h5 model.h5",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _fail(error):
+    typer.echo(f"Error: {error}", err=True)
+    raise typer.Exit(code=1)
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"mgpu-io {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+):
+    """Rescue Keras models saved from multi-GPU data-parallel wrappers."""
+
+
+@app.command()
+def inspect(
+    file: Annotated[Path, typer.Argument(help="A .h5 model or weights file, or a JSON config from to_json().")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
+):
+    """Say what a Keras file holds: wrapper or not, nesting, replicas, template, inputs, outputs, findings.
+
+    Examples:
+
+      mgpu-io inspect parallel_model.h5
+
+      mgpu-io inspect checkpoint-weights.h5 --json | jq .replicas
+    """
+    from mgpu_io.inspection import inspect as inspect_file
+
+    try:
+        report = inspect_file(file)
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    from mgpu_io._render import render_inspect
+
+    render_inspect(report)
+
+
+@app.command()
+def unwrap(
+    source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file: .h5 model, .h5 weights or JSON.")],
+    output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the clean template file.")],
+    keep_config: Annotated[
+        bool, typer.Option("--keep-config", help="Write the writer's config verbatim (for the old Keras stack).")
+    ] = False,
+    no_optimizer: Annotated[bool, typer.Option("--no-optimizer", help="Leave the optimizer state out.")] = False,
+    allow_plain: Annotated[
+        bool, typer.Option("--allow-plain", help="Copy a plain (non-wrapper) model through instead of refusing it.")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+):
+    """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
+
+    Full model in, full model out; weights only in, weights only out; JSON config in, JSON config out. Every
+    level of nesting is removed, the config is normalised so that Keras 3 and tf_keras load it, and the
+    training config and optimizer state are carried over. IN is never modified.
+
+    Examples:
+
+      mgpu-io unwrap parallel_model.h5 model.h5
+
+      mgpu-io unwrap weights-epoch10.h5 template-weights.h5
+
+      mgpu-io unwrap parallel_model.h5 model.h5 --dry-run --json
+    """
+    from mgpu_io.unwrap import unwrap as unwrap_file
+
+    try:
+        report = unwrap_file(
+            source,
+            output,
+            keep_config=keep_config,
+            include_optimizer=not no_optimizer,
+            allow_plain=allow_plain,
+            overwrite=force,
+            dry_run=dry_run,
+        )
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    from mgpu_io._render import render_unwrap
+
+    render_unwrap(report)
+
+
+def run():  # pragma: no cover - console-script entry point
+    sys.exit(app())

@@ -1,0 +1,184 @@
+"""Describe a legacy Keras file: is it a wrapper, how deep, around which template, and what is wrong with it."""
+
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional
+
+import h5py
+import numpy as np
+
+from mgpu_io.errors import FailedSaveStub
+from mgpu_io.extract import extract, template_outputs
+from mgpu_io.h5attrs import read_str
+from mgpu_io.graph import MODEL_CLASSES, input_names, layer_name, model_layers, model_name
+from mgpu_io.keras1 import is_keras1
+from mgpu_io.stored import CONFIG, open_stored
+
+CUDNN_LAYERS = ("CuDNNLSTM", "CuDNNGRU")
+_SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
+
+
+@dataclass
+class Finding:
+    """Something the user should know about the file; ``kind`` is stable for scripts."""
+
+    kind: str
+    message: str
+    layers: List[str] = field(default_factory=list)
+
+
+@dataclass
+class InspectReport:
+    """What :func:`inspect` found; :meth:`to_dict` is the ``--json`` output (documented in docs/cli.md)."""
+
+    file: str
+    file_type: str
+    is_wrapper: bool
+    variant: Optional[str]
+    replicas: Optional[int]
+    depth: int
+    template: Optional[str]
+    inputs: List[str]
+    outputs: List[str]
+    keras_version: Optional[str]
+    backend: Optional[str]
+    has_optimizer_weights: bool
+    findings: List[Finding] = field(default_factory=list)
+    levels: List[dict] = field(default_factory=list)
+    weights: int = 0
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def inspect(path) -> InspectReport:
+    """Inspect the file at ``path`` (full model, weights only, or JSON config) without loading Keras.
+
+    Raises:
+        NotAModelFile, WeightsMismatch: the file cannot be read as a Keras model.
+
+    Example:
+        >>> report = inspect("fixtures/files/k224_functional_bn_x2_full.h5")  # doctest: +SKIP
+        >>> report.is_wrapper, report.depth, report.template  # doctest: +SKIP
+        (True, 1, 'template')
+    """
+    try:
+        with open_stored(path) as stored:
+            return _inspect(stored)
+    except FailedSaveStub as stub:
+        return _stub_report(path, stub)
+
+
+def _inspect(stored):
+    extraction = extract(stored)
+    layers = extraction.layout() if stored.file_type != CONFIG else []
+    template = extraction.template_config
+    levels = [level.to_dict() for level in extraction.unrolled.levels] if extraction.unrolled else []
+    wrapper = extraction.weights_wrapper
+    if wrapper is not None:
+        levels = [{"name": None, "variant": None, "replicas": wrapper.replicas, "template_layer": wrapper.template_layer,
+                   "inputs": wrapper.input_layers, "slice_layers": wrapper.slice_layers,
+                   "merge_layers": wrapper.merge_layers}]
+    findings = []
+    if template is not None:
+        findings += _config_findings(template, stored.keras_version)
+    if stored.file_type == "weights" and wrapper is not None:
+        findings.append(Finding(
+            "weights-only",
+            "A weights-only file has no graph: its template config comes from your model code, and nesting "
+            "inside it is invisible (replicas are counted from the slice layers' names).",
+        ))
+    findings += _weight_findings(layers)
+    if is_keras1(stored.keras_version) and stored.file_type != CONFIG:
+        findings.append(Finding("keras1", "Written by Keras 1: configs are converted to Keras 2 spelling on unwrap."))
+    return InspectReport(
+        file=str(stored.path),
+        file_type=stored.file_type,
+        is_wrapper=extraction.is_wrapper,
+        variant=(extraction.unrolled.levels[-1].variant if extraction.unrolled and extraction.unrolled.levels
+                 else ("unknown" if wrapper else None)),
+        replicas=levels[-1]["replicas"] if levels else None,
+        depth=extraction.depth,
+        template=model_name(template) if template is not None else (wrapper.template_layer if wrapper else None),
+        inputs=input_names(template) if template is not None else (wrapper.input_layers if wrapper else []),
+        outputs=template_outputs(extraction),
+        keras_version=stored.keras_version,
+        backend=stored.backend,
+        has_optimizer_weights=stored.optimizer_weights is not None,
+        findings=findings,
+        levels=levels,
+        weights=sum(len(layer.names) for layer in layers),
+    )
+
+
+def _walk(model_config):
+    for layer in model_layers(model_config):
+        yield layer
+        if layer["class_name"] in MODEL_CLASSES:
+            yield from _walk(layer)
+
+
+def _config_findings(template, keras_version):
+    findings = []
+    cudnn = [layer_name(l) for l in _walk(template) if l["class_name"] in CUDNN_LAYERS]
+    if cudnn:
+        findings.append(Finding(
+            "cudnn-layers",
+            "CuDNN layers run only on NVIDIA GPUs, and Keras 3 has no such classes.",
+            cudnn,
+        ))
+    lambdas = [layer_name(l) for l in _walk(template) if l["class_name"] == "Lambda"]
+    if lambdas:
+        findings.append(Finding(
+            "template-lambda",
+            "The template itself has Lambda layers: Keras 3 refuses them in safe mode, and their stored code only "
+            "runs on the Python version that wrote it. Rebuild them in code and load the weights.",
+            lambdas,
+        ))
+    return findings
+
+
+def _weight_findings(layers):
+    bad = []
+    for layer in layers:
+        for name in layer.names:
+            dataset = layer.group[name]
+            if dataset.dtype.kind == "f" and _has_non_finite(dataset):
+                bad.append(f"{layer.layer}/{name}")
+    if not bad:
+        return []
+    return [Finding(
+        "non-finite-weights",
+        "Weights hold NaN or Inf. In BatchNormalization moving statistics this is the uneven-last-batch bug of "
+        "multi-GPU training (a replica got 0 or 1 samples); predictions will be NaN until they are recomputed.",
+        bad,
+    )]
+
+
+def _has_non_finite(dataset):
+    if dataset.shape == ():
+        return not np.isfinite(dataset[()])
+    flat = dataset.size
+    if flat <= _SCAN_CHUNK:
+        return not np.isfinite(dataset[()]).all()
+    rows = max(1, _SCAN_CHUNK // max(1, flat // dataset.shape[0]))
+    return any(not np.isfinite(dataset[i:i + rows]).all() for i in range(0, dataset.shape[0], rows))
+
+
+def _stub_report(path, stub):
+    with h5py.File(path, "r") as h5:
+        keras_version, backend = read_str(h5.attrs, "keras_version"), read_str(h5.attrs, "backend")
+    return InspectReport(
+        file=str(path),
+        file_type="stub",
+        is_wrapper=False,
+        variant=None,
+        replicas=None,
+        depth=0,
+        template=None,
+        inputs=[],
+        outputs=[],
+        keras_version=keras_version,
+        backend=backend,
+        has_optimizer_weights=False,
+        findings=[Finding("failed-save-stub", str(stub))],
+    )
