@@ -177,8 +177,9 @@ def _check_present(layers, path):
 
 
 def template_outputs(extraction, config=None):
-    """The template's output layer names (of ``config`` when given), or the merge names for weights-only files."""
+    """The template's output layer names (of ``config`` when given); ``None`` for weights-only files.
+
+    A weights-only file names its merge layers, not the template's outputs (kuza55's are ``merge_1``...).
+    """
     config = config if config is not None else extraction.template_config
-    if config is not None:
-        return output_names(config)
-    return list(extraction.merge_names)
+    return output_names(config) if config is not None else None

@@ -38,7 +38,7 @@ class InspectReport:
     depth: int
     template: Optional[str]
     inputs: List[str]
-    outputs: List[str]
+    outputs: Optional[List[str]]
     keras_version: Optional[str]
     backend: Optional[str]
     has_optimizer_weights: bool
@@ -84,8 +84,8 @@ def _inspect(stored):
     if stored.file_type == "weights" and wrapper is not None:
         findings.append(Finding(
             "weights-only",
-            "A weights-only file has no graph: its template config comes from your model code, and nesting "
-            "inside it is invisible (replicas are counted from the slice layers' names).",
+            "A weights-only file has no graph: the template's config and output names come from your model code, "
+            "the writer and any nesting are not recorded, and replicas are counted from the slice layers' names.",
         ))
     findings += _weight_findings(layers)
     if is_keras1(stored.keras_version) and stored.file_type != CONFIG:
@@ -94,8 +94,7 @@ def _inspect(stored):
         file=str(stored.path),
         file_type=stored.file_type,
         is_wrapper=extraction.is_wrapper,
-        variant=(extraction.unrolled.levels[-1].variant if extraction.unrolled and extraction.unrolled.levels
-                 else ("unknown" if wrapper else None)),
+        variant=extraction.unrolled.levels[-1].variant if extraction.unrolled and extraction.unrolled.levels else None,
         replicas=levels[-1]["replicas"] if levels else None,
         depth=extraction.depth,
         template=model_name(template) if template is not None else (wrapper.template_layer if wrapper else None),

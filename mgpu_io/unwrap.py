@@ -34,7 +34,7 @@ class UnwrapReport:
     depth: int
     replicas: Optional[int]
     template: Optional[str]
-    outputs: List[str]
+    outputs: Optional[List[str]]
     config: str
     config_changes: List[str] = field(default_factory=list)
     layers: List[Dict] = field(default_factory=list)

@@ -1,0 +1,84 @@
+"""The fixtures' templates, built with Keras 3 code as a user would write them today.
+
+Weights-only files carry no architecture: the user builds the model in code and loads the unwrapped weights.
+These builders mirror fixtures/generate/write_fixtures.py (and the reference set's MANIFEST.md) layer for layer.
+"""
+
+import keras
+from keras import layers
+
+
+def functional_bn(inputs=6, d1_activation="relu", two_outputs=True, out_units=3):
+    inp = keras.Input((inputs,), name="inp")
+    x = layers.Dense(8, activation=d1_activation, name="d1")(inp)
+    x = layers.BatchNormalization(name="bn")(x)
+    x = layers.Dropout(0.25, name="drop")(x)
+    if two_outputs:
+        outputs = [layers.Dense(3, activation="softmax", name="out_a")(x), layers.Dense(1, name="out_b")(x)]
+    else:
+        outputs = layers.Dense(out_units, activation="softmax", name="out")(x)
+    return keras.Model(inp, outputs, name="template")
+
+
+def sequential_mlp():
+    return keras.Sequential([
+        keras.Input((5,)),
+        layers.Dense(10, activation="tanh"),
+        layers.Dropout(0.1),
+        layers.Dense(4, activation="softmax"),
+    ])
+
+
+def two_dense(activation=None):
+    inp = keras.Input((4,), name="inp")
+    x = layers.Dense(8, name="d1")(inp)
+    if activation:
+        x = layers.Activation(activation, name="act")(x)
+    return keras.Model(inp, layers.Dense(3, name="out")(x), name="template")
+
+
+def mini_googlenet(width=4):
+    def conv(x, k, kx, ky, stride, padding="same"):
+        x = layers.Conv2D(k, (kx, ky), strides=stride, padding=padding)(x)
+        x = layers.BatchNormalization(axis=-1)(x)
+        return layers.Activation("relu")(x)
+
+    def inception(x, k1, k3):
+        return layers.concatenate([conv(x, k1, 1, 1, (1, 1)), conv(x, k3, 3, 3, (1, 1))], axis=-1)
+
+    def downsample(x, k):
+        return layers.concatenate([conv(x, k, 3, 3, (2, 2), padding="valid"),
+                                   layers.MaxPooling2D((3, 3), strides=(2, 2))(x)], axis=-1)
+
+    w = width
+    inp = keras.Input((32, 32, 3))
+    x = conv(inp, 96 // w, 3, 3, (1, 1))
+    x = inception(x, 32 // w, 32 // w)
+    x = inception(x, 32 // w, 48 // w)
+    x = downsample(x, 80 // w)
+    x = inception(x, 112 // w, 48 // w)
+    x = inception(x, 96 // w, 64 // w)
+    x = downsample(x, 96 // w)
+    x = inception(x, 176 // w, 160 // w)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dropout(0.5)(x)
+    return keras.Model(inp, layers.Dense(10, activation="softmax")(x), name="minigooglenet")
+
+
+# The builder for each weights-only file, fixtures and reference set alike.
+BUILDERS = {
+    "k224_functional_bn_x2_weights.h5": functional_bn,
+    "k216_functional_bn_x2_weights.h5": functional_bn,
+    "k231_functional_bn_x2_weights.h5": functional_bn,
+    "tfk115_functional_bn_x2_weights.h5": functional_bn,
+    "k224_nested_depth3_weights.h5": functional_bn,
+    "k224_sequential_reloc_x2_weights.h5": sequential_mlp,
+    "k224_minigooglenet_x2_weights.h5": mini_googlenet,
+    "k216_kuza55_x2_weights.h5": lambda: two_dense("tanh"),
+    "k122_kuza55_x2_weights.h5": lambda: two_dense("tanh"),
+    "k224_functional_2out_weights.h5": lambda: functional_bn(inputs=4),
+    "tfk115_functional_weights.h5": lambda: functional_bn(inputs=4, two_outputs=False),
+    "k216_weights.h5": lambda: two_dense(),
+    "k216_kuza_weights.h5": lambda: two_dense(),
+    "k122_kuza_weights.h5": lambda: two_dense(),
+}
