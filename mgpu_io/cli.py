@@ -78,6 +78,11 @@ def inspect(
 def unwrap(
     source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file: .h5 model, .h5 weights or JSON.")],
     output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the clean template file.")],
+    config: Annotated[
+        Path,
+        typer.Option("--config", metavar="ARCH", help="For a weights-only IN: the architecture JSON (or full .h5) "
+                     "saved beside it; lays out and converts the weights by its graph."),
+    ] = None,
     keep_config: Annotated[
         bool, typer.Option("--keep-config", help="Write the writer's config verbatim (for the old Keras stack).")
     ] = False,
@@ -101,6 +106,8 @@ def unwrap(
 
       mgpu-io unwrap weights-epoch10.h5 template-weights.h5
 
+      mgpu-io unwrap weights.h5 clean-weights.h5 --config model.json
+
       mgpu-io unwrap parallel_model.h5 model.h5 --dry-run --json
     """
     from mgpu_io.unwrap import unwrap as unwrap_file
@@ -109,6 +116,7 @@ def unwrap(
         report = unwrap_file(
             source,
             output,
+            config=config,
             keep_config=keep_config,
             include_optimizer=not no_optimizer,
             allow_plain=allow_plain,

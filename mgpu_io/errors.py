@@ -30,5 +30,9 @@ class UnsupportedModel(MgpuIOError):
     """The model uses a layer or config that mgpu-io cannot convert for Keras 3 (yet)."""
 
 
+class InvalidArgument(MgpuIOError):
+    """An option does not apply to this input (for example ``--config`` with a full-model file)."""
+
+
 class OutputError(MgpuIOError):
     """The output path is unusable: it is the input, it exists, or its folder is missing."""

@@ -13,9 +13,9 @@ from typing import Dict, List, Optional
 
 from mgpu_io import __version__
 from mgpu_io.conversions import inexact_in_keras3, keras3_weight_transform
-from mgpu_io.errors import NotAWrapper, OutputError
+from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.extract import extract, template_outputs
-from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, model_name
+from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, model_name, unroll
 from mgpu_io.keras1 import convert_config, is_keras1
 from mgpu_io.normalize import normalize_for_keras3, normalize_training_config
 from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, open_stored
@@ -52,6 +52,7 @@ def unwrap(
     source,
     output,
     *,
+    config=None,
     keep_config=False,
     include_optimizer=True,
     allow_plain=False,
@@ -63,6 +64,8 @@ def unwrap(
     Args:
         source: a full-model ``.h5``, a weights-only ``.h5`` or a JSON config written from a multi-GPU wrapper.
         output: where to write the clean file (same kind as ``source``).
+        config: for a weights-only ``source``, the architecture saved beside it (the wrapper's or the template's
+            JSON config, or a full-model file). The weights are then laid out and converted by that graph.
         keep_config: write the writer's template config verbatim instead of normalising it for Keras 3.
         include_optimizer: carry the optimizer state over (full models only).
         allow_plain: copy a plain (non-wrapper) model through instead of refusing it.
@@ -86,6 +89,8 @@ def unwrap(
     _check_output(source, output, overwrite)
     with open_stored(source) as stored:
         extraction = extract(stored)
+        if config is not None:
+            _attach_config(extraction, config)
         if not extraction.is_wrapper and not allow_plain:
             raise NotAWrapper(
                 f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
@@ -93,6 +98,7 @@ def unwrap(
                 f"file, plain model). Load it as it is, or pass --allow-plain to copy it through."
             )
         config = extraction.template_config
+        written_config = stored.file_type != WEIGHTS
         changes = []
         converted_keras1 = config is not None and not keep_config and is_keras1(stored.keras_version)
         if config is not None and not keep_config:
@@ -106,6 +112,10 @@ def unwrap(
         if config is not None and not keep_config:
             transforms, notes, warnings = _keras3_conversions(config)
             changes += notes
+            if notes:
+                warnings.append("hard_sigmoid gates were rescaled for Keras 3; " + (
+                    "for tf_keras or the old Keras, unwrap again with --keep-config" if written_config
+                    else "load these weights into a Keras 3 model, or unwrap again with --keep-config"))
         outputs = template_outputs(extraction, config)
         training, renamed = None, {}
         if stored.training_config is not None:
@@ -144,7 +154,7 @@ def unwrap(
         }
         with atomic_path(output) as temporary:
             if stored.file_type == CONFIG:
-                write_json_config(temporary, config)
+                write_json_config(temporary, config if keep_config else dict(config, module="keras.models"))
             elif stored.file_type == MODEL:
                 with LegacyH5Writer.model_file(
                     temporary, config, keras_version, stored.backend or "tensorflow", training, provenance
@@ -158,7 +168,7 @@ def unwrap(
                 ) as writer:
                     for layer in layers:
                         if layer.names:
-                            writer.add_layer(layer.layer, _sources(layer))
+                            writer.add_layer(layer.layer, _converted(layer, transforms))
         report.written = True
         return report
 
@@ -167,11 +177,42 @@ def _write_layers(writer, layers, config, transforms):
     by_name = {layer.layer: layer for layer in layers}
     for layer in model_layers(config):
         name = layer_name(layer)
-        sources = _sources(by_name[name]) if name in by_name else []
-        if name in transforms and sources:
-            converted = transforms[name]([dataset[()] for _, dataset in sources])
-            sources = [(weight_name, array) for (weight_name, _), array in zip(sources, converted)]
-        writer.add_layer(name, sources)
+        writer.add_layer(name, _converted(by_name[name], transforms) if name in by_name else [])
+
+
+def _converted(layer, transforms):
+    """``(name, dataset)`` pairs of a layer; arrays instead where a conversion applies (read into memory)."""
+    sources = [(name, layer.group[name]) for name in layer.names]
+    if layer.layer not in transforms or not sources:
+        return sources
+    converted = transforms[layer.layer]([dataset[()] for _, dataset in sources])
+    return [(name, array) for (name, _), array in zip(sources, converted)]
+
+
+def _attach_config(extraction, config_path):
+    """Give a weights-only extraction the graph of the architecture file saved beside it."""
+    if extraction.stored.file_type != WEIGHTS:
+        raise InvalidArgument(
+            f"--config applies to weights-only files. Expected a weights-only input, since a "
+            f"{extraction.stored.file_type} file carries its own architecture. Received: "
+            f"filepath={extraction.stored.path}. Leave out --config."
+        )
+    with open_stored(config_path) as architecture:
+        if architecture.model_config is None:
+            raise InvalidArgument(
+                f"The --config file holds no architecture. Expected a JSON config or a full-model .h5. "
+                f"Received: filepath={config_path} (a weights-only file). Pass the JSON saved with to_json()."
+            )
+        unrolled = unroll(architecture.model_config)
+    wrapper = extraction.weights_wrapper
+    if wrapper is not None and unrolled.levels and unrolled.levels[0].template_layer != wrapper.template_layer:
+        raise WeightsMismatch(
+            f"The config and the weights come from different models. Expected the config's nested template "
+            f"layer to be the weights' group {wrapper.template_layer!r}. Received: "
+            f"{unrolled.levels[0].template_layer!r} in filepath={config_path}. Pass the config saved with "
+            f"these weights."
+        )
+    extraction.unrolled = unrolled
 
 
 def _keras3_conversions(config):
@@ -193,14 +234,7 @@ def _keras3_conversions(config):
             reason = inexact_in_keras3(candidate)
             if reason:
                 warnings.append(reason)
-    if notes:
-        warnings.append("hard_sigmoid gates were rescaled for Keras 3; for tf_keras or the old Keras unwrap "
-                        "again with --keep-config")
     return transforms, list(dict.fromkeys(notes)), warnings
-
-
-def _sources(layer):
-    return [(name, layer.group[name]) for name in layer.names]
 
 
 def _replicas(extraction):

@@ -1,14 +1,13 @@
-"""The fixtures' templates, built with Keras 3 code as a user would write them today.
+"""The fixtures' templates, built with Keras code as a user would write them today.
 
 Weights-only files carry no architecture: the user builds the model in code and loads the unwrapped weights.
 These builders mirror fixtures/generate/write_fixtures.py (and the reference set's MANIFEST.md) layer for layer.
+Each takes the Keras module to build with: ``keras`` (Keras 3) or ``tf_keras`` (the Keras 2 API).
 """
 
-import keras
-from keras import layers
 
-
-def functional_bn(inputs=6, d1_activation="relu", two_outputs=True, out_units=3):
+def functional_bn(keras, inputs=6, d1_activation="relu", two_outputs=True, out_units=3):
+    layers = keras.layers
     inp = keras.Input((inputs,), name="inp")
     x = layers.Dense(8, activation=d1_activation, name="d1")(inp)
     x = layers.BatchNormalization(name="bn")(x)
@@ -20,7 +19,8 @@ def functional_bn(inputs=6, d1_activation="relu", two_outputs=True, out_units=3)
     return keras.Model(inp, outputs, name="template")
 
 
-def sequential_mlp():
+def sequential_mlp(keras):
+    layers = keras.layers
     return keras.Sequential([
         keras.Input((5,)),
         layers.Dense(10, activation="tanh"),
@@ -29,7 +29,8 @@ def sequential_mlp():
     ])
 
 
-def two_dense(activation=None):
+def two_dense(keras, activation=None):
+    layers = keras.layers
     inp = keras.Input((4,), name="inp")
     x = layers.Dense(8, name="d1")(inp)
     if activation:
@@ -37,7 +38,20 @@ def two_dense(activation=None):
     return keras.Model(inp, layers.Dense(3, name="out")(x), name="template")
 
 
-def mini_googlenet(width=4):
+def conv1d_bilstm(keras):
+    layers = keras.layers
+    return keras.Sequential([
+        keras.Input((20, 3)),
+        layers.Conv1D(8, 5, activation="relu"),
+        layers.MaxPooling1D(2),
+        layers.Bidirectional(layers.LSTM(6, recurrent_activation="hard_sigmoid")),
+        layers.Dense(2, activation="softmax"),
+    ])
+
+
+def mini_googlenet(keras, width=4):
+    layers = keras.layers
+
     def conv(x, k, kx, ky, stride, padding="same"):
         x = layers.Conv2D(k, (kx, ky), strides=stride, padding=padding)(x)
         x = layers.BatchNormalization(axis=-1)(x)
@@ -72,13 +86,20 @@ BUILDERS = {
     "k231_functional_bn_x2_weights.h5": functional_bn,
     "tfk115_functional_bn_x2_weights.h5": functional_bn,
     "k224_nested_depth3_weights.h5": functional_bn,
+    "k224_sequential_x3_weights.h5": sequential_mlp,
     "k224_sequential_reloc_x2_weights.h5": sequential_mlp,
+    "k224_conv1d_bilstm_x2_weights.h5": conv1d_bilstm,
     "k224_minigooglenet_x2_weights.h5": mini_googlenet,
-    "k216_kuza55_x2_weights.h5": lambda: two_dense("tanh"),
-    "k122_kuza55_x2_weights.h5": lambda: two_dense("tanh"),
-    "k224_functional_2out_weights.h5": lambda: functional_bn(inputs=4),
-    "tfk115_functional_weights.h5": lambda: functional_bn(inputs=4, two_outputs=False),
-    "k216_weights.h5": lambda: two_dense(),
-    "k216_kuza_weights.h5": lambda: two_dense(),
-    "k122_kuza_weights.h5": lambda: two_dense(),
+    "k216_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
+    "k122_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
+    "k224_functional_2out_weights.h5": lambda k: functional_bn(k, inputs=4),
+    "tfk115_functional_weights.h5": lambda k: functional_bn(k, inputs=4, two_outputs=False),
+    "k216_weights.h5": two_dense,
+    "k216_kuza_weights.h5": two_dense,
+    "k122_kuza_weights.h5": two_dense,
 }
+# Weights-only files that need their architecture (`unwrap --config`); the JSON+weights tests cover them:
+# - a template that nests a model: without the graph the weights cannot be grouped the way the model nests them;
+# - Keras 2 hard_sigmoid LSTM gates: Keras 3 computes hard_sigmoid differently, and only the graph says which
+#   weights are gates to rescale.
+NEEDS_ARCHITECTURE = {"k224_siamese_x2_weights.h5", "k224_conv1d_bilstm_x2_weights.h5"}
