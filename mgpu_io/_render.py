@@ -1,49 +1,73 @@
-"""Human-readable output of the command line (rich), kept apart from the reports it prints."""
+"""Human-readable output of the command line (rich), kept apart from the reports it prints.
+
+Every string that comes from a file (names, paths) is escaped: rich would read ``[...]`` as markup.
+"""
 
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
-_console = Console(highlight=False)
+_console = Console(highlight=False, soft_wrap=True)
+
+WRITERS = {
+    "keras": "keras.utils.multi_gpu_model",
+    "tf.keras": "tf.keras.utils.multi_gpu_model",
+    "kuza55": "kuza55 make_parallel",
+    "avolkov1": "avolkov1 make_parallel",
+    "generic": "data-parallel wrapper of an unknown writer",
+    None: "writer not recorded",
+}
+FILE_TYPES = {
+    "stub": "failed-save stub (no model inside)",
+    "config": "JSON model config",
+    "weights": "weights-only file",
+    "model": "full model file",
+}
+
+
+def _names(names):
+    return escape(", ".join(names))
 
 
 def render_inspect(report):
-    title = {
-        "stub": "failed-save stub (no model inside)",
-        "config": "JSON model config",
-        "weights": "weights-only file",
-        "model": "full model file",
-    }[report.file_type]
-    _console.print(f"[bold]{report.file}[/bold]: {title}")
+    _console.print(f"[bold]{escape(report.file)}[/bold]: {FILE_TYPES[report.file_type]}")
     if report.file_type != "stub":
-        kind = (f"multi-GPU wrapper, {report.depth} level{'s' if report.depth != 1 else ''}"
-                if report.is_wrapper else "plain model (not a wrapper)")
-        _console.print(f"  {kind}; written by Keras {report.keras_version or '?'} ({report.backend or 'no backend recorded'})")
-        tree = Tree("file")
-        node = tree
+        levels = f"{report.depth} level{'s' if report.depth != 1 else ''}"
+        kind = f"multi-GPU wrapper, {levels}" if report.is_wrapper else "plain model (not a wrapper)"
+        version = escape(report.keras_version or "?")
+        _console.print(f"  {kind}; written by Keras {version} ({escape(report.backend or 'no backend recorded')})")
+        tree = node = Tree(escape(report.file))
         for level in report.levels:
             node = node.add(
-                f"{level['name'] or '(wrapper)'}: {level['variant'] or 'unknown writer'}, "
-                f"{level['replicas'] or '?'} replicas, merges {level['merge_layers']}"
+                f"{escape(level['name'] or '(wrapper)')}: {WRITERS[level['variant']]}, "
+                f"{level['replicas'] or '?'} replicas, merges: {_names(level['merge_layers'])}"
             )
-        node.add(f"[bold]{report.template}[/bold] (template): inputs {report.inputs}, outputs {report.outputs}")
+        outputs = _names(report.outputs) if report.outputs is not None else "not recorded"
+        node.add(f"[bold]{escape(report.template or '?')}[/bold] (template): inputs: {_names(report.inputs)}; "
+                 f"outputs: {outputs}")
         _console.print(tree)
-        _console.print(f"  weights: {report.weights}; optimizer state: {'yes' if report.has_optimizer_weights else 'no'}")
+        optimizer = "yes" if report.has_optimizer_weights else "no"
+        _console.print(f"  weights: {report.weights}; optimizer state: {optimizer}")
     for finding in report.findings:
-        layers = f" [{', '.join(finding.layers[:6])}{', ...' if len(finding.layers) > 6 else ''}]" if finding.layers else ""
-        _console.print(f"  [yellow]! {finding.kind}[/yellow]: {finding.message}{layers}")
+        shown = finding.layers[:6] + (["..."] if len(finding.layers) > 6 else [])
+        layers = f" ({_names(shown)})" if finding.layers else ""
+        _console.print(f"  [yellow]! {finding.kind}[/yellow]: {escape(finding.message)}{layers}")
 
 
 def render_unwrap(report):
-    verb = "Would write" if not report.written else "Wrote"
-    what = f"template {report.template!r}" if report.was_wrapper else "plain model (copied through)"
-    _console.print(f"{verb} {report.output}: {what}, {report.weights} weights in {len(report.layers)} layers")
+    verb = "Wrote" if report.written else "Would write"
+    what = f"template {escape(repr(report.template))}" if report.was_wrapper else "plain model (copied through)"
+    _console.print(f"{verb} {escape(report.output)}: {what}, {report.weights} weights in {len(report.layers)} layers")
     if report.was_wrapper:
-        _console.print(f"  removed {report.depth} wrapper level{'s' if report.depth != 1 else ''}"
-                       f" ({report.replicas or '?'} replicas innermost); outputs {report.outputs}")
-    _console.print(f"  config: {report.config}" + (f" ({', '.join(report.config_changes)})" if report.config_changes else ""))
+        levels = f"{report.depth} wrapper level{'s' if report.depth != 1 else ''}"
+        outputs = _names(report.outputs) if report.outputs is not None else "not recorded (weights only)"
+        _console.print(f"  removed {levels} ({report.replicas or '?'} replicas innermost); outputs: {outputs}")
+    changes = f" ({escape(', '.join(report.config_changes))})" if report.config_changes else ""
+    _console.print(f"  config: {report.config}{changes}")
     if report.file_type == "model":
         _console.print(f"  optimizer state: {report.optimizer}")
     if report.renamed_outputs:
-        _console.print(f"  training config re-keyed: {report.renamed_outputs}")
+        renames = ", ".join(f"{old} -> {new}" for old, new in report.renamed_outputs.items())
+        _console.print(f"  training config re-keyed: {escape(renames)}")
     for warning in report.warnings:
-        _console.print(f"  [yellow]! {warning}[/yellow]")
+        _console.print(f"  [yellow]! {escape(warning)}[/yellow]")

@@ -142,7 +142,7 @@ def _weight_findings(layers):
         for name in layer.names:
             dataset = layer.group[name]
             if dataset.dtype.kind == "f" and _has_non_finite(dataset):
-                bad.append(f"{layer.layer}/{name}")
+                bad.append(name)
     if not bad:
         return []
     return [Finding(

@@ -137,11 +137,14 @@ def _read_json_config(path):
     try:
         text = path.read_text(encoding="utf8")
     except UnicodeDecodeError:
+        text = None
+    if text is None or not text.lstrip().startswith(("{", "[")):
+        what = "binary data" if text is None else "text that is not JSON"
         raise NotAModelFile(
             f"The file is neither HDF5 nor a JSON config. Expected a Keras .h5 file or the JSON of "
-            f"`model.to_json()`. Received: filepath={path} (binary data, {path.stat().st_size} bytes). "
+            f"`model.to_json()`. Received: filepath={path} ({what}, {path.stat().st_size} bytes). "
             f"Check the path; a Keras 3 `.keras` file is a zip archive that needs no repair."
-        ) from None
+        )
     config = _decode_json(path, text, "the file")
     if not (isinstance(config, dict) and "class_name" in config and "config" in config):
         raise NotAModelFile(

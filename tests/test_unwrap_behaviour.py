@@ -1,0 +1,140 @@
+"""What `unwrap` promises around the repair itself: the input is never touched, the output appears whole or not at
+all, every level of nesting goes, the weights and optimizer state arrive bit for bit."""
+
+import hashlib
+import json
+
+import h5py
+import numpy as np
+import pytest
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+import mgpu_io
+from mgpu_io import OutputError, unwrap
+from mgpu_io.cli import app
+from mgpu_io.h5attrs import read_str_list
+from mgpu_io.inspection import inspect
+from mgpu_io.writer import LegacyH5Writer
+
+runner = CliRunner()
+WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
+NESTED = FIXTURES / "k224_nested_depth3_full.h5"
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_input_is_opened_read_only_and_left_unchanged(tmp_path):
+    source = tmp_path / "wrapper.h5"
+    source.write_bytes(WRAPPER.read_bytes())
+    source.chmod(0o444)
+    before, mtime = digest(source), source.stat().st_mtime_ns
+    unwrap(source, tmp_path / "out.h5")
+    assert (digest(source), source.stat().st_mtime_ns) == (before, mtime)
+
+
+def test_every_level_of_a_depth_three_nested_save_is_removed(tmp_path):
+    out = tmp_path / "out.h5"
+    report = unwrap(NESTED, out)
+    assert report.depth == 3
+    clean = inspect(out)
+    assert (clean.is_wrapper, clean.depth, clean.template) == (False, 0, "template")
+    assert clean.weights == inspect(NESTED).weights
+
+
+def test_weights_and_optimizer_state_are_copied_bit_for_bit(tmp_path):
+    out = tmp_path / "out.h5"
+    unwrap(WRAPPER, out, keep_config=True)
+    with h5py.File(WRAPPER, "r") as src, h5py.File(out, "r") as dst:
+        stored = src["model_weights/template"]
+        copied = 0
+        for layer in read_str_list(dst["model_weights"].attrs, "layer_names"):
+            for name in read_str_list(dst["model_weights"][layer].attrs, "weight_names"):
+                np.testing.assert_array_equal(dst["model_weights"][layer][name][()], stored[name][()])
+                copied += 1
+        assert copied == len(read_str_list(stored.attrs, "weight_names"))
+        src_opt, dst_opt = src["optimizer_weights"], dst["optimizer_weights"]
+        names = read_str_list(src_opt.attrs, "weight_names")
+        assert read_str_list(dst_opt.attrs, "weight_names") == names
+        for name in names:
+            np.testing.assert_array_equal(dst_opt[name][()], src_opt[name][()])
+
+
+def test_no_optimizer_leaves_the_optimizer_state_out(tmp_path):
+    out = tmp_path / "out.h5"
+    assert unwrap(WRAPPER, out, include_optimizer=False).optimizer == "dropped"
+    with h5py.File(out, "r") as f:
+        assert "optimizer_weights" not in f and "training_config" in f.attrs
+
+
+def test_the_output_records_where_it_came_from(tmp_path):
+    out = tmp_path / "out.h5"
+    unwrap(NESTED, out)
+    with h5py.File(out, "r") as f:
+        provenance = json.loads(f.attrs["mgpu_io"])
+    assert provenance == {"tool": f"mgpu-io {mgpu_io.__version__}", "source_keras_version": "2.2.4",
+                          "removed_wrapper_levels": 3, "config": "normalized"}
+
+
+def test_dry_run_reports_the_plan_and_writes_nothing(tmp_path):
+    result = runner.invoke(app, ["unwrap", str(NESTED), str(tmp_path / "out.h5"), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert (plan["written"], plan["depth"], plan["template"]) == (False, 3, "template")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_output_is_kept_unless_forced(tmp_path):
+    out = tmp_path / "out.h5"
+    out.write_text("keep me")
+    with pytest.raises(OutputError, match="Pass --force to replace it"):
+        unwrap(WRAPPER, out)
+    assert out.read_text() == "keep me"
+    unwrap(WRAPPER, out, overwrite=True)
+    assert inspect(out).template == "template"
+
+
+def test_the_input_is_never_the_output_even_through_a_link(tmp_path):
+    source = tmp_path / "wrapper.h5"
+    source.write_bytes(WRAPPER.read_bytes())
+    link = tmp_path / "link.h5"
+    link.symlink_to(source)
+    for target in (source, link):
+        with pytest.raises(OutputError, match="The output is the input file"):
+            unwrap(source, target, overwrite=True)
+    assert digest(source) == digest(WRAPPER)
+
+
+def test_a_crash_while_writing_leaves_the_previous_output_and_no_partial_file(tmp_path, monkeypatch):
+    out = tmp_path / "out.h5"
+    out.write_text("previous checkpoint")
+    calls = []
+
+    def crash(self, name, weights):
+        calls.append(name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the user presses Ctrl-C half-way
+        return original(self, name, weights)
+
+    original = LegacyH5Writer.add_layer
+    monkeypatch.setattr(LegacyH5Writer, "add_layer", crash)
+    with pytest.raises(KeyboardInterrupt):
+        unwrap(WRAPPER, out, overwrite=True)
+    assert out.read_text() == "previous checkpoint"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.h5"]
+
+
+def test_a_missing_output_folder_is_an_error(tmp_path):
+    with pytest.raises(OutputError, match="The output folder does not exist"):
+        unwrap(WRAPPER, tmp_path / "no" / "such" / "out.h5")
+
+
+def test_the_human_report_says_what_was_done(tmp_path):
+    result = runner.invoke(app, ["unwrap", str(NESTED), str(tmp_path / "out.h5")])
+    assert result.exit_code == 0, result.output
+    assert f"Wrote {tmp_path / 'out.h5'}: template 'template', 10 weights in 4 layers" in result.stdout
+    assert "removed 3 wrapper levels (2 replicas innermost)" in result.stdout
+    assert "optimizer state: copied" in result.stdout
+
