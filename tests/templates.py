@@ -29,6 +29,15 @@ def sequential_mlp(keras):
     ])
 
 
+def multi_io(keras):
+    layers = keras.layers
+    a, b = keras.Input((4,), name="in_a"), keras.Input((3,), name="in_b")
+    x = layers.concatenate([layers.Dense(5, name="da")(a), layers.Dense(5, name="db")(b)], name="join")
+    x = layers.Dense(6, activation="relu", name="trunk")(x)
+    return keras.Model([a, b], [layers.Dense(2, activation="softmax", name="cls")(x),
+                                layers.Dense(1, name="reg")(x)], name="multi_io")
+
+
 def two_dense(keras, activation=None):
     layers = keras.layers
     inp = keras.Input((4,), name="inp")
@@ -90,6 +99,7 @@ BUILDERS = {
     "k224_sequential_reloc_x2_weights.h5": sequential_mlp,
     "k224_conv1d_bilstm_x2_weights.h5": conv1d_bilstm,
     "k224_minigooglenet_x2_weights.h5": mini_googlenet,
+    "k224_avolkov1_x3_weights.h5": multi_io,
     "k216_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k122_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k224_functional_2out_weights.h5": lambda k: functional_bn(k, inputs=4),
