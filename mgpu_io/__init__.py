@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 
 from mgpu_io.errors import (  # noqa: E402
     FailedSaveStub,
+    InvalidArgument,
     MgpuIOError,
     NotAModelFile,
     NotAWrapper,
@@ -21,10 +22,13 @@ from mgpu_io.errors import (  # noqa: E402
     UnsupportedModel,
     WeightsMismatch,
 )
+from mgpu_io.inspection import InspectReport, inspect  # noqa: E402
 from mgpu_io.unwrap import UnwrapReport, unwrap  # noqa: E402
 
 __all__ = [
     "FailedSaveStub",
+    "InspectReport",
+    "InvalidArgument",
     "MgpuIOError",
     "NotAModelFile",
     "NotAWrapper",
@@ -32,5 +36,6 @@ __all__ = [
     "UnsupportedModel",
     "UnwrapReport",
     "WeightsMismatch",
+    "inspect",
     "unwrap",
 ]

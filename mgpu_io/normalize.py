@@ -205,9 +205,13 @@ def _rename_losses(value):
 def normalize_training_config(training_config):
     """Return ``(training_config, changes)`` with optimizer arguments spelled as Keras 3 and tf_keras accept them.
 
+    A zero ``decay`` (Keras 2's default) is dropped: Keras 3 no longer has the argument. A non-zero one is kept,
+    and Keras 3 ignores it with a warning of its own.
+
     Example:
-        >>> normalize_training_config({"optimizer_config": {"class_name": "Adam", "config": {"lr": 0.1}}})
-        ({'optimizer_config': {'class_name': 'Adam', 'config': {'learning_rate': 0.1}}}, ['optimizer-learning-rate'])
+        >>> normalize_training_config({"optimizer_config": {"class_name": "Adam", "config": {"lr": 0.1,
+        ...     "decay": 0.0}}})
+        ({'optimizer_config': {'class_name': 'Adam', 'config': {'learning_rate': 0.1}}}, ['optimizer-arguments'])
     """
     config = copy.deepcopy(training_config)
     changes = []
@@ -216,9 +220,12 @@ def normalize_training_config(training_config):
         for old, new in _OPTIMIZER_RENAMES.items():
             if old in optimizer:
                 optimizer.setdefault(new, optimizer.pop(old))
-                changes.append("optimizer-learning-rate")
+                changes.append("optimizer-arguments")
+        if optimizer.get("decay") == 0.0:
+            del optimizer["decay"]
+            changes.append("optimizer-arguments")
     loss = _rename_losses(config.get("loss"))
     if loss != config.get("loss"):
         config["loss"] = loss
         changes.append("loss-names")
-    return config, changes
+    return config, list(dict.fromkeys(changes))
