@@ -38,6 +38,14 @@ def multi_io(keras):
                                 layers.Dense(1, name="reg")(x)], name="multi_io")
 
 
+def siamese(keras):
+    layers = keras.layers
+    nested = keras.Sequential([keras.Input((3,)), layers.Dense(4), layers.Dense(2)], name="nested")
+    a, b = keras.Input((3,), name="input_a"), keras.Input((3,), name="input_b")
+    ea, eb = nested(a), nested(b)
+    return keras.Model([a, b], [layers.add([ea, eb], name="add"), ea, eb], name="siamese")
+
+
 def two_dense(keras, activation=None):
     layers = keras.layers
     inp = keras.Input((4,), name="inp")
@@ -100,6 +108,7 @@ BUILDERS = {
     "k224_conv1d_bilstm_x2_weights.h5": conv1d_bilstm,
     "k224_minigooglenet_x2_weights.h5": mini_googlenet,
     "k224_avolkov1_x3_weights.h5": multi_io,
+    "k224_siamese_x2_weights.h5": siamese,
     "k216_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k122_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k224_functional_2out_weights.h5": lambda k: functional_bn(k, inputs=4),
@@ -108,8 +117,12 @@ BUILDERS = {
     "k216_kuza_weights.h5": two_dense,
     "k122_kuza_weights.h5": two_dense,
 }
-# Weights-only files that need their architecture (`unwrap --config`); the JSON+weights tests cover them:
-# - a template that nests a model: without the graph the weights cannot be grouped the way the model nests them;
+# Weights-only files that need their architecture: `unwrap` options per file (paths relative to fixtures/files).
 # - Keras 2 hard_sigmoid LSTM gates: Keras 3 computes hard_sigmoid differently, and only the graph says which
-#   weights are gates to rescale.
-NEEDS_ARCHITECTURE = {"k224_siamese_x2_weights.h5", "k224_conv1d_bilstm_x2_weights.h5"}
+#   weights are gate columns to rescale.
+# - a template that nests a model: the code-built model nests it too, so the weights keep the writer's nesting
+#   (--keep-config); without it they are laid out for the repaired JSON, which inlines the nested model.
+NEEDS_ARCHITECTURE = {
+    "k224_conv1d_bilstm_x2_weights.h5": {"config": "k224_conv1d_bilstm_x2_config.json"},
+    "k224_siamese_x2_weights.h5": {"config": "k224_siamese_x2_config.json", "keep_config": True},
+}
