@@ -12,7 +12,7 @@ from typing import List, Optional
 
 from mgpu_io.errors import WeightsMismatch
 from mgpu_io.graph import Unrolled, layer_name, model_layers, output_names, unroll
-from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, StoredModel
+from mgpu_io.stored import CONFIG, MODEL, StoredModel
 from mgpu_io.weights import LayerWeights, check_shapes, split_by_layer, split_without_config
 
 # Default slice-layer names of each writer; used only to count replicas in weights-only files, which have no graph.

@@ -88,89 +88,110 @@ def unwrap(
     source, output = Path(source), Path(output)
     _check_output(source, output, overwrite)
     with open_stored(source) as stored:
-        extraction = extract(stored)
-        if config is not None:
-            _attach_config(extraction, config)
-        if not extraction.is_wrapper and not allow_plain:
-            raise NotAWrapper(
-                f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
-                f"layers, one nested template and axis-0 merges. Received: filepath={source} ({stored.file_type} "
-                f"file, plain model). Load it as it is, or pass --allow-plain to copy it through."
-            )
-        config = extraction.template_config
-        written_config = stored.file_type != WEIGHTS
-        changes = []
-        converted_keras1 = config is not None and not keep_config and is_keras1(stored.keras_version)
-        if config is not None and not keep_config:
-            if converted_keras1:
-                config = convert_config(config)
-                changes.append("keras1-to-keras2")
-            config, normalised = normalize_for_keras3(config)
-            changes += normalised
-        layers = extraction.layout(config)
-        transforms, warnings = {}, []
-        if config is not None and not keep_config:
-            transforms, notes, warnings = _keras3_conversions(config)
-            changes += notes
-            if notes:
-                warnings.append("hard_sigmoid gates were rescaled for Keras 3; " + (
-                    "for tf_keras or the old Keras, unwrap again with --keep-config" if written_config
-                    else "load these weights into a Keras 3 model, or unwrap again with --keep-config"))
-        outputs = template_outputs(extraction, config)
-        training, renamed = None, {}
-        if stored.training_config is not None:
-            training, renamed = rekey_training_config(stored.training_config, extraction.merge_names, outputs)
-            if not keep_config:
-                training, optimizer_changes = normalize_training_config(training)
-                changes += optimizer_changes
-        optimizer_group = stored.optimizer_weights
-        optimizer = "absent" if optimizer_group is None else ("copied" if include_optimizer else "dropped")
-        report = UnwrapReport(
-            source=str(source),
-            output=str(output),
-            file_type=stored.file_type,
-            was_wrapper=extraction.is_wrapper,
-            depth=extraction.depth,
-            replicas=_replicas(extraction),
-            template=model_name(extraction.template_config) if config is not None else (
-                extraction.weights_wrapper.template_layer if extraction.weights_wrapper else None),
-            outputs=outputs,
-            config="verbatim" if keep_config else "normalized",
-            config_changes=changes,
-            layers=[{"layer": lw.layer, "weights": len(lw.names)} for lw in layers if lw.names],
-            weights=sum(len(lw.names) for lw in layers),
-            optimizer=optimizer if stored.file_type == MODEL else "absent",
-            renamed_outputs=renamed,
-            warnings=warnings,
+        plan = _plan(stored, output, config, keep_config, include_optimizer, allow_plain)
+        if not dry_run:
+            _write(plan, output)
+            plan.report.written = True
+        return plan.report
+
+
+@dataclass
+class _Plan:
+    """Everything :func:`unwrap` will write, decided before anything is written."""
+
+    stored: object
+    extraction: object
+    config: Optional[dict]
+    layers: list
+    transforms: dict
+    training: Optional[dict]
+    keras_version: str
+    report: UnwrapReport
+
+
+def _plan(stored, output, config_path, keep_config, include_optimizer, allow_plain):
+    extraction = extract(stored)
+    if config_path is not None:
+        _attach_config(extraction, config_path)
+    if not extraction.is_wrapper and not allow_plain:
+        raise NotAWrapper(
+            f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
+            f"layers, one nested template and axis-0 merges. Received: filepath={stored.path} ({stored.file_type} "
+            f"file, plain model). Load it as it is, or pass --allow-plain to copy it through."
         )
-        if dry_run:
-            return report
-        keras_version = "2.2.4" if converted_keras1 else (stored.keras_version or "2.2.4")
-        provenance = {
-            "tool": f"mgpu-io {__version__}",
-            "source_keras_version": stored.keras_version,
-            "removed_wrapper_levels": extraction.depth,
-            "config": report.config,
-        }
-        with atomic_path(output) as temporary:
-            if stored.file_type == CONFIG:
-                write_json_config(temporary, config if keep_config else dict(config, module="keras.models"))
-            elif stored.file_type == MODEL:
-                with LegacyH5Writer.model_file(
-                    temporary, config, keras_version, stored.backend or "tensorflow", training, provenance
-                ) as writer:
-                    _write_layers(writer, layers, config, transforms)
-                    if optimizer == "copied":
-                        writer.copy_optimizer_weights(optimizer_group)
-            else:
-                with LegacyH5Writer.weights_file(
-                    temporary, keras_version, stored.backend or "tensorflow", provenance
-                ) as writer:
-                    for layer in layers:
-                        if layer.names:
-                            writer.add_layer(layer.layer, _converted(layer, transforms))
-        report.written = True
-        return report
+    config, changes = extraction.template_config, []
+    keras1 = config is not None and not keep_config and is_keras1(stored.keras_version)
+    transforms, warnings = {}, []
+    if config is not None and not keep_config:
+        if keras1:
+            config = convert_config(config)
+            changes.append("keras1-to-keras2")
+        config, normalised = normalize_for_keras3(config)
+        transforms, notes, warnings = _keras3_conversions(config, for_weights_file=stored.file_type == WEIGHTS)
+        changes += normalised + notes
+    layers = extraction.layout(config)
+    outputs = template_outputs(extraction, config)
+    training, renamed = None, {}
+    if stored.training_config is not None:
+        training, renamed = rekey_training_config(stored.training_config, extraction.merge_names, outputs)
+        if not keep_config:
+            training, optimizer_changes = normalize_training_config(training)
+            changes += optimizer_changes
+    optimizer = "absent"
+    if stored.optimizer_weights is not None:
+        optimizer = "copied" if include_optimizer else "dropped"
+    report = UnwrapReport(
+        source=str(stored.path),
+        output=str(output),
+        file_type=stored.file_type,
+        was_wrapper=extraction.is_wrapper,
+        depth=extraction.depth,
+        replicas=_replicas(extraction),
+        template=_template_name(extraction),
+        outputs=outputs,
+        config="verbatim" if keep_config else "normalized",
+        config_changes=changes,
+        layers=[{"layer": layer.layer, "weights": len(layer.names)} for layer in layers if layer.names],
+        weights=sum(len(layer.names) for layer in layers),
+        optimizer=optimizer,
+        renamed_outputs=renamed,
+        warnings=warnings,
+    )
+    keras_version = "2.2.4" if keras1 else (stored.keras_version or "2.2.4")  # Keras 1 configs now read as 2.x
+    return _Plan(stored, extraction, config, layers, transforms, training, keras_version, report)
+
+
+def _write(plan, output):
+    stored, report = plan.stored, plan.report
+    backend = stored.backend or "tensorflow"
+    provenance = {
+        "tool": f"mgpu-io {__version__}",
+        "source_keras_version": stored.keras_version,
+        "removed_wrapper_levels": report.depth,
+        "config": report.config,
+    }
+    with atomic_path(output) as temporary:
+        if stored.file_type == CONFIG:
+            config = plan.config if report.config == "verbatim" else dict(plan.config, module="keras.models")
+            write_json_config(temporary, config)
+        elif stored.file_type == MODEL:
+            with LegacyH5Writer.model_file(
+                temporary, plan.config, plan.keras_version, backend, plan.training, provenance
+            ) as writer:
+                _write_layers(writer, plan.layers, plan.config, plan.transforms)
+                if report.optimizer == "copied":
+                    writer.copy_optimizer_weights(stored.optimizer_weights)
+        else:
+            with LegacyH5Writer.weights_file(temporary, plan.keras_version, backend, provenance) as writer:
+                for layer in plan.layers:
+                    if layer.names:
+                        writer.add_layer(layer.layer, _converted(layer, plan.transforms))
+
+
+def _template_name(extraction):
+    if extraction.template_config is not None:
+        return model_name(extraction.template_config)
+    return extraction.weights_wrapper.template_layer if extraction.weights_wrapper else None
 
 
 def _write_layers(writer, layers, config, transforms):
@@ -215,7 +236,7 @@ def _attach_config(extraction, config_path):
     extraction.unrolled = unrolled
 
 
-def _keras3_conversions(config):
+def _keras3_conversions(config, for_weights_file):
     """Weight conversions for the template's top-level layers, their names, and what stays inexact in Keras 3."""
     transforms, notes, warnings = {}, [], []
     for layer in model_layers(config):
@@ -234,6 +255,10 @@ def _keras3_conversions(config):
             reason = inexact_in_keras3(candidate)
             if reason:
                 warnings.append(reason)
+    if notes:
+        warnings.append("hard_sigmoid gates were rescaled for Keras 3; " + (
+            "load these weights into a Keras 3 model, or unwrap again with --keep-config" if for_weights_file
+            else "for tf_keras or the old Keras, unwrap again with --keep-config"))
     return transforms, list(dict.fromkeys(notes)), warnings
 
 
