@@ -83,8 +83,13 @@ def unwrap(
         typer.Option("--config", metavar="ARCH", help="For a weights-only IN: the architecture JSON (or full .h5) "
                      "saved beside it; lays out and converts the weights by its graph."),
     ] = None,
+    target: Annotated[
+        str, typer.Option("--target", help="The Keras that will load OUT: keras3 or tf_keras (they differ in "
+                          "Keras 2's hard_sigmoid, which is made exact for the target).")
+    ] = "keras3",
     keep_config: Annotated[
-        bool, typer.Option("--keep-config", help="Write the writer's config verbatim (for the old Keras stack).")
+        bool, typer.Option("--keep-config", help="Write the writer's config and weights verbatim, unconverted "
+                           "(for the old Keras stack).")
     ] = False,
     no_optimizer: Annotated[bool, typer.Option("--no-optimizer", help="Leave the optimizer state out.")] = False,
     allow_plain: Annotated[
@@ -117,6 +122,7 @@ def unwrap(
             source,
             output,
             config=config,
+            target=target,
             keep_config=keep_config,
             include_optimizer=not no_optimizer,
             allow_plain=allow_plain,

@@ -43,6 +43,15 @@ def _normalize_model(model, changes, top_level):
         _inline_consumed_models(model, changes)
 
 
+# CuDNN layers (Keras 2, GPU only) and the standard layers that compute the same with the converted weights
+# (the Keras 2 docs' equivalence; the weights themselves are converted by mgpu_io.conversions).
+_CUDNN = {
+    "CuDNNLSTM": ("LSTM", {"activation": "tanh", "recurrent_activation": "sigmoid", "use_bias": True}),
+    "CuDNNGRU": ("GRU", {"activation": "tanh", "recurrent_activation": "sigmoid", "use_bias": True,
+                         "reset_after": True}),
+}
+
+
 def _normalize_layer(layer, changes, in_functional):
     config = layer.get("config")
     if layer["class_name"] in MODEL_CLASSES:
@@ -50,6 +59,10 @@ def _normalize_layer(layer, changes, in_functional):
         return
     if not isinstance(config, dict):
         return
+    if layer["class_name"] in _CUDNN:
+        layer["class_name"], settings = _CUDNN[layer["class_name"]]
+        config.update(settings)
+        changes.append("cudnn-to-standard-rnn")
     if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
         del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
         changes.append("functional-drop-batch-input-shape")

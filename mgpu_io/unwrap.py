@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from mgpu_io import __version__
-from mgpu_io.conversions import inexact_in_keras3, keras3_weight_transform
+from mgpu_io.conversions import inexact_in_keras3, weight_conversion
 from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.extract import extract, template_outputs
 from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, model_name, unroll
@@ -21,6 +21,9 @@ from mgpu_io.normalize import normalize_for_keras3, normalize_training_config
 from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, open_stored
 from mgpu_io.training import rekey_training_config
 from mgpu_io.writer import LegacyH5Writer, atomic_path, write_json_config
+
+#: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
+TARGETS = ("keras3", "tf_keras")
 
 
 @dataclass
@@ -36,6 +39,7 @@ class UnwrapReport:
     template: Optional[str]
     outputs: Optional[List[str]]
     config: str
+    target: str
     config_changes: List[str] = field(default_factory=list)
     layers: List[Dict] = field(default_factory=list)
     weights: int = 0
@@ -53,6 +57,7 @@ def unwrap(
     output,
     *,
     config=None,
+    target="keras3",
     keep_config=False,
     include_optimizer=True,
     allow_plain=False,
@@ -66,7 +71,9 @@ def unwrap(
         output: where to write the clean file (same kind as ``source``).
         config: for a weights-only ``source``, the architecture saved beside it (the wrapper's or the template's
             JSON config, or a full-model file). The weights are then laid out and converted by that graph.
-        keep_config: write the writer's template config verbatim instead of normalising it for Keras 3.
+        target: ``"keras3"`` (default) or ``"tf_keras"``: the Keras that will load the output. Both load either
+            file; Keras 2's ``hard_sigmoid`` is made exact for the target only (Keras 3 changed its slope).
+        keep_config: write the writer's template config and weights verbatim (no normalisation, no conversion).
         include_optimizer: carry the optimizer state over (full models only).
         allow_plain: copy a plain (non-wrapper) model through instead of refusing it.
         overwrite: replace an existing ``output``.
@@ -88,7 +95,12 @@ def unwrap(
     source, output = Path(source), Path(output)
     _check_output(source, output, overwrite)
     with open_stored(source) as stored:
-        plan = _plan(stored, output, config, keep_config, include_optimizer, allow_plain)
+        if target not in TARGETS:
+            raise InvalidArgument(
+                f"Unknown target. Expected one of {list(TARGETS)}. Received: target={target!r}. "
+                f"Pass --target keras3 or --target tf_keras."
+            )
+        plan = _plan(stored, output, config, target, keep_config, include_optimizer, allow_plain)
         if not dry_run:
             _write(plan, output)
             plan.report.written = True
@@ -103,13 +115,13 @@ class _Plan:
     extraction: object
     config: Optional[dict]
     layers: list
-    transforms: dict
+    conversions: dict
     training: Optional[dict]
     keras_version: str
     report: UnwrapReport
 
 
-def _plan(stored, output, config_path, keep_config, include_optimizer, allow_plain):
+def _plan(stored, output, config_path, target, keep_config, include_optimizer, allow_plain):
     extraction = extract(stored)
     if config_path is not None:
         _attach_config(extraction, config_path)
@@ -121,15 +133,17 @@ def _plan(stored, output, config_path, keep_config, include_optimizer, allow_pla
         )
     config, changes = extraction.template_config, []
     keras1 = config is not None and not keep_config and is_keras1(stored.keras_version)
-    transforms, warnings = {}, []
+    conversions, warnings = {}, []
     if config is not None and not keep_config:
         if keras1:
             config = convert_config(config)
             changes.append("keras1-to-keras2")
         config, normalised = normalize_for_keras3(config)
-        transforms, notes, warnings = _keras3_conversions(config, for_weights_file=stored.file_type == WEIGHTS)
-        changes += normalised + notes
+        changes += normalised
     layers = extraction.layout(config)
+    if config is not None and not keep_config:
+        conversions, notes, warnings = _conversions(config, layers, keras1, target, stored.file_type == WEIGHTS)
+        changes += notes
     outputs = template_outputs(extraction, config)
     training, renamed = None, {}
     if stored.training_config is not None:
@@ -150,6 +164,7 @@ def _plan(stored, output, config_path, keep_config, include_optimizer, allow_pla
         template=_template_name(extraction),
         outputs=outputs,
         config="verbatim" if keep_config else "normalized",
+        target=target,
         config_changes=changes,
         layers=[{"layer": layer.layer, "weights": len(layer.names)} for layer in layers if layer.names],
         weights=sum(len(layer.names) for layer in layers),
@@ -158,7 +173,7 @@ def _plan(stored, output, config_path, keep_config, include_optimizer, allow_pla
         warnings=warnings,
     )
     keras_version = "2.2.4" if keras1 else (stored.keras_version or "2.2.4")  # Keras 1 configs now read as 2.x
-    return _Plan(stored, extraction, config, layers, transforms, training, keras_version, report)
+    return _Plan(stored, extraction, config, layers, conversions, training, keras_version, report)
 
 
 def _write(plan, output):
@@ -178,14 +193,14 @@ def _write(plan, output):
             with LegacyH5Writer.model_file(
                 temporary, plan.config, plan.keras_version, backend, plan.training, provenance
             ) as writer:
-                _write_layers(writer, plan.layers, plan.config, plan.transforms)
+                _write_layers(writer, plan.layers, plan.config, plan.conversions)
                 if report.optimizer == "copied":
                     writer.copy_optimizer_weights(stored.optimizer_weights)
         else:
             with LegacyH5Writer.weights_file(temporary, plan.keras_version, backend, provenance) as writer:
                 for layer in plan.layers:
                     if layer.names:
-                        writer.add_layer(layer.layer, _converted(layer, plan.transforms))
+                        writer.add_layer(layer.layer, _converted(layer, plan.conversions))
 
 
 def _template_name(extraction):
@@ -194,20 +209,51 @@ def _template_name(extraction):
     return extraction.weights_wrapper.template_layer if extraction.weights_wrapper else None
 
 
-def _write_layers(writer, layers, config, transforms):
+def _write_layers(writer, layers, config, conversions):
     by_name = {layer.layer: layer for layer in layers}
     for layer in model_layers(config):
         name = layer_name(layer)
-        writer.add_layer(name, _converted(by_name[name], transforms) if name in by_name else [])
+        writer.add_layer(name, _converted(by_name[name], conversions) if name in by_name else [])
 
 
-def _converted(layer, transforms):
-    """``(name, dataset)`` pairs of a layer; arrays instead where a conversion applies (read into memory)."""
+def _converted(layer, conversions):
+    """``(name, dataset)`` pairs of a layer, or ``(name, array)`` where a conversion rewrites them in memory."""
     sources = [(name, layer.group[name]) for name in layer.names]
-    if layer.layer not in transforms or not sources:
+    conversion = conversions.get(layer.layer)
+    if not conversion or not sources:
         return sources
-    converted = transforms[layer.layer]([dataset[()] for _, dataset in sources])
-    return [(name, array) for (name, _), array in zip(sources, converted)]
+    names, arrays = conversion.apply(layer.names, [dataset[()] for _, dataset in sources])
+    return list(zip(names, arrays))
+
+
+def _conversions(config, layers, keras1, target, for_weights_file):
+    """Per-layer weight conversions, the names of the steps, and what stays inexact in Keras 3."""
+    by_name = {layer.layer: layer for layer in layers}
+    conversions, notes, warnings = {}, [], []
+    for layer in model_layers(config):
+        stored = by_name.get(layer_name(layer))
+        if stored is not None and stored.names:
+            shapes = [stored.group[n].shape for n in stored.names]
+            conversion = weight_conversion(layer, shapes, keras1, for_keras3=target == "keras3")
+            if conversion:
+                conversions[stored.layer] = conversion
+                notes += conversion.notes
+        nested = model_layers(layer) if layer["class_name"] in MODEL_CLASSES else []
+        for sub in nested:
+            if sub["class_name"] in ("LSTM", "GRU", "Bidirectional", "CuDNNLSTM", "CuDNNGRU"):
+                warnings.append(
+                    f"recurrent layer {layer_name(sub)!r} inside nested model {layer_name(layer)!r} is not converted "
+                    f"(CuDNN, Keras 1 or hard_sigmoid weights); check its predictions"
+                )
+        for candidate in [layer] + nested if target == "keras3" else []:
+            reason = inexact_in_keras3(candidate)
+            if reason:
+                warnings.append(reason)
+    if "hard-sigmoid-gates-rescaled" in notes or "hard-sigmoid-rescaled" in notes:
+        what = "load these weights into a Keras 3 model" if for_weights_file else "the file is for Keras 3"
+        warnings.append(f"Keras 2 hard_sigmoid weights were rescaled for Keras 3: {what}; for tf_keras unwrap "
+                        f"with --target tf_keras")
+    return conversions, list(dict.fromkeys(notes)), warnings
 
 
 def _attach_config(extraction, config_path):
@@ -234,32 +280,6 @@ def _attach_config(extraction, config_path):
             f"these weights."
         )
     extraction.unrolled = unrolled
-
-
-def _keras3_conversions(config, for_weights_file):
-    """Weight conversions for the template's top-level layers, their names, and what stays inexact in Keras 3."""
-    transforms, notes, warnings = {}, [], []
-    for layer in model_layers(config):
-        conversion = keras3_weight_transform(layer)
-        if conversion is not None:
-            notes.append(conversion[0])
-            transforms[layer_name(layer)] = conversion[1]
-        nested = model_layers(layer) if layer["class_name"] in MODEL_CLASSES else []
-        for sub in nested:
-            if keras3_weight_transform(sub) is not None:
-                warnings.append(
-                    f"layer {layer_name(sub)!r} inside nested model {layer_name(layer)!r} uses Keras 2's "
-                    f"hard_sigmoid; Keras 3 computes it differently and nested layers are not converted"
-                )
-        for candidate in [layer] + nested:
-            reason = inexact_in_keras3(candidate)
-            if reason:
-                warnings.append(reason)
-    if notes:
-        warnings.append("hard_sigmoid gates were rescaled for Keras 3; " + (
-            "load these weights into a Keras 3 model, or unwrap again with --keep-config" if for_weights_file
-            else "for tf_keras or the old Keras, unwrap again with --keep-config"))
-    return transforms, list(dict.fromkeys(notes)), warnings
 
 
 def _replicas(extraction):

@@ -181,8 +181,8 @@ def check_shapes(layer_config, names, shapes, where):
     bias; the input size is not known without building the model.
     """
     expected = _expected_shapes(layer_config)
-    if expected is None:
-        return
+    if expected is None or len(expected) != len(shapes):
+        return  # another layout (Keras 1's per-gate arrays): converted, then checked by Keras itself
     for name, shape, want in zip(names, shapes, expected):
         if want is None:
             continue

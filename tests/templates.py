@@ -46,6 +46,33 @@ def siamese(keras):
     return keras.Model([a, b], [layers.add([ea, eb], name="add"), ea, eb], name="siamese")
 
 
+def cudnn_equivalent(keras):
+    """What a CuDNN template is on a CPU: LSTM/GRU with sigmoid gates (GRU with reset_after), per the Keras docs."""
+    layers = keras.layers
+    inp = keras.Input((10, 4), name="inp")
+    x = layers.Bidirectional(layers.LSTM(4, return_sequences=True, recurrent_activation="sigmoid"), name="bilstm")(inp)
+    x = layers.GRU(5, recurrent_activation="sigmoid", reset_after=True, name="gru")(x)
+    return keras.Model(inp, layers.Dense(3, name="out")(x), name="cudnn_template")
+
+
+def keras1_conv(keras):
+    layers = keras.layers
+    inp = keras.Input((8, 8, 1), name="inp")
+    x = layers.Conv2D(4, 3, padding="same", activation="relu", name="conv")(inp)
+    x = layers.BatchNormalization(name="bn")(x)
+    x = layers.Flatten(name="flat")(layers.MaxPooling2D(2, name="pool")(x))
+    return keras.Model(inp, layers.Dense(3, activation="softmax", name="out")(x), name="conv_template")
+
+
+def keras1_rnn(keras):
+    """Keras 1's LSTM and GRU defaults: hard_sigmoid gates, and GRU applying the reset gate before the product."""
+    layers = keras.layers
+    inp = keras.Input((6, 4), name="inp")
+    x = layers.LSTM(5, return_sequences=True, recurrent_activation="hard_sigmoid", name="lstm")(inp)
+    x = layers.GRU(4, recurrent_activation="hard_sigmoid", reset_after=False, name="gru")(x)
+    return keras.Model(inp, layers.Dense(2, name="out")(x), name="rnn_template")
+
+
 def two_dense(keras, activation=None):
     layers = keras.layers
     inp = keras.Input((4,), name="inp")
@@ -109,6 +136,9 @@ BUILDERS = {
     "k224_minigooglenet_x2_weights.h5": mini_googlenet,
     "k224_avolkov1_x3_weights.h5": multi_io,
     "k224_siamese_x2_weights.h5": siamese,
+    "k224_cudnn_x2_weights.h5": cudnn_equivalent,
+    "k122_kuza55_conv_x2_weights.h5": keras1_conv,
+    "k122_kuza55_rnn_x2_weights.h5": keras1_rnn,
     "k216_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k122_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k224_functional_2out_weights.h5": lambda k: functional_bn(k, inputs=4),
@@ -117,12 +147,23 @@ BUILDERS = {
     "k216_kuza_weights.h5": two_dense,
     "k122_kuza_weights.h5": two_dense,
 }
-# Weights-only files that need their architecture: `unwrap` options per file (paths relative to fixtures/files).
-# - Keras 2 hard_sigmoid LSTM gates: Keras 3 computes hard_sigmoid differently, and only the graph says which
-#   weights are gate columns to rescale.
-# - a template that nests a model: the code-built model nests it too, so the weights keep the writer's nesting
-#   (--keep-config); without it they are laid out for the repaired JSON, which inlines the nested model.
-NEEDS_ARCHITECTURE = {
-    "k224_conv1d_bilstm_x2_weights.h5": {"config": "k224_conv1d_bilstm_x2_config.json"},
-    "k224_siamese_x2_weights.h5": {"config": "k224_siamese_x2_config.json", "keep_config": True},
+# Weights-only files that need their architecture (`unwrap --config`), and whether the model built in code keeps the
+# writer's nesting (`--keep-config`). Paths are relative to fixtures/files.
+# - CuDNN, Keras 1 recurrent and Keras 2 hard_sigmoid weights: only the graph says which layer a weight belongs to
+#   and what it is, and so how to convert it;
+# - a template that nests a model: a model built in code nests it too, so the weights keep the writer's layout
+#   (without --keep-config they are laid out for the repaired JSON, which inlines the nested model).
+ARCHITECTURE = {
+    "k224_conv1d_bilstm_x2_weights.h5": ("k224_conv1d_bilstm_x2_config.json", False),
+    "k224_siamese_x2_weights.h5": ("k224_siamese_x2_config.json", True),
+    "k224_cudnn_x2_weights.h5": ("k224_cudnn_x2_full.h5", False),
+    "k122_kuza55_rnn_x2_weights.h5": ("k122_kuza55_rnn_x2_full.h5", False),
 }
+
+
+def unwrap_options(file, target, fixtures_dir):
+    """The `unwrap` keyword arguments that repair a weights-only fixture for a model built in code."""
+    if file not in ARCHITECTURE:
+        return {"target": target}
+    config, keep_nesting = ARCHITECTURE[file]
+    return {"config": fixtures_dir / config, "keep_config": keep_nesting, "target": target}

@@ -13,7 +13,7 @@ from conftest import (FIXTURES, REFERENCE, assert_flat_predictions_match, assert
 from mgpu_io import unwrap
 
 keras = pytest.importorskip("keras")
-from templates import BUILDERS, NEEDS_ARCHITECTURE  # noqa: E402  (needs keras)
+from templates import BUILDERS, unwrap_options  # noqa: E402  (needs keras)
 
 
 @pytest.mark.parametrize("entry", fixtures("model"))
@@ -29,10 +29,7 @@ def test_a_repaired_full_model_loads_in_keras3_and_predicts_like_the_old_keras(e
 @pytest.mark.parametrize("entry", fixtures("weights"))
 def test_repaired_weights_load_into_the_template_built_in_keras3_code(entry, tmp_path):
     out = tmp_path / "weights.h5"
-    options = dict(NEEDS_ARCHITECTURE.get(entry["file"], {}))
-    if "config" in options:
-        options["config"] = FIXTURES / options["config"]
-    unwrap(fixture_path(entry), out, **options)
+    unwrap(fixture_path(entry), out, **unwrap_options(entry["file"], "keras3", FIXTURES))
     model = BUILDERS[entry["file"]](keras)
     model.load_weights(out)
     xs, ys = fixture_batch(entry)
@@ -93,7 +90,9 @@ def test_keras2_hard_sigmoid_gates_are_made_exact_for_keras3(tmp_path):
     out = tmp_path / "model.h5"
     report = unwrap(fixture_path({"file": "k224_conv1d_bilstm_x2_full.h5"}), out)
     assert "hard-sigmoid-gates-rescaled" in report.config_changes
-    assert any("--keep-config" in warning for warning in report.warnings)
+    assert any("--target tf_keras" in warning for warning in report.warnings)
+    assert "hard-sigmoid-gates-rescaled" not in unwrap(
+        fixture_path({"file": "k224_conv1d_bilstm_x2_full.h5"}), tmp_path / "tf.h5", target="tf_keras").config_changes
 
 
 @needs_reference

@@ -1,7 +1,7 @@
 """A user who stays on the Keras 2 API (tf_keras on current TensorFlow) repairs a wrapper file.
 
-The normalised output loads in tf_keras too; with --keep-config the writer's config is written verbatim, which is
-exactly what tf_keras (and the old Keras) read, including for Keras 2 hard_sigmoid recurrent layers.
+`--target tf_keras` writes the normalised file for tf_keras (Keras 2's hard_sigmoid left as it is); the Keras 3
+file loads in tf_keras too; with --keep-config the writer's config is written verbatim, which tf_keras also reads.
 """
 
 import json
@@ -15,21 +15,28 @@ from mgpu_io.graph import unroll
 from mgpu_io.stored import open_stored
 
 tf_keras = pytest.importorskip("tf_keras")
-from templates import BUILDERS, NEEDS_ARCHITECTURE  # noqa: E402
+from templates import BUILDERS, unwrap_options  # noqa: E402
 
-KERAS2_WRITERS = lambda entry: not entry["keras_version"].startswith("1.")  # noqa: E731
-HARD_SIGMOID = {"k224_conv1d_bilstm_x2_full.h5"}  # rescaled for Keras 3 unless --keep-config
+# tf_keras reads Keras 2 configs but not Keras 1 configs or CuDNN layers (legacy-format.md §7).
+VERBATIM_READABLE = lambda e: not e["keras_version"].startswith("1.") and "cudnn" not in e["file"]  # noqa: E731
 
 
-@pytest.mark.parametrize("entry", fixtures("model", where=lambda e: e["file"] not in HARD_SIGMOID))
-def test_the_normalised_output_also_loads_in_tf_keras(entry, tmp_path):
+@pytest.mark.parametrize("entry", fixtures("model"))
+def test_the_output_for_tf_keras_predicts_like_the_old_keras(entry, tmp_path):
     out = tmp_path / "model.h5"
-    unwrap(fixture_path(entry), out)
+    unwrap(fixture_path(entry), out, target="tf_keras")
     xs, ys = fixture_batch(entry)
     assert_predictions_match(predict(tf_keras.models.load_model(out), xs), ys)
 
 
-@pytest.mark.parametrize("entry", fixtures("model", where=KERAS2_WRITERS))
+@pytest.mark.parametrize("entry", fixtures("model"))
+def test_the_output_for_keras3_loads_in_tf_keras_too(entry, tmp_path):
+    out = tmp_path / "model.h5"
+    unwrap(fixture_path(entry), out)
+    tf_keras.models.load_model(out)
+
+
+@pytest.mark.parametrize("entry", fixtures("model", where=VERBATIM_READABLE))
 def test_keep_config_writes_the_writers_template_config_verbatim_for_tf_keras(entry, tmp_path):
     out = tmp_path / "model.h5"
     report = unwrap(fixture_path(entry), out, keep_config=True)
@@ -45,11 +52,7 @@ def test_keep_config_writes_the_writers_template_config_verbatim_for_tf_keras(en
 @pytest.mark.parametrize("entry", fixtures("weights"))
 def test_repaired_weights_load_into_the_template_built_in_tf_keras_code(entry, tmp_path):
     out = tmp_path / "weights.h5"
-    if entry["file"] in NEEDS_ARCHITECTURE:  # tf_keras keeps Keras 2's hard_sigmoid and nesting: verbatim layout
-        unwrap(fixture_path(entry), out, config=FIXTURES / NEEDS_ARCHITECTURE[entry["file"]]["config"],
-               keep_config=True)
-    else:
-        unwrap(fixture_path(entry), out)
+    unwrap(fixture_path(entry), out, **unwrap_options(entry["file"], "tf_keras", FIXTURES))
     model = BUILDERS[entry["file"]](tf_keras)
     model.load_weights(out)
     xs, ys = fixture_batch(entry)
