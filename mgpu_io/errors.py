@@ -36,3 +36,7 @@ class InvalidArgument(MgpuIOError):
 
 class OutputError(MgpuIOError):
     """The output path is unusable: it is the input, it exists, or its folder is missing."""
+
+
+class MgpuIOWarning(UserWarning):
+    """Something the user should know about a loaded model (NaN statistics, an optimizer state left behind)."""

@@ -73,6 +73,14 @@ def keras1_rnn(keras):
     return keras.Model(inp, layers.Dense(2, name="out")(x), name="rnn_template")
 
 
+def lambda_template(keras):
+    """The user rebuilds their own Lambda in code (its stored bytecode is never loaded)."""
+    layers = keras.layers
+    inp = keras.Input((4,), name="inp")
+    x = layers.Lambda(lambda t: t * 2.0, name="double")(layers.Dense(4, name="d1")(inp))
+    return keras.Model(inp, layers.Dense(2, name="out")(x), name="lambda_template")
+
+
 def two_dense(keras, activation=None):
     layers = keras.layers
     inp = keras.Input((4,), name="inp")
@@ -139,6 +147,7 @@ BUILDERS = {
     "k224_cudnn_x2_weights.h5": cudnn_equivalent,
     "k122_kuza55_conv_x2_weights.h5": keras1_conv,
     "k122_kuza55_rnn_x2_weights.h5": keras1_rnn,
+    "k224_template_lambda_x2_weights.h5": lambda_template,
     "k216_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k122_kuza55_x2_weights.h5": lambda k: two_dense(k, "tanh"),
     "k224_functional_2out_weights.h5": lambda k: functional_bn(k, inputs=4),

@@ -7,7 +7,7 @@ Every fixture written by the old writers, and every file of the reference set, m
 import json
 
 import pytest
-from conftest import (FIXTURES, REFERENCE, assert_flat_predictions_match, assert_predictions_match, fixture_batch,
+from conftest import (FIXTURES, REFERENCE, has_user_lambda, assert_flat_predictions_match, assert_predictions_match, fixture_batch,
                       fixture_path, fixtures, needs_reference, predict, reference_batch, reference_params)
 
 from mgpu_io import unwrap
@@ -16,7 +16,7 @@ keras = pytest.importorskip("keras")
 from templates import BUILDERS, unwrap_options  # noqa: E402  (needs keras)
 
 
-@pytest.mark.parametrize("entry", fixtures("model"))
+@pytest.mark.parametrize("entry", fixtures("model", where=lambda e: not has_user_lambda(e)))
 def test_a_repaired_full_model_loads_in_keras3_and_predicts_like_the_old_keras(entry, tmp_path):
     out = tmp_path / "model.h5"
     report = unwrap(fixture_path(entry), out)
@@ -24,6 +24,14 @@ def test_a_repaired_full_model_loads_in_keras3_and_predicts_like_the_old_keras(e
     model = keras.models.load_model(out)
     xs, ys = fixture_batch(entry)
     assert_predictions_match(predict(model, xs), ys)
+
+
+@pytest.mark.parametrize("entry", fixtures("model", where=has_user_lambda))
+def test_the_templates_own_lambda_is_still_refused_by_keras3_safe_mode(entry, tmp_path):
+    out = tmp_path / "model.h5"
+    unwrap(fixture_path(entry), out)
+    with pytest.raises(ValueError, match="Requested the deserialization of a `Lambda` layer"):
+        keras.models.load_model(out)
 
 
 @pytest.mark.parametrize("entry", fixtures("weights"))

@@ -1,0 +1,196 @@
+"""Transfer a wrapper's weights into a freshly built base model, by structure, with a report.
+
+The user has the code that builds the base model and a file (or an in-memory model) from the wrapper. Weighted
+layers are matched in order, each layer's weights in ``trainable + non_trainable`` order as the legacy files store
+them; names are ignored (``cpu_relocation`` renamed them, Keras 1 spelled them differently). Every shape is checked,
+stored layouts are converted for the target layer (Keras 1 gates, CuDNN, Keras 2 ``hard_sigmoid``), and the result
+is a :class:`TransferReport`: what matched, what was converted, what is missing, what was left over.
+"""
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import List
+
+import numpy as np
+
+from mgpu_io.conversions import weight_conversion
+from mgpu_io.errors import WeightsMismatch
+from mgpu_io.extract import extract
+from mgpu_io.keras1 import is_keras1
+from mgpu_io.stored import CONFIG, open_stored
+
+
+@dataclass
+class TransferReport:
+    """The result of :func:`transfer_weights`. ``ok`` when every layer matched and nothing was left over."""
+
+    source: str
+    model: str
+    matched: List[dict] = field(default_factory=list)
+    converted: List[dict] = field(default_factory=list)
+    mismatched: List[dict] = field(default_factory=list)
+    missing: List[dict] = field(default_factory=list)
+    unexpected: List[dict] = field(default_factory=list)
+    loaded: int = 0
+
+    @property
+    def ok(self):
+        return not (self.mismatched or self.missing or self.unexpected)
+
+    def to_dict(self):
+        return dict(asdict(self), ok=self.ok)
+
+    def __rich__(self):
+        from rich.table import Table
+
+        table = Table(title=f"{self.source} -> {self.model}: {self.loaded} layers loaded")
+        for column in ("#", "model layer", "source layer", "shapes", "status"):
+            table.add_column(column)
+        converted = {c["layer"]: ", ".join(c["conversions"]) for c in self.converted}
+        rows = [(m["index"], m["target"], m["source"], _shapes(m["shapes"]),
+                 "converted: " + converted[m["target"]] if m["target"] in converted else "matched")
+                for m in self.matched]
+        rows += [(m["index"], m["target"], m["source"], f"{_shapes(m['expected'])} vs {_shapes(m['received'])}",
+                  "MISMATCH") for m in self.mismatched]
+        rows += [(m["index"], m["layer"], "-", _shapes(m["shapes"]), "MISSING in source") for m in self.missing]
+        rows += [(m["index"], "-", m["layer"], _shapes(m["shapes"]), "UNEXPECTED in source")
+                 for m in self.unexpected]
+        for row in sorted(rows, key=lambda r: r[0]):
+            table.add_row(str(row[0]), *[str(cell) for cell in row[1:]])
+        return table
+
+
+def _shapes(shapes):
+    return " ".join(str(tuple(s)) for s in shapes)
+
+
+@dataclass
+class _Layer:
+    name: str
+    arrays: object  # callable returning the list of numpy arrays
+    shapes: List[tuple]
+
+
+def transfer_weights(source, model, *, strict=True):
+    """Load the template weights of ``source`` into ``model``, matching weighted layers in order.
+
+    Args:
+        source: a path (full-model or weights-only wrapper file, nested wrapper, plain legacy file) or an in-memory
+            Keras model (a wrapper or not).
+        model: the freshly built base model (Keras 3, or tf_keras).
+        strict: raise :class:`WeightsMismatch` listing every mismatch, and load nothing; with ``strict=False``
+            load the layers that match and return the report.
+
+    Returns:
+        A :class:`TransferReport`.
+
+    Example:
+        >>> report = transfer_weights("fixtures/files/k224_functional_bn_x2_weights.h5", build_model())  # doctest: +SKIP
+        >>> report.ok, report.loaded  # doctest: +SKIP
+        (True, 4)
+    """
+    targets = [layer for layer in model.layers if _legacy_weights(layer)]
+    keras3 = not type(model).__module__.startswith("tf_keras")
+    if isinstance(source, (str, Path)):
+        with open_stored(source) as stored:
+            return _transfer(_file_layers(stored), stored, str(source), model, targets, keras3, strict)
+    template = _innermost(source)
+    layers = [_Layer(layer.name, (lambda l=layer: [np.asarray(v) for v in _legacy_weights(l)]),
+                     [tuple(v.shape) for v in _legacy_weights(layer)])
+              for layer in template.layers if _legacy_weights(layer)]
+    return _transfer(layers, None, f"in-memory model {source.name!r}", model, targets, keras3, strict)
+
+
+def _transfer(sources, stored, source_name, model, targets, keras3, strict):
+    report = TransferReport(source=source_name, model=model.name)
+    keras1 = stored is not None and is_keras1(stored.keras_version)
+    from_keras2 = stored is not None and not str(stored.keras_version or "").startswith("3.")
+    plan = []
+    for index, (source, target) in enumerate(zip(sources, targets)):
+        expected = [tuple(v.shape) for v in _legacy_weights(target)]
+        conversion = None
+        if stored is not None:
+            layer_config = {"class_name": type(target).__name__, "config": target.get_config()}
+            conversion = weight_conversion(layer_config, source.shapes, keras1, for_keras3=keras3 and from_keras2)
+        received = source.shapes
+        if conversion:
+            received = [tuple(a.shape) for a in conversion.apply([None] * len(source.shapes),
+                                                                 [np.zeros(s, "float32") for s in source.shapes])[1]]
+        entry = {"index": index, "target": target.name, "source": source.name}
+        if received != expected:
+            report.mismatched.append(dict(entry, expected=expected, received=received))
+            continue
+        report.matched.append(dict(entry, shapes=expected))
+        if conversion:
+            report.converted.append({"layer": target.name, "conversions": conversion.notes})
+        plan.append((target, source, conversion))
+    for index, target in enumerate(targets[len(sources):], start=len(sources)):
+        report.missing.append({"index": index, "layer": target.name,
+                               "shapes": [tuple(v.shape) for v in _legacy_weights(target)]})
+    for index, source in enumerate(sources[len(targets):], start=len(targets)):
+        report.unexpected.append({"index": index, "layer": source.name, "shapes": source.shapes})
+    if strict and not report.ok:
+        raise WeightsMismatch(_strict_message(report))
+    for target, source, conversion in plan:
+        arrays = source.arrays()
+        if conversion:
+            arrays = conversion.apply([None] * len(arrays), arrays)[1]
+        for variable, value in zip(_legacy_weights(target), arrays):
+            variable.assign(value)
+        report.loaded += 1
+    return report
+
+
+def _strict_message(report):
+    problems = []
+    for m in report.mismatched:
+        problems.append(
+            f"layer #{m['index']} (named {m['target']} in the model, {m['source']} in the source) expects "
+            f"{len(m['expected'])} weight(s) of shapes {_shapes(m['expected'])}; received "
+            f"{len(m['received'])} of shapes {_shapes(m['received'])}"
+        )
+    if report.missing:
+        problems.append("the source has no weights for model layers " + ", ".join(
+            f"#{m['index']} {m['layer']}" for m in report.missing))
+    if report.unexpected:
+        problems.append("the source has weights for more layers than the model: " + ", ".join(
+            f"#{m['index']} {m['layer']}" for m in report.unexpected))
+    first = problems[0]
+    return (
+        f"The weights do not fit the model: {first}. Expected the template that was wrapped, built by the same code. "
+        f"Received: source={report.source}, model={report.model}"
+        + (f" ({len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else "")
+        + ". Check the model code (layer sizes, order), or pass strict=False to load the layers that match."
+    )
+
+
+def _file_layers(stored):
+    if stored.file_type == CONFIG:
+        from mgpu_io.errors import InvalidArgument
+
+        raise InvalidArgument(
+            f"A JSON config holds no weights. Expected a full-model or weights-only file. Received: "
+            f"filepath={stored.path}. Pass the weights file saved beside it."
+        )
+    extraction = extract(stored)
+    layers = []
+    for layer in extraction.layout():
+        if layer.names:
+            group, names = layer.group, list(layer.names)
+            layers.append(_Layer(layer.layer, (lambda g=group, n=names: [g[w][()] for w in n]),
+                                 [tuple(group[w].shape) for w in names]))
+    return layers
+
+
+def _legacy_weights(layer):
+    return list(layer.trainable_weights) + list(layer.non_trainable_weights)
+
+
+def _innermost(model):
+    """The template inside an in-memory wrapper: the one nested model fed by slice Lambdas, at any depth."""
+    nested = [layer for layer in model.layers if hasattr(layer, "layers") and _legacy_weights(layer)]
+    slices = [layer for layer in model.layers if type(layer).__name__ == "Lambda"]
+    weighted = [layer for layer in model.layers if _legacy_weights(layer)]
+    if len(nested) == 1 and slices and weighted == nested:
+        return _innermost(nested[0])
+    return model
