@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 from mgpu_io.errors import (  # noqa: E402
     FailedSaveStub,
     InvalidArgument,
+    MgpuIOWarning,
     MgpuIOError,
     NotAModelFile,
     NotAWrapper,
@@ -25,11 +26,31 @@ from mgpu_io.errors import (  # noqa: E402
 from mgpu_io.inspection import InspectReport, inspect  # noqa: E402
 from mgpu_io.unwrap import UnwrapReport, unwrap  # noqa: E402
 
+# The Keras-facing API imports Keras (and TensorFlow) on first use only: the format core and the command line
+# stay free of them.
+_KERAS_API = {
+    "load_model": "mgpu_io.loading",
+    "transfer_weights": "mgpu_io.transfer",
+    "TransferReport": "mgpu_io.transfer",
+    "recalibrate_batchnorm": "mgpu_io.batchnorm",
+    "RecalibrationReport": "mgpu_io.batchnorm",
+}
+
+
+def __getattr__(name):
+    if name in _KERAS_API:
+        import importlib
+
+        return getattr(importlib.import_module(_KERAS_API[name]), name)
+    raise AttributeError(f"module 'mgpu_io' has no attribute {name!r}")
+
+
 __all__ = [
     "FailedSaveStub",
     "InspectReport",
     "InvalidArgument",
     "MgpuIOError",
+    "MgpuIOWarning",
     "NotAModelFile",
     "NotAWrapper",
     "OutputError",
@@ -37,5 +58,10 @@ __all__ = [
     "UnwrapReport",
     "WeightsMismatch",
     "inspect",
+    "load_model",
+    "RecalibrationReport",
+    "recalibrate_batchnorm",
+    "TransferReport",
+    "transfer_weights",
     "unwrap",
 ]

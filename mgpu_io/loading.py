@@ -101,7 +101,7 @@ def _compile(model, clean, custom_objects):
     optimizer_name = training_config["optimizer_config"]["class_name"]
     try:
         arguments = saving_utils.compile_args_from_training_config(training_config, custom_objects)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, KeyError) as error:
         warnings.warn(
             f"The saved optimizer {optimizer_name} cannot be rebuilt in Keras 3 ({error}); the model is compiled "
             f"with Keras' default optimizer and the saved loss and metrics. Compile it again to choose one.",

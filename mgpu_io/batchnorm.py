@@ -1,0 +1,85 @@
+"""Recompute BatchNormalization moving statistics from data.
+
+Multi-GPU training with a last batch smaller than the replica count hands some replica 0 or 1 samples; the
+BatchNormalization moving statistics then become NaN (keras #11858, tensorflow#24320), and inference is garbage
+although training looked fine. The other weights are intact, so the statistics can simply be recomputed: the
+population mean and variance of each BatchNormalization layer's input over data the user supplies, layer by layer
+in graph order (each layer's input depends on the layers before it).
+"""
+
+from dataclasses import dataclass, field
+from typing import List
+
+import numpy as np
+
+
+@dataclass
+class RecalibrationReport:
+    """Which BatchNormalization layers were recomputed, from how many samples."""
+
+    layers: List[str] = field(default_factory=list)
+    samples: int = 0
+
+    def to_dict(self):
+        return {"layers": self.layers, "samples": self.samples}
+
+
+def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):
+    """Recompute the moving mean and variance of the model's BatchNormalization layers from ``data``.
+
+    Args:
+        model: a Keras 3 functional or Sequential model (for example from :func:`mgpu_io.load_model`).
+        data: the model's inputs: an array, a list of arrays (one per input), or an iterable of such batches.
+        only_non_finite: recompute only the layers whose statistics hold NaN/Inf (the default), or all of them.
+        batch_size: batch size for arrays.
+
+    Returns:
+        A :class:`RecalibrationReport`.
+
+    Example:
+        >>> model = mgpu_io.load_model("fixtures/files/k224_bn_uneven_batch_x2_full.h5")  # doctest: +SKIP
+        >>> recalibrate_batchnorm(model, x_train).layers  # doctest: +SKIP
+        ['bn']
+    """
+    import keras
+
+    targets = [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]
+    if only_non_finite:
+        targets = [layer for layer in targets
+                   if not all(np.isfinite(np.asarray(v)).all() for v in (layer.moving_mean, layer.moving_variance))]
+    report = RecalibrationReport()
+    for layer in targets:  # model.layers is in graph order: earlier layers are fixed before later ones are read
+        probe = keras.Model(model.inputs, layer.input)
+        count, mean, m2 = 0, None, None
+        for batch in _batches(data, batch_size):
+            values = np.asarray(probe.predict_on_batch(batch), dtype="float64")
+            axis = layer.axis if isinstance(layer.axis, int) else layer.axis[0]
+            values = np.moveaxis(values, axis, -1).reshape(-1, values.shape[axis])
+            count, mean, m2 = _merge(count, mean, m2, values)
+        layer.moving_mean.assign(mean.astype("float32"))
+        layer.moving_variance.assign((m2 / count).astype("float32"))
+        report.layers.append(layer.name)
+        report.samples = count
+    return report
+
+
+def _batches(data, batch_size):
+    if isinstance(data, np.ndarray) or (isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray)):
+        arrays = list(data) if isinstance(data, (list, tuple)) else [data]
+        for start in range(0, len(arrays[0]), batch_size):
+            parts = [a[start:start + batch_size] for a in arrays]
+            yield parts if len(parts) > 1 else parts[0]
+        return
+    yield from data
+
+
+def _merge(count, mean, m2, values):
+    """Chan et al.'s parallel update of a running mean and sum of squared deviations (numerically stable)."""
+    n = values.shape[0]
+    batch_mean = values.mean(axis=0)
+    batch_m2 = ((values - batch_mean) ** 2).sum(axis=0)
+    if count == 0:
+        return n, batch_mean, batch_m2
+    total = count + n
+    delta = batch_mean - mean
+    return total, mean + delta * n / total, m2 + batch_m2 + delta ** 2 * count * n / total
