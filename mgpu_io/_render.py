@@ -71,3 +71,22 @@ def render_unwrap(report):
         _console.print(f"  training config re-keyed: {escape(renames)}")
     for warning in report.warnings:
         _console.print(f"  [yellow]! {escape(warning)}[/yellow]")
+
+
+def render_transfer(report, output):
+    _console.print(report)
+    if report.ok:
+        _console.print(f"Saved {escape(str(output))}: all {report.loaded} weighted layers loaded")
+    else:
+        _console.print(f"[yellow]Saved {escape(str(output))} with {report.loaded} layers loaded; "
+                       f"{len(report.mismatched) + len(report.missing)} did not match[/yellow]")
+
+
+def render_verify(report):
+    verdict = "agree" if report.agree else "DIFFER"
+    _console.print(f"{escape(report.a)} and {escape(report.b)} {verdict} (tolerance {report.tolerance:g}): "
+                   f"{len(report.weights)} weight tensors compared"
+                   + (f", predictions differ by {report.prediction_difference:.2g}"
+                      if report.prediction_difference is not None else ""))
+    for problem in report.problems:
+        _console.print(f"  [red]! {escape(problem)}[/red]")

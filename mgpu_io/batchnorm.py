@@ -19,9 +19,10 @@ class RecalibrationReport:
 
     layers: List[str] = field(default_factory=list)
     samples: int = 0
+    unrecoverable: List[str] = field(default_factory=list)
 
     def to_dict(self):
-        return {"layers": self.layers, "samples": self.samples}
+        return {"layers": self.layers, "samples": self.samples, "unrecoverable": self.unrecoverable}
 
 
 def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):
@@ -29,12 +30,14 @@ def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):
 
     Args:
         model: a Keras 3 functional or Sequential model (for example from :func:`mgpu_io.load_model`).
-        data: the model's inputs: an array, a list of arrays (one per input), or an iterable of such batches.
+        data: the model's inputs: an array, a list of arrays (one per model input), or an iterable of batches
+            (each an array, or a list of arrays for a multi-input model).
         only_non_finite: recompute only the layers whose statistics hold NaN/Inf (the default), or all of them.
         batch_size: batch size for arrays.
 
     Returns:
-        A :class:`RecalibrationReport`.
+        A :class:`RecalibrationReport`. Its ``unrecoverable`` lists learned weights (``gamma``, ``beta``) that are
+        NaN/Inf too: data cannot bring those back (the empty replica's gradient reached them); retrain the layer.
 
     Example:
         >>> model = mgpu_io.load_model("fixtures/files/k224_bn_uneven_batch_x2_full.h5")  # doctest: +SKIP
@@ -51,7 +54,7 @@ def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):
     for layer in targets:  # model.layers is in graph order: earlier layers are fixed before later ones are read
         probe = keras.Model(model.inputs, layer.input)
         count, mean, m2 = 0, None, None
-        for batch in _batches(data, batch_size):
+        for batch in _batches(data, batch_size, len(model.inputs)):
             values = np.asarray(probe.predict_on_batch(batch), dtype="float64")
             axis = layer.axis if isinstance(layer.axis, int) else layer.axis[0]
             values = np.moveaxis(values, axis, -1).reshape(-1, values.shape[axis])
@@ -60,12 +63,16 @@ def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):
         layer.moving_variance.assign((m2 / count).astype("float32"))
         report.layers.append(layer.name)
         report.samples = count
+        report.unrecoverable += [f"{layer.name}/{v.name}" for v in layer.trainable_weights
+                                 if not np.isfinite(np.asarray(v)).all()]
     return report
 
 
-def _batches(data, batch_size):
-    if isinstance(data, np.ndarray) or (isinstance(data, (list, tuple)) and data and isinstance(data[0], np.ndarray)):
-        arrays = list(data) if isinstance(data, (list, tuple)) else [data]
+def _batches(data, batch_size, inputs):
+    per_input = (isinstance(data, (list, tuple)) and len(data) == inputs
+                 and all(isinstance(a, np.ndarray) for a in data) and inputs > 1)
+    if isinstance(data, np.ndarray) or per_input:
+        arrays = list(data) if per_input else [data]
         for start in range(0, len(arrays[0]), batch_size):
             parts = [a[start:start + batch_size] for a in arrays]
             yield parts if len(parts) > 1 else parts[0]

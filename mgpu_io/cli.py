@@ -101,9 +101,10 @@ def unwrap(
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
-    Full model in, full model out; weights only in, weights only out; JSON config in, JSON config out. Every
-    level of nesting is removed, the config is normalised so that Keras 3 and tf_keras load it, and the
-    training config and optimizer state are carried over. IN is never modified.
+    Full model in, full model out; weights only in, weights only out; JSON config in, JSON config out; an OUT
+    ending in .keras gets Keras 3's native format (this loads Keras). Every level of nesting is removed, the
+    config is normalised so that Keras 3 and tf_keras load it, and the training config and optimizer state are
+    carried over. IN is never modified.
 
     Examples:
 
@@ -113,22 +114,29 @@ def unwrap(
 
       mgpu-io unwrap weights.h5 clean-weights.h5 --config model.json
 
+      mgpu-io unwrap parallel_model.h5 model.keras
+
       mgpu-io unwrap parallel_model.h5 model.h5 --dry-run --json
     """
     from mgpu_io.unwrap import unwrap as unwrap_file
 
     try:
-        report = unwrap_file(
-            source,
-            output,
-            config=config,
-            target=target,
-            keep_config=keep_config,
-            include_optimizer=not no_optimizer,
-            allow_plain=allow_plain,
-            overwrite=force,
-            dry_run=dry_run,
-        )
+        if output.suffix == ".keras" and not dry_run:
+            from mgpu_io.native import unwrap_to_keras  # imports Keras: only on this path
+
+            report = unwrap_to_keras(source, output, config=config, overwrite=force)
+        else:
+            report = unwrap_file(
+                source,
+                output,
+                config=config,
+                target=target,
+                keep_config=keep_config,
+                include_optimizer=not no_optimizer,
+                allow_plain=allow_plain,
+                overwrite=force,
+                dry_run=dry_run,
+            )
     except MgpuIOError as error:
         _fail(error)
     if as_json:
@@ -137,6 +145,109 @@ def unwrap(
     from mgpu_io._render import render_unwrap
 
     render_unwrap(report)
+
+
+@app.command()
+def transfer(
+    source: Annotated[Path, typer.Argument(metavar="SRC", help="A wrapper file: full model or weights only.")],
+    output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to save the base model (.keras or .h5).")],
+    builder: Annotated[
+        str, typer.Option("--builder", metavar="MODULE:FUNCTION", help="Your function that builds the base "
+                          "model, e.g. train:build_model (MODULE is imported from the current folder).")
+    ],
+    strict: Annotated[bool, typer.Option("--strict/--no-strict", help="Refuse any mismatch (default), or load "
+                                         "the layers that match.")] = True,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+):
+    """Build the base model with your code, load the wrapper's weights into it, print the report, save it.
+
+    Layers are matched by structure (weighted layers in order) and every shape is checked. This imports Keras
+    and runs your builder function.
+
+    Examples:
+
+      mgpu-io transfer weights-epoch10.h5 model.keras --builder train:build_model
+
+      mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
+    """
+    from mgpu_io.transfer import transfer_weights
+    from mgpu_io.unwrap import check_output
+    from mgpu_io.writer import atomic_path
+
+    try:
+        check_output(source, output, force)
+        model = _build(builder)
+        report = transfer_weights(source, model, strict=strict)
+        with atomic_path(output, suffix=output.suffix or ".keras") as temporary:
+            model.save(temporary)
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        from mgpu_io._render import render_transfer
+
+        render_transfer(report, output)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+def _build(builder):
+    import importlib
+
+    from mgpu_io.errors import InvalidArgument
+
+    module_name, _, function_name = builder.partition(":")
+    if not module_name or not function_name:
+        raise InvalidArgument(
+            f"The builder is not MODULE:FUNCTION. Expected e.g. train:build_model. Received: --builder {builder}. "
+            f"Name the module and the function that returns the base model."
+        )
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as error:
+        raise InvalidArgument(
+            f"The builder cannot be found. Expected a function {function_name} in module {module_name}. "
+            f"Received: --builder {builder} ({error}). Run from the folder that holds the module, or fix the name."
+        ) from None
+    finally:
+        sys.path.remove(str(Path.cwd()))
+    return function()
+
+
+@app.command()
+def verify(
+    a: Annotated[Path, typer.Argument(metavar="A", help="A model file (.h5 wrapper or plain, or .keras).")],
+    b: Annotated[Path, typer.Argument(metavar="B", help="Another model file.")],
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Largest allowed absolute difference.")] = 1e-6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+):
+    """Load two models and compare them weight by weight and on a random batch; exit 0 only if they agree.
+
+    Wrapper files are unwrapped first, so a repaired file can be checked against its original. This imports Keras.
+
+    Examples:
+
+      mgpu-io verify parallel_model.h5 model.keras
+
+      mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
+    """
+    from mgpu_io.verify import verify as verify_files
+
+    try:
+        report = verify_files(a, b, tolerance=tolerance)
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        from mgpu_io._render import render_verify
+
+        render_verify(report)
+    if not report.agree:
+        raise typer.Exit(code=1)
 
 
 def run():  # pragma: no cover - console-script entry point

@@ -147,8 +147,9 @@ def _weight_findings(layers):
         return []
     return [Finding(
         "non-finite-weights",
-        "Weights hold NaN or Inf. In BatchNormalization moving statistics this is the uneven-last-batch bug of "
-        "multi-GPU training (a replica got 0 or 1 samples); predictions will be NaN until they are recomputed.",
+        "Weights hold NaN or Inf: predictions will be NaN. In BatchNormalization layers this is the "
+        "uneven-last-batch bug of multi-GPU training (a replica got no samples). Moving statistics can be "
+        "recomputed from data with mgpu_io.recalibrate_batchnorm; learned weights (gamma, beta, kernels) cannot.",
         bad,
     )]
 

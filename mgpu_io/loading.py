@@ -159,8 +159,9 @@ def _warn_non_finite_batchnorm(model, path):
     if broken:
         warnings.warn(
             f"BatchNormalization statistics are NaN or Inf in layers {broken} of {path}: predictions will be NaN. "
-            f"This is the uneven-last-batch bug of multi-GPU training. Recompute them from your data with "
-            f"mgpu_io.recalibrate_batchnorm(model, data).",
+            f"This is the uneven-last-batch bug of multi-GPU training. Recompute the moving statistics from your "
+            f"data with mgpu_io.recalibrate_batchnorm(model, data); its report lists any learned weights (gamma, "
+            f"beta) that are lost too.",
             MgpuIOWarning,
             stacklevel=3,
         )

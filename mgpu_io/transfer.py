@@ -93,7 +93,7 @@ def transfer_weights(source, model, *, strict=True):
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
         with open_stored(source) as stored:
-            return _transfer(_file_layers(stored), stored, str(source), model, targets, keras3, strict)
+            return _transfer(_file_layers(stored, targets), stored, str(source), model, targets, keras3, strict)
     template = _innermost(source)
     layers = [_Layer(layer.name, (lambda l=layer: [np.asarray(v) for v in _legacy_weights(l)]),
                      [tuple(v.shape) for v in _legacy_weights(layer)])
@@ -164,7 +164,8 @@ def _strict_message(report):
     )
 
 
-def _file_layers(stored):
+def _file_layers(stored, targets):
+    """The stored template's weighted layers, grouped to fit ``targets`` where the structure allows."""
     if stored.file_type == CONFIG:
         from mgpu_io.errors import InvalidArgument
 
@@ -173,12 +174,32 @@ def _file_layers(stored):
             f"filepath={stored.path}. Pass the weights file saved beside it."
         )
     extraction = extract(stored)
-    layers = []
-    for layer in extraction.layout():
-        if layer.names:
-            group, names = layer.group, list(layer.names)
-            layers.append(_Layer(layer.layer, (lambda g=group, n=names: [g[w][()] for w in n]),
-                                 [tuple(group[w].shape) for w in names]))
+    layers = [_stored_layer(layer.layer, layer.group, list(layer.names))
+              for layer in extraction.layout() if layer.names]
+    if len(layers) != len(targets) and extraction.is_wrapper and len(extraction.blocks) == 1:
+        by_structure = _split_by_targets(extraction.blocks[0], targets)
+        if by_structure is not None:
+            return by_structure
+    return layers
+
+
+def _stored_layer(name, group, names):
+    return _Layer(name, (lambda: [group[w][()] for w in names]), [tuple(group[w].shape) for w in names])
+
+
+def _split_by_targets(block, targets):
+    """Split a template's flat weights (every layer's trainable weights, then every layer's non-trainable ones)
+    by the target layers' own counts: structure alone, where the names group differently (nested models)."""
+    trainable = [len(t.trainable_weights) for t in targets]
+    frozen = [len(t.non_trainable_weights) for t in targets]
+    if sum(trainable) + sum(frozen) != len(block.names):
+        return None
+    first, second = block.names[:sum(trainable)], block.names[sum(trainable):]
+    layers, i, j = [], 0, 0
+    for target, t, n in zip(targets, trainable, frozen):
+        names = first[i:i + t] + second[j:j + n]
+        i, j = i + t, j + n
+        layers.append(_stored_layer(names[0].split("/")[0] if names else target.name, block.group, names))
     return layers
 
 

@@ -93,7 +93,7 @@ def unwrap(
         (1, 'template')
     """
     source, output = Path(source), Path(output)
-    _check_output(source, output, overwrite)
+    check_output(source, output, overwrite)
     with open_stored(source) as stored:
         if target not in TARGETS:
             raise InvalidArgument(
@@ -288,7 +288,7 @@ def _replicas(extraction):
     return extraction.weights_wrapper.replicas if extraction.weights_wrapper else None
 
 
-def _check_output(source, output, overwrite):
+def check_output(source, output, overwrite):
     if not output.parent.is_dir():
         raise OutputError(
             f"The output folder does not exist. Expected an existing folder for the output file. "

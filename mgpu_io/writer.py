@@ -19,8 +19,10 @@ from mgpu_io.h5attrs import write_str_list
 
 
 @contextlib.contextmanager
-def atomic_path(destination):
+def atomic_path(destination, suffix=".tmp"):
     """Yield a temporary path beside ``destination``; rename it over ``destination`` only on success.
+
+    ``suffix`` is the temporary file's suffix (Keras insists on ``.keras`` when it writes its own format).
 
     A crash or an error leaves either the old ``destination`` or none, never a partial file.
 
@@ -33,7 +35,7 @@ def atomic_path(destination):
         'done'
     """
     destination = Path(destination)
-    fd, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=destination.parent)
     os.close(fd)
     temporary = Path(name)
     try:

@@ -5,7 +5,6 @@ import warnings
 
 import h5py
 import json
-import numpy as np
 import pytest
 from conftest import (FIXTURES, REFERENCE, assert_flat_predictions_match, assert_predictions_match, fixture_batch,
                       fixture_path, fixtures, has_user_lambda, needs_reference, predict, reference_batch,
