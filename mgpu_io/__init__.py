@@ -29,6 +29,7 @@ from mgpu_io.unwrap import UnwrapReport, unwrap  # noqa: E402
 # The Keras-facing API imports Keras (and TensorFlow) on first use only: the format core and the command line
 # stay free of them.
 _KERAS_API = {
+    "BaseModelCheckpoint": "mgpu_io.callbacks",
     "load_model": "mgpu_io.loading",
     "transfer_weights": "mgpu_io.transfer",
     "TransferReport": "mgpu_io.transfer",
@@ -46,6 +47,7 @@ def __getattr__(name):
 
 
 __all__ = [
+    "BaseModelCheckpoint",
     "FailedSaveStub",
     "InspectReport",
     "InvalidArgument",

@@ -87,6 +87,15 @@ def model_name(model_config):
     return config.get("name") if isinstance(config, dict) else None
 
 
+def model_refs(model_config, key):
+    """A functional config's ``input_layers`` or ``output_layers`` as ``[name, node, tensor]`` lists.
+
+    Keras 3 writes a single input or output flat (``["inp", 0, 0]``); Keras 1 and 2 always nest it.
+    """
+    refs = model_config["config"].get(key) or []
+    return [refs] if refs and isinstance(refs[0], str) else refs
+
+
 def input_names(model_config):
     """Names of the model's input layers, in order."""
     if model_config["class_name"] == "Sequential":
@@ -95,7 +104,7 @@ def input_names(model_config):
         if layers and layers[0]["class_name"] == "InputLayer":
             return [first]
         return [f"{first}_input"] if first else []
-    return [ref[0] for ref in model_config["config"].get("input_layers", [])]
+    return [ref[0] for ref in model_refs(model_config, "input_layers")]
 
 
 def output_names(model_config):
@@ -103,17 +112,39 @@ def output_names(model_config):
     if model_config["class_name"] == "Sequential":
         layers = model_layers(model_config)
         return [layer_name(layers[-1])] if layers else []
-    return [ref[0] for ref in model_config["config"].get("output_layers", [])]
+    return [ref[0] for ref in model_refs(model_config, "output_layers")]
 
 
-def inbound_nodes(layer):
-    """A layer's inbound nodes as lists of ``(layer name, node index, tensor index)``."""
+def inbound_nodes(layer, layers=None):
+    """A layer's inbound nodes as lists of ``(layer name, node index, tensor index)``, in Keras 2's numbering.
+
+    Keras 3 writes a node as ``{"args": [...], "kwargs": {...}}`` whose tensors carry ``keras_history``, and counts
+    a nested model's calls from 0 where Keras 2 counts from 1; with ``layers`` (name -> config) such references
+    are renumbered the Keras 2 way.
+    """
     nodes = []
     for node in layer.get("inbound_nodes") or []:
-        if isinstance(node, dict):  # Keras 3 node format: not written by any multi-GPU writer
-            return []
-        nodes.append([(entry[0], entry[1], entry[2]) for entry in node])
+        if isinstance(node, dict):
+            entries = []
+            for name, index, tensor in _keras_histories(node.get("args")):
+                nested = layers is not None and (layers.get(name) or {}).get("class_name") in MODEL_CLASSES
+                entries.append((name, index + 1 if nested else index, tensor))
+            nodes.append(entries)
+        else:
+            nodes.append([(entry[0], entry[1], entry[2]) for entry in node])
     return nodes
+
+
+def _keras_histories(value):
+    if isinstance(value, dict):
+        history = (value.get("config") or {}).get("keras_history") if value.get("class_name") == \
+            "__keras_tensor__" else None
+        if history:
+            return [tuple(history)]
+        return [h for item in value.values() for h in _keras_histories(item)]
+    if isinstance(value, (list, tuple)):
+        return [h for item in value for h in _keras_histories(item)]
+    return []
 
 
 def _is_axis0_merge(layer):
@@ -138,7 +169,7 @@ def detect_wrapper(model_config) -> Optional[WrapperLevel]:
         return None
     layers = {layer_name(layer): layer for layer in model_layers(model_config)}
     inputs = input_names(model_config)
-    outputs = model_config["config"].get("output_layers", [])
+    outputs = model_refs(model_config, "output_layers")
     if not inputs or not outputs or any(name not in layers for name in inputs):
         return None
 
@@ -148,7 +179,7 @@ def detect_wrapper(model_config) -> Optional[WrapperLevel]:
         merge = layers.get(ref[0])
         if merge is None or not _is_axis0_merge(merge):
             return None
-        nodes = inbound_nodes(merge)
+        nodes = inbound_nodes(merge, layers)
         if len(nodes) != 1 or len(nodes[0]) < 2:
             return None
         sources = {entry[0] for entry in nodes[0]}
@@ -164,7 +195,7 @@ def detect_wrapper(model_config) -> Optional[WrapperLevel]:
         return None
 
     # Each replica's call of the template is fed by slice layers, one per wrapper input, each fed by that input.
-    template_nodes = inbound_nodes(template)
+    template_nodes = inbound_nodes(template, layers)
     slices = []
     for node_index in replica_nodes:
         if not 1 <= node_index <= len(template_nodes):
@@ -176,7 +207,7 @@ def detect_wrapper(model_config) -> Optional[WrapperLevel]:
             slice_layer = layers.get(slice_name)
             if slice_layer is None or slice_layer["class_name"] != "Lambda":
                 return None
-            if [[entry[0] for entry in n] for n in inbound_nodes(slice_layer)] != [[input_name]]:
+            if [[entry[0] for entry in n] for n in inbound_nodes(slice_layer, layers)] != [[input_name]]:
                 return None
             slices.append(slice_name)
 

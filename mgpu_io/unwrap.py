@@ -134,14 +134,15 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
     config, changes = extraction.template_config, []
     keras1 = config is not None and not keep_config and is_keras1(stored.keras_version)
     conversions, warnings = {}, []
-    if config is not None and not keep_config:
+    written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
+    if config is not None and not keep_config and not written_by_keras3:
         if keras1:
             config = convert_config(config)
             changes.append("keras1-to-keras2")
         config, normalised = normalize_for_keras3(config)
         changes += normalised
     layers = extraction.layout(config)
-    if config is not None and not keep_config:
+    if config is not None and not keep_config and not written_by_keras3:
         conversions, notes, warnings = _conversions(config, layers, keras1, target, stored.file_type == WEIGHTS)
         changes += notes
     outputs = template_outputs(extraction, config)
