@@ -9,6 +9,7 @@ template's outputs and the optimizer state in Keras 3's layout.
 import json
 import tempfile
 import warnings
+import zipfile
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument, MgpuIOWarning
@@ -22,8 +23,9 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """Load the innermost template of a wrapper file (or a plain legacy file) as a Keras 3 model.
 
     Args:
-        path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model), or a
-            JSON config (``model.to_json()``) together with ``weights``.
+        path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model), a
+            JSON config (``model.to_json()``) together with ``weights``, or a Keras 3 ``.keras`` file (loaded by
+            Keras as it is).
         custom_objects: passed to Keras for the template's own custom layers.
         compile: restore the training configuration (loss, metrics, loss weights keyed by the template's output
             names) and the optimizer state, so that ``fit`` continues where the old run stopped.
@@ -50,6 +52,10 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     import keras
 
     path = Path(path)
+    if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
+        model = keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+        _warn_non_finite_batchnorm(model, path)
+        return model
     with open_stored(path) as stored:
         file_type = stored.file_type
         training_config = stored.training_config
