@@ -138,6 +138,7 @@ BUILDERS = {
     "k231_functional_bn_x2_weights.h5": functional_bn,
     "tfk115_functional_bn_x2_weights.h5": functional_bn,
     "k224_nested_depth3_weights.h5": functional_bn,
+    "k224py27_functional_bn_x2_weights.h5": functional_bn,
     "k224_sequential_x3_weights.h5": sequential_mlp,
     "k224_sequential_reloc_x2_weights.h5": sequential_mlp,
     "k224_conv1d_bilstm_x2_weights.h5": conv1d_bilstm,
