@@ -5,8 +5,8 @@ the standard library only; importing it never imports TensorFlow or Keras, and n
 
 Example:
     >>> import mgpu_io
-    >>> report = mgpu_io.inspect("fixtures/files/k224_functional_bn_x2_full.h5")  # doctest: +SKIP
-    >>> report.is_wrapper, report.replicas  # doctest: +SKIP
+    >>> report = mgpu_io.inspect("fixtures/files/k224_functional_bn_x2_full.h5")
+    >>> report.is_wrapper, report.replicas
     (True, 2)
 """
 

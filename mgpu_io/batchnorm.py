@@ -40,8 +40,13 @@ def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):
         NaN/Inf too: data cannot bring those back (the empty replica's gradient reached them); retrain the layer.
 
     Example:
-        >>> model = mgpu_io.load_model("fixtures/files/k224_bn_uneven_batch_x2_full.h5")  # doctest: +SKIP
-        >>> recalibrate_batchnorm(model, x_train).layers  # doctest: +SKIP
+        >>> import numpy as np, warnings
+        >>> from mgpu_io import load_model
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # load_model warns about the NaN statistics
+        ...     model = load_model("fixtures/files/k224_bn_uneven_batch_x2_full.h5", compile=False)
+        >>> x_train = np.random.RandomState(0).standard_normal((64, 6)).astype("float32")
+        >>> recalibrate_batchnorm(model, x_train).layers
         ['bn']
     """
     import keras

@@ -9,10 +9,11 @@ It works with Keras 3, tf_keras and the old Keras 2.2.4 on TensorFlow 1.15, wher
 runs: the callback lists of all three call methods and read no base class, so this module imports only the standard
 library and keeps to Python 3.7 syntax. Keras and NumPy are used through the model it is given.
 
-Example:
-    >>> parallel = multi_gpu_model(template, gpus=2)  # doctest: +SKIP
-    >>> parallel.compile("adam", "categorical_crossentropy")  # doctest: +SKIP
-    >>> parallel.fit(x, y, callbacks=[BaseModelCheckpoint("ckpt-{epoch:02d}.keras")])  # doctest: +SKIP
+Example (docs/checkpoint.md has a complete one for each Keras)::
+
+    parallel = multi_gpu_model(template, gpus=2)
+    parallel.compile("adam", "categorical_crossentropy")
+    parallel.fit(x, y, callbacks=[BaseModelCheckpoint("ckpt-{epoch:02d}.keras")])
 """
 
 import os

@@ -161,9 +161,10 @@ def detect_wrapper(model_config) -> Optional[WrapperLevel]:
 
     Example:
         >>> import json
-        >>> config = json.load(open("fixtures/files/k224_functional_bn_x2.json"))  # doctest: +SKIP
-        >>> detect_wrapper(config).replicas  # doctest: +SKIP
-        2
+        >>> config = json.load(open("fixtures/files/k224_functional_bn_x2_config.json"))
+        >>> level = detect_wrapper(config)
+        >>> level.variant, level.replicas, level.template_layer, level.merge_layers
+        ('keras', 2, 'template', ['out_a', 'out_b'])
     """
     if model_config.get("class_name") not in FUNCTIONAL_CLASSES or not isinstance(model_config.get("config"), dict):
         return None

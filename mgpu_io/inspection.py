@@ -57,9 +57,9 @@ def inspect(path) -> InspectReport:
         NotAModelFile, WeightsMismatch: the file cannot be read as a Keras model.
 
     Example:
-        >>> report = inspect("fixtures/files/k224_functional_bn_x2_full.h5")  # doctest: +SKIP
-        >>> report.is_wrapper, report.depth, report.template  # doctest: +SKIP
-        (True, 1, 'template')
+        >>> report = inspect("fixtures/files/k224_nested_depth3_full.h5")
+        >>> report.is_wrapper, report.depth, report.template, report.outputs
+        (True, 3, 'template', ['out_a', 'out_b'])
     """
     try:
         with open_stored(path) as stored:

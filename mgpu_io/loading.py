@@ -45,9 +45,9 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
             optimizer cannot be restored as saved (the reason is given).
 
     Example:
-        >>> model = load_model("fixtures/files/k224_functional_bn_x2_full.h5")  # doctest: +SKIP
-        >>> model.output_names  # doctest: +SKIP
-        ['out_a', 'out_b']
+        >>> model = load_model("fixtures/files/k224_functional_bn_x2_full.h5")
+        >>> model.name, model.output_names, model.optimizer.__class__.__name__
+        ('template', ['out_a', 'out_b'], 'Adam')
     """
     import keras
 

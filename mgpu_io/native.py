@@ -20,7 +20,10 @@ def unwrap_to_keras(source, output, *, config=None, overwrite=False, safe_mode=T
         The :class:`~mgpu_io.unwrap.UnwrapReport` of the repair (``written`` is true once the file exists).
 
     Example:
-        >>> unwrap_to_keras("parallel_model.h5", "model.keras")  # doctest: +SKIP
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "model.keras"
+        >>> unwrap_to_keras("fixtures/files/k224_siamese_x2_full.h5", out).written
+        True
     """
     from mgpu_io.loading import load_model
 

@@ -59,9 +59,9 @@ def open_stored(path):
         FailedSaveStub: the file is what a failed Keras <= 2.1.6 ``save()`` leaves behind.
 
     Example:
-        >>> with open_stored("fixtures/files/k224_functional_bn_x2_full.h5") as stored:  # doctest: +SKIP
-        ...     stored.file_type, stored.keras_version
-        ('model', '2.2.4')
+        >>> with open_stored("fixtures/files/k122_kuza55_x2_weights.h5") as stored:
+        ...     stored.file_type, stored.keras_version, stored.layer_names
+        ('weights', None, ['inp', 'lambda_1', 'lambda_2', 'template', 'merge_1'])
     """
     path = Path(path)
     if not path.is_file():

@@ -85,9 +85,12 @@ def transfer_weights(source, model, *, strict=True):
         A :class:`TransferReport`.
 
     Example:
-        >>> report = transfer_weights("fixtures/files/k224_functional_bn_x2_weights.h5", build_model())  # doctest: +SKIP
-        >>> report.ok, report.loaded  # doctest: +SKIP
-        (True, 4)
+        >>> import keras
+        >>> inp = keras.Input((4,))
+        >>> model = keras.Model(inp, keras.layers.Dense(3)(keras.layers.Activation("tanh")(keras.layers.Dense(8)(inp))))
+        >>> report = transfer_weights("fixtures/files/k216_kuza55_x2_weights.h5", model)
+        >>> report.ok, report.loaded, [m["source"] for m in report.matched]
+        (True, 2, ['d1', 'out'])
     """
     targets = [layer for layer in model.layers if _legacy_weights(layer)]
     keras3 = not type(model).__module__.startswith("tf_keras")

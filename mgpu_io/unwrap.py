@@ -88,9 +88,11 @@ def unwrap(
         OutputError: ``output`` is ``source``, exists without ``overwrite``, or its folder is missing.
 
     Example:
-        >>> report = unwrap("fixtures/files/k224_functional_bn_x2_full.h5", "/tmp/clean.h5", overwrite=True)
-        >>> report.depth, report.template  # doctest: +SKIP
-        (1, 'template')
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "clean.h5"
+        >>> report = unwrap("fixtures/files/k224_nested_depth3_full.h5", out)
+        >>> report.depth, report.template, report.optimizer, report.written
+        (3, 'template', 'copied', True)
     """
     source, output = Path(source), Path(output)
     check_output(source, output, overwrite)

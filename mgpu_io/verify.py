@@ -42,7 +42,7 @@ def verify(a, b, *, tolerance=1e-6, batch=8, seed=0):
     """Load ``a`` and ``b`` (wrappers are unwrapped) and compare weights and predictions.
 
     Example:
-        >>> verify("parallel_model.h5", "model.keras").agree  # doctest: +SKIP
+        >>> verify("fixtures/files/k224_functional_bn_x2_full.h5", "fixtures/files/k224_functional_bn_x2_full.h5").agree
         True
     """
     model_a, model_b = load_any(a), load_any(b)
