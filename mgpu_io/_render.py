@@ -3,11 +3,16 @@
 Every string that comes from a file (names, paths) is escaped: rich would read ``[...]`` as markup.
 """
 
+import contextlib
+
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
 from rich.tree import Tree
 
 _console = Console(highlight=False, soft_wrap=True)
+_errors = Console(stderr=True, highlight=False)
 
 WRITERS = {
     "keras": "keras.utils.multi_gpu_model",
@@ -90,3 +95,43 @@ def render_verify(report):
                       if report.prediction_difference is not None else ""))
     for problem in report.problems:
         _console.print(f"  [red]! {escape(problem)}[/red]")
+
+
+@contextlib.contextmanager
+def byte_progress(description, enabled):
+    """A progress bar over bytes written, on stderr; yields the ``progress(done, total)`` callback or ``None``."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn(description), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=_errors, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+@contextlib.contextmanager
+def file_progress(description, enabled):
+    """A progress bar over files, on stderr; yields the ``progress(done, total, result)`` callback or ``None``."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn(description), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"))
+    with Progress(*columns, console=_errors, transient=True) as bar:
+        task = bar.add_task(description, total=None, last="")
+        yield lambda done, total, result: bar.update(task, completed=done, total=total, last=escape(result.path))
+
+
+def render_batch(report):
+    counts = report.counts()
+    table = Table(title=f"{escape(report.source)} -> {escape(report.output)}")
+    for column in ("file", "status", "detail"):
+        table.add_column(column)
+    for result in report.files:
+        if result.status == "failed":  # the first sentence: what is wrong (the whole message is in --json)
+            detail, style = escape((result.reason or "").split(". ")[0].rstrip(".") + "."), "red"
+        else:
+            detail = f"{result.depth} wrapper level{'s' if result.depth != 1 else ''} removed" if result.depth else ""
+            style = None
+        table.add_row(escape(result.path), result.status, detail, style=style)
+    _console.print(table)
+    _console.print(", ".join(f"{count} {status}" for status, count in counts.items()))

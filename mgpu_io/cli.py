@@ -51,6 +51,10 @@ def main(
 def inspect(
     file: Annotated[Path, typer.Argument(help="A .h5 model or weights file, or a JSON config from to_json().")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
+    scan_weights: Annotated[
+        bool, typer.Option("--scan-weights/--no-scan-weights", help="Read every weight (or none) to look for "
+                           "NaN/Inf. Default: all up to 256 MiB, else BatchNormalization layers only.")
+    ] = None,
 ):
     """Say what a Keras file holds: wrapper or not, nesting, replicas, template, inputs, outputs, findings.
 
@@ -63,7 +67,7 @@ def inspect(
     from mgpu_io.inspection import inspect as inspect_file
 
     try:
-        report = inspect_file(file)
+        report = inspect_file(file, scan_weights=scan_weights)
     except MgpuIOError as error:
         _fail(error)
     if as_json:
@@ -76,8 +80,10 @@ def inspect(
 
 @app.command()
 def unwrap(
-    source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file: .h5 model, .h5 weights or JSON.")],
-    output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the clean template file.")],
+    source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file (.h5 model, .h5 weights, JSON), "
+                                            "or a folder of them.")],
+    output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the clean template file (or the "
+                                           "output folder, for a folder IN).")],
     config: Annotated[
         Path,
         typer.Option("--config", metavar="ARCH", help="For a weights-only IN: the architecture JSON (or full .h5) "
@@ -98,6 +104,8 @@ def unwrap(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for a folder IN (default: the "
+                                      "machine's cores).")] = None,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
@@ -117,26 +125,40 @@ def unwrap(
       mgpu-io unwrap parallel_model.h5 model.keras
 
       mgpu-io unwrap parallel_model.h5 model.h5 --dry-run --json
+
+      mgpu-io unwrap checkpoints/ repaired/ --jobs 4
+
+    A folder IN is repaired file by file into the same places under OUT (wrappers unwrapped, clean models
+    normalised, failures listed with their reason); the exit code is 1 when any file failed.
     """
     from mgpu_io.unwrap import unwrap as unwrap_file
 
+    if source.is_dir():
+        _unwrap_folder(source, output, jobs=jobs, overwrite=force, as_json=as_json, target=target,
+                       keep_config=keep_config, include_optimizer=not no_optimizer)
+        return
     try:
         if output.suffix == ".keras" and not dry_run:
             from mgpu_io.native import unwrap_to_keras  # imports Keras: only on this path
 
             report = unwrap_to_keras(source, output, config=config, overwrite=force)
         else:
-            report = unwrap_file(
-                source,
-                output,
-                config=config,
-                target=target,
-                keep_config=keep_config,
-                include_optimizer=not no_optimizer,
-                allow_plain=allow_plain,
-                overwrite=force,
-                dry_run=dry_run,
-            )
+            from mgpu_io._render import byte_progress
+
+            big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run)
+            with byte_progress(f"unwrapping {source.name}", enabled=big) as progress:
+                report = unwrap_file(
+                    source,
+                    output,
+                    config=config,
+                    target=target,
+                    keep_config=keep_config,
+                    include_optimizer=not no_optimizer,
+                    allow_plain=allow_plain,
+                    overwrite=force,
+                    dry_run=dry_run,
+                    progress=progress,
+                )
     except MgpuIOError as error:
         _fail(error)
     if as_json:
@@ -145,6 +167,27 @@ def unwrap(
     from mgpu_io._render import render_unwrap
 
     render_unwrap(report)
+
+
+#: Single files above this size get a progress bar.
+PROGRESS_ABOVE = 256 << 20
+
+
+def _unwrap_folder(source, output, *, jobs, overwrite, as_json, **options):
+    from mgpu_io._render import file_progress, render_batch
+    from mgpu_io.batch import unwrap_tree
+
+    try:
+        with file_progress("repairing", enabled=not as_json) as progress:
+            report = unwrap_tree(source, output, jobs=jobs, overwrite=overwrite, progress=progress, **options)
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        render_batch(report)
+    if not report.ok:
+        raise typer.Exit(code=1)
 
 
 @app.command()

@@ -15,6 +15,8 @@ from mgpu_io.stored import CONFIG, open_stored
 
 CUDNN_LAYERS = ("CuDNNLSTM", "CuDNNGRU")
 _SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
+#: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.
+SCAN_BUDGET = 256 << 20
 
 
 @dataclass
@@ -50,8 +52,12 @@ class InspectReport:
         return asdict(self)
 
 
-def inspect(path) -> InspectReport:
+def inspect(path, scan_weights=None) -> InspectReport:
     """Inspect the file at ``path`` (full model, weights only, or JSON config) without loading Keras.
+
+    ``scan_weights`` decides which weights are read to look for NaN/Inf: ``True`` all of them, ``False`` none,
+    ``None`` (default) all when they total at most :data:`SCAN_BUDGET`, else BatchNormalization layers' only
+    (where multi-GPU training leaves NaN), so that inspecting a large file stays fast.
 
     Raises:
         NotAModelFile, WeightsMismatch: the file cannot be read as a Keras model.
@@ -63,12 +69,12 @@ def inspect(path) -> InspectReport:
     """
     try:
         with open_stored(path) as stored:
-            return _inspect(stored)
+            return _inspect(stored, scan_weights)
     except FailedSaveStub as stub:
         return _stub_report(path, stub)
 
 
-def _inspect(stored):
+def _inspect(stored, scan_weights):
     extraction = extract(stored)
     layers = extraction.layout() if stored.file_type != CONFIG else []
     template = extraction.template_config
@@ -87,7 +93,7 @@ def _inspect(stored):
             "A weights-only file has no graph: the template's config and output names come from your model code, "
             "the writer and any nesting are not recorded, and replicas are counted from the slice layers' names.",
         ))
-    findings += _weight_findings(layers)
+    findings += _weight_findings(layers, _configs(template), scan_weights)
     if is_keras1(stored.keras_version) and stored.file_type != CONFIG:
         findings.append(Finding("keras1", "Written by Keras 1: configs are converted to Keras 2 spelling on unwrap."))
     return InspectReport(
@@ -136,22 +142,41 @@ def _config_findings(template, keras_version):
     return findings
 
 
-def _weight_findings(layers):
-    bad = []
-    for layer in layers:
-        for name in layer.names:
-            dataset = layer.group[name]
-            if dataset.dtype.kind == "f" and _has_non_finite(dataset):
-                bad.append(name)
+def _configs(template):
+    return {layer_name(l): l for l in model_layers(template)} if template is not None else {}
+
+
+def _weight_findings(layers, configs, scan_weights):
+    weights = [(layer, name) for layer in layers for name in layer.names]
+    total = sum(layer.group[name].size * layer.group[name].dtype.itemsize for layer, name in weights)
+    findings = []
+    if scan_weights is False:
+        weights = []
+    elif scan_weights is None and total > SCAN_BUDGET:
+        weights = [(layer, name) for layer, name in weights if _is_batchnorm(layer, configs)]
+        findings.append(Finding(
+            "weights-partly-scanned",
+            f"Only BatchNormalization weights were checked for NaN/Inf ({total / 2**30:.2f} GiB of weights in all); "
+            f"pass --scan-weights to read every weight.",
+        ))
+    bad = [name for layer, name in weights
+           if layer.group[name].dtype.kind == "f" and _has_non_finite(layer.group[name])]
     if not bad:
-        return []
-    return [Finding(
+        return findings
+    return findings + [Finding(
         "non-finite-weights",
         "Weights hold NaN or Inf: predictions will be NaN. In BatchNormalization layers this is the "
         "uneven-last-batch bug of multi-GPU training (a replica got no samples). Moving statistics can be "
         "recomputed from data with mgpu_io.recalibrate_batchnorm; learned weights (gamma, beta, kernels) cannot.",
         bad,
     )]
+
+
+def _is_batchnorm(layer, configs):
+    config = configs.get(layer.layer)
+    if config is not None:
+        return config["class_name"] == "BatchNormalization"
+    return any("moving_" in name or "running_" in name for name in layer.names)  # weights only: by its weights
 
 
 def _has_non_finite(dataset):

@@ -20,7 +20,7 @@ from mgpu_io.keras1 import convert_config, is_keras1
 from mgpu_io.normalize import normalize_for_keras3, normalize_training_config
 from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, open_stored
 from mgpu_io.training import rekey_training_config
-from mgpu_io.writer import LegacyH5Writer, atomic_path, write_json_config
+from mgpu_io.writer import LegacyH5Writer, atomic_path, group_bytes, write_json_config
 
 #: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
 TARGETS = ("keras3", "tf_keras")
@@ -43,6 +43,7 @@ class UnwrapReport:
     config_changes: List[str] = field(default_factory=list)
     layers: List[Dict] = field(default_factory=list)
     weights: int = 0
+    weight_bytes: int = 0
     optimizer: str = "absent"
     renamed_outputs: Dict[str, str] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
@@ -63,6 +64,7 @@ def unwrap(
     allow_plain=False,
     overwrite=False,
     dry_run=False,
+    progress=None,
 ):
     """Write the innermost template of the wrapper file ``source`` to ``output``.
 
@@ -78,6 +80,7 @@ def unwrap(
         allow_plain: copy a plain (non-wrapper) model through instead of refusing it.
         overwrite: replace an existing ``output``.
         dry_run: plan and report, write nothing.
+        progress: called with ``(bytes done, bytes in all)`` as weights are written (for a progress bar).
 
     Returns:
         An :class:`UnwrapReport`.
@@ -104,7 +107,7 @@ def unwrap(
             )
         plan = _plan(stored, output, config, target, keep_config, include_optimizer, allow_plain)
         if not dry_run:
-            _write(plan, output)
+            _write(plan, output, progress)
             plan.report.written = True
         return plan.report
 
@@ -171,6 +174,7 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
         config_changes=changes,
         layers=[{"layer": layer.layer, "weights": len(layer.names)} for layer in layers if layer.names],
         weights=sum(len(layer.names) for layer in layers),
+        weight_bytes=sum(layer.group[n].size * layer.group[n].dtype.itemsize for layer in layers for n in layer.names),
         optimizer=optimizer,
         renamed_outputs=renamed,
         warnings=warnings,
@@ -179,8 +183,10 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
     return _Plan(stored, extraction, config, layers, conversions, training, keras_version, report)
 
 
-def _write(plan, output):
+def _write(plan, output, progress=None):
     stored, report = plan.stored, plan.report
+    tick = _byte_counter(progress, report.weight_bytes + (
+        group_bytes(stored.optimizer_weights) if report.optimizer == "copied" else 0)) if progress else None
     backend = stored.backend or "tensorflow"
     provenance = {
         "tool": f"mgpu-io {__version__}",
@@ -194,16 +200,27 @@ def _write(plan, output):
             write_json_config(temporary, config)
         elif stored.file_type == MODEL:
             with LegacyH5Writer.model_file(
-                temporary, plan.config, plan.keras_version, backend, plan.training, provenance
+                temporary, plan.config, plan.keras_version, backend, plan.training, provenance, tick
             ) as writer:
                 _write_layers(writer, plan.layers, plan.config, plan.conversions)
                 if report.optimizer == "copied":
                     writer.copy_optimizer_weights(stored.optimizer_weights)
         else:
-            with LegacyH5Writer.weights_file(temporary, plan.keras_version, backend, provenance) as writer:
+            with LegacyH5Writer.weights_file(temporary, plan.keras_version, backend, provenance, tick) as writer:
                 for layer in plan.layers:
                     if layer.names:
                         writer.add_layer(layer.layer, _converted(layer, plan.conversions))
+
+
+def _byte_counter(progress, total):
+    """Turn ``progress(done, total)`` into a per-dataset ``tick(nbytes)``."""
+    done = [0]
+
+    def tick(nbytes):
+        done[0] += nbytes
+        progress(done[0], total)
+
+    return tick
 
 
 def _template_name(extraction):

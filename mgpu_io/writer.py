@@ -56,8 +56,9 @@ def write_json_config(destination, model_config):
 class LegacyH5Writer:
     """Builds one legacy Keras HDF5 file; use :meth:`model_file` or :meth:`weights_file` as a context manager."""
 
-    def __init__(self, h5, weights_root, keras_version, backend):
+    def __init__(self, h5, weights_root, keras_version, backend, progress=None):
         self.h5 = h5
+        self.progress = progress
         self.weights_root = weights_root
         self._version = keras_version
         self._backend = backend
@@ -65,7 +66,8 @@ class LegacyH5Writer:
 
     @classmethod
     @contextlib.contextmanager
-    def model_file(cls, path, model_config, keras_version, backend, training_config=None, provenance=None):
+    def model_file(cls, path, model_config, keras_version, backend, training_config=None, provenance=None,
+                   progress=None):
         with h5py.File(path, "w") as h5:
             _set_str(h5.attrs, "keras_version", keras_version)
             _set_str(h5.attrs, "backend", backend)
@@ -74,17 +76,17 @@ class LegacyH5Writer:
                 h5.attrs["training_config"] = json.dumps(training_config).encode("utf8")
             if provenance is not None:
                 h5.attrs["mgpu_io"] = json.dumps(provenance).encode("utf8")
-            writer = cls(h5, h5.create_group("model_weights"), keras_version, backend)
+            writer = cls(h5, h5.create_group("model_weights"), keras_version, backend, progress)
             yield writer
             writer._finish()
 
     @classmethod
     @contextlib.contextmanager
-    def weights_file(cls, path, keras_version, backend, provenance=None):
+    def weights_file(cls, path, keras_version, backend, provenance=None, progress=None):
         with h5py.File(path, "w") as h5:
             if provenance is not None:
                 h5.attrs["mgpu_io"] = json.dumps(provenance).encode("utf8")
-            writer = cls(h5, h5, keras_version, backend)
+            writer = cls(h5, h5, keras_version, backend, progress)
             yield writer
             writer._finish()
 
@@ -94,11 +96,16 @@ class LegacyH5Writer:
         write_str_list(group.attrs, "weight_names", [weight_name for weight_name, _ in weights])
         for weight_name, value in weights:
             _put(group, weight_name, value)
+            if self.progress is not None:
+                self.progress(value.nbytes if hasattr(value, "nbytes") else value.size * value.dtype.itemsize)
         self._layer_names.append(name)
 
     def copy_optimizer_weights(self, source_group):
         """Copy an ``optimizer_weights`` group whole, inside HDF5."""
         self.h5.copy(source_group, self.h5, name="optimizer_weights")
+        if self.progress is not None:
+            self.progress(group_bytes(source_group))
+
 
     def _finish(self):
         write_str_list(self.weights_root.attrs, "layer_names", self._layer_names)
@@ -118,3 +125,11 @@ def _put(group, weight_name, value):
 def _set_str(attrs, name, value):
     if value is not None:
         attrs[name] = str(value).encode("utf8")
+
+
+def group_bytes(group):
+    """The bytes of all datasets under an HDF5 group."""
+    sizes = []
+    group.visititems(lambda _, item: sizes.append(item.size * item.dtype.itemsize) if isinstance(item, h5py.Dataset)
+                     else None)
+    return sum(sizes)

@@ -116,3 +116,16 @@ def test_inspect_reads_the_reference_set(name, facts):
 def test_the_reference_stub_is_reported():
     report = inspect(REFERENCE / "k216_full_attempt.h5")
     assert report.file_type == "stub"
+
+
+def test_large_files_get_a_fast_scan_of_batchnorm_weights_only(monkeypatch):
+    import mgpu_io.inspection
+
+    monkeypatch.setattr(mgpu_io.inspection, "SCAN_BUDGET", 0)  # every file is "large" now
+    report = inspect(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}))
+    kinds = [f.kind for f in report.findings]
+    assert kinds == ["weights-partly-scanned", "non-finite-weights"]  # the NaN lives in BatchNormalization
+    assert all(name.startswith("bn/") for name in report.findings[1].layers)
+    assert [f.kind for f in inspect(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}),
+                                    scan_weights=True).findings] == ["non-finite-weights"]
+    assert inspect(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}), scan_weights=False).findings == []

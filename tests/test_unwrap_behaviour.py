@@ -138,3 +138,11 @@ def test_the_human_report_says_what_was_done(tmp_path):
     assert "removed 3 wrapper levels (2 replicas innermost)" in result.stdout
     assert "optimizer state: copied" in result.stdout
 
+
+
+def test_progress_is_reported_in_bytes_up_to_the_total(tmp_path):
+    calls = []
+    report = unwrap(NESTED, tmp_path / "out.h5", progress=lambda done, total: calls.append((done, total)))
+    total = calls[-1][1]
+    assert calls[-1][0] == total > report.weight_bytes > 0  # the optimizer state is copied too
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)

@@ -1,0 +1,103 @@
+"""A user with a folder of two hundred epoch checkpoints repairs them all at once."""
+
+import hashlib
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+from mgpu_io import OutputError
+from mgpu_io.batch import unwrap_tree
+from mgpu_io.cli import app
+from mgpu_io.inspection import inspect
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def checkpoints(tmp_path):
+    """A folder as users have them: wrappers, a nested save, a clean model, broken files, other files."""
+    folder = tmp_path / "checkpoints"
+    (folder / "run2").mkdir(parents=True)
+    shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "epoch-01.h5")
+    shutil.copyfile(FIXTURES / "k224_functional_bn_x2_weights.h5", folder / "weights-01.h5")
+    shutil.copyfile(FIXTURES / "k224_nested_depth3_full.h5", folder / "run2" / "epoch-03.h5")
+    shutil.copyfile(FIXTURES / "k224_siamese_x2_config.json", folder / "run2" / "model.json")
+    shutil.copyfile(FIXTURES / "k216_failed_save_stub.h5", folder / "run2" / "failed-save.h5")
+    truncated = (FIXTURES / "k224_multi_io_x4_full.h5").read_bytes()
+    (folder / "truncated.h5").write_bytes(truncated[: len(truncated) // 3])
+    (folder / "history.json").write_text('{"loss": [0.9, 0.7]}')  # not a model: left alone
+    (folder / "notes.txt").write_text("lr 1e-3")
+    clean = tmp_path / "clean.h5"
+    runner.invoke(app, ["unwrap", str(FIXTURES / "k224_sequential_x3_full.h5"), str(clean)])
+    shutil.copyfile(clean, folder / "run2" / "already-clean.h5")
+    return folder
+
+
+def digests(folder):
+    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_folder_is_repaired_file_by_file_into_a_mirror(checkpoints, tmp_path):
+    before = digests(checkpoints)
+    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2)
+    status = {f.path: f.status for f in report.files}
+    assert status == {
+        "epoch-01.h5": "repaired",
+        "run2/already-clean.h5": "already clean",
+        "run2/epoch-03.h5": "repaired",
+        "run2/failed-save.h5": "failed",
+        "run2/model.json": "repaired",
+        "truncated.h5": "failed",
+        "weights-01.h5": "repaired",
+    }
+    assert report.counts() == {"repaired": 4, "already clean": 1, "failed": 2} and not report.ok
+    reasons = {f.path: f.reason for f in report.files if f.reason}
+    assert reasons["truncated.h5"].startswith("The HDF5 file is damaged and cannot be opened")
+    assert reasons["run2/failed-save.h5"].startswith("The file is the stub that a failed `save()`")
+    written = sorted(str(p.relative_to(tmp_path / "repaired")) for p in (tmp_path / "repaired").rglob("*")
+                     if p.is_file())
+    assert written == ["epoch-01.h5", "run2/already-clean.h5", "run2/epoch-03.h5", "run2/model.json",
+                       "weights-01.h5"]  # nothing partial, no temporary files
+    assert inspect(tmp_path / "repaired" / "run2" / "epoch-03.h5").depth == 0
+    assert digests(checkpoints) == before  # the inputs are untouched
+
+
+def test_the_command_shows_a_summary_and_exits_1_when_something_failed(checkpoints, tmp_path):
+    result = runner.invoke(app, ["unwrap", str(checkpoints), str(tmp_path / "out"), "--jobs", "2"])
+    assert result.exit_code == 1
+    assert "4 repaired, 1 already clean, 2 failed" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if "truncated.h5" in line)
+    assert "failed" in row and "The HDF5 file is damaged" in row
+
+
+def test_json_summary(checkpoints, tmp_path):
+    result = runner.invoke(app, ["unwrap", str(checkpoints), str(tmp_path / "out"), "--json"])
+    summary = json.loads(result.stdout)
+    assert summary["counts"] == {"repaired": 4, "already clean": 1, "failed": 2}
+    assert summary["ok"] is False and len(summary["files"]) == 7
+
+
+def test_a_clean_folder_exits_0_and_existing_outputs_need_force(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "a.h5")
+    assert runner.invoke(app, ["unwrap", str(folder), str(tmp_path / "out")]).exit_code == 0
+    again = unwrap_tree(folder, tmp_path / "out")
+    assert again.files[0].status == "failed" and "Pass --force" in again.files[0].reason
+    assert unwrap_tree(folder, tmp_path / "out", overwrite=True).ok
+
+
+def test_the_output_folder_may_not_be_inside_the_input(checkpoints):
+    with pytest.raises(OutputError, match="The output folder is the input folder or inside it"):
+        unwrap_tree(checkpoints, checkpoints / "repaired")
+
+
+def test_repaired_weights_are_the_stored_ones(checkpoints, tmp_path):
+    unwrap_tree(checkpoints, tmp_path / "out", jobs=1)
+    with h5py.File(checkpoints / "weights-01.h5", "r") as src, h5py.File(tmp_path / "out" / "weights-01.h5") as dst:
+        np.testing.assert_array_equal(dst["d1/d1/kernel:0"][()], src["template/d1/kernel:0"][()])
