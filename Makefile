@@ -7,7 +7,7 @@ LEGACY_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions
 DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
 DEMO_OUT := build/demo/template.h5
 
-.PHONY: demo test fixtures clean legacy-env
+.PHONY: demo test fixtures clean legacy-env bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ test: $(STAMP) legacy-env
 # Regenerate fixtures/files with the real historical writers (Python 3.7, TF 1.15, Keras 1.2.2/2.1.6/2.2.4/2.3.1).
 fixtures:
 	LEGACY_PYTHON=$(LEGACY_PYTHON) bash fixtures/generate/run.sh
+
+# Speed and memory against cp and Keras' own loader; writes docs/benchmarks.md (about 10 minutes, 10 GB of disk).
+bench: $(STAMP)
+	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3
 
 clean:
 	rm -rf build .pytest_cache

@@ -1,22 +1,22 @@
 """Load any multi-GPU wrapper file (or plain legacy Keras file) as a Keras 3 model, on a CPU-only machine.
 
-This is a Keras adapter over the format core: the file is repaired into a temporary clean legacy file by
-:func:`mgpu_io.unwrap` (so nothing stored in it ever runs), Keras 3 loads that with its own loader and its own safe
-mode, and mgpu-io then restores what Keras 3's legacy loader drops: the training configuration keyed by the
-template's outputs and the optimizer state in Keras 3's layout.
+This is a Keras adapter over the format core: the repair that :func:`mgpu_io.unwrap` would write is planned (so
+nothing stored in the file ever runs), Keras 3 builds the repaired config with its own legacy config reader under
+the caller's safe mode, the planned weights are assigned straight from the file (no temporary copy), and mgpu-io
+restores what Keras 3's legacy loader drops: the training configuration keyed by the template's outputs and the
+optimizer state in Keras 3's layout.
 """
 
-import json
 import tempfile
 import warnings
 import zipfile
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, MgpuIOWarning
+from mgpu_io.errors import InvalidArgument, MgpuIOWarning, WeightsMismatch
 from mgpu_io.h5attrs import read_str_list
 from mgpu_io.optimizer_state import read_optimizer_state
 from mgpu_io.stored import CONFIG, WEIGHTS, open_stored
-from mgpu_io.unwrap import unwrap
+from mgpu_io.unwrap import planned, unwrap
 
 
 def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True):
@@ -58,7 +58,6 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         return model
     with open_stored(path) as stored:
         file_type = stored.file_type
-        training_config = stored.training_config
     if file_type == WEIGHTS and weights is None:
         raise InvalidArgument(
             f"A weights-only file holds no architecture to build a model from. Expected a full model file, or a "
@@ -83,27 +82,57 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
                                                      custom_objects=custom_objects)
             model.load_weights(scratch / "weights.h5")
         else:
-            clean = scratch / "model.h5"
-            unwrap(path, clean, allow_plain=True)
-            model = keras.models.load_model(clean, custom_objects=custom_objects, compile=False,
-                                            safe_mode=safe_mode)
-            if compile and training_config is not None:
-                _compile(model, clean, custom_objects)
+            with planned(path, allow_plain=True) as plan:
+                model = _build(plan.config, custom_objects, safe_mode)
+                _assign_weights(model, plan)
+                optimizer_arrays = None
+                stored_optimizer = plan.stored.optimizer_weights
+                if compile and stored_optimizer is not None:
+                    optimizer_arrays = [stored_optimizer[name][()]
+                                        for name in read_str_list(stored_optimizer.attrs, "weight_names")]
+                training = plan.training
+            if compile and training is not None:
+                _compile(model, training, optimizer_arrays, custom_objects)
     _warn_non_finite_batchnorm(model, path)
     return model
 
 
-def _compile(model, clean, custom_objects):
-    """Compile from the repaired file's training config, then restore the optimizer state in Keras 3's layout."""
-    import h5py
+def _build(config, custom_objects, safe_mode):
+    """Build a legacy model config as Keras 3's own legacy loader does (its reader, its scopes)."""
+    from keras.src.legacy.saving import saving_options, saving_utils
+    from keras.src.saving.serialization_lib import SafeModeScope
+
+    with saving_options.keras_option_scope(use_legacy_config=True), SafeModeScope(safe_mode):
+        return saving_utils.model_from_config(config, custom_objects=custom_objects)
+
+
+def _assign_weights(model, plan):
+    """Assign the planned weights to the built model's layers, checking every count and shape."""
+    stored = {layer.layer: layer for layer in plan.layers if layer.names}
+    for index, layer in enumerate(model.layers):
+        variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
+        source = stored.pop(layer.name, None)
+        arrays = [array for _, array in plan.arrays(source)] if source is not None else []
+        if [tuple(v.shape) for v in variables] != [tuple(a.shape) for a in arrays]:
+            raise WeightsMismatch(
+                f"Weights do not fit layer #{index} (named {layer.name}). Expected shapes "
+                f"{[tuple(v.shape) for v in variables]}. Received: {[tuple(a.shape) for a in arrays]} from "
+                f"filepath={plan.stored.path}. The file's config and weights disagree; inspect it with "
+                f"`mgpu-io inspect`."
+            )
+        for variable, array in zip(variables, arrays):
+            variable.assign(array)
+    if stored:
+        raise WeightsMismatch(
+            f"Stored weights belong to no layer of the model. Expected one group per weighted layer. Received: "
+            f"{sorted(stored)} in filepath={plan.stored.path}. Inspect the file with `mgpu-io inspect`."
+        )
+
+
+def _compile(model, training_config, arrays, custom_objects):
+    """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout."""
     from keras.src.legacy.saving import saving_utils  # Keras' own reader of legacy training configs
 
-    with h5py.File(clean, "r") as h5:
-        training_config = json.loads(h5.attrs["training_config"])
-        stored = h5.get("optimizer_weights")
-        arrays = None
-        if stored is not None:
-            arrays = [stored[name][()] for name in read_str_list(stored.attrs, "weight_names")]
     optimizer_name = training_config["optimizer_config"]["class_name"]
     try:
         arguments = saving_utils.compile_args_from_training_config(training_config, custom_objects)

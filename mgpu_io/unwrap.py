@@ -6,6 +6,7 @@ re-keyed to the template's outputs, and the optimizer state is carried over. The
 output is written to a temporary file beside it and renamed, and datasets are copied inside HDF5.
 """
 
+import contextlib
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,9 +113,23 @@ def unwrap(
         return plan.report
 
 
+@contextlib.contextmanager
+def planned(source, *, config=None, target="keras3", keep_config=False, include_optimizer=True, allow_plain=False):
+    """Open ``source`` and yield the :class:`Plan` that :func:`unwrap` would write, with the file still open.
+
+    For readers that take the repaired template without writing a file (:func:`mgpu_io.load_model`).
+    """
+    with open_stored(Path(source)) as stored:
+        yield _plan(stored, None, config, target, keep_config, include_optimizer, allow_plain)
+
+
 @dataclass
-class _Plan:
-    """Everything :func:`unwrap` will write, decided before anything is written."""
+class Plan:
+    """Everything :func:`unwrap` will write, decided before anything is written.
+
+    ``layers`` are the template's stored weights per layer of ``config``; ``conversions`` the per-layer weight
+    conversions; :meth:`arrays` reads one layer's weights, converted.
+    """
 
     stored: object
     extraction: object
@@ -124,6 +139,11 @@ class _Plan:
     training: Optional[dict]
     keras_version: str
     report: UnwrapReport
+
+    def arrays(self, layer):
+        """The weights of one planned layer as ``(name, numpy array)`` pairs, converted where planned."""
+        return [(name, value if not hasattr(value, "file") else value[()]) for name, value in
+                _converted(layer, self.conversions)]
 
 
 def _plan(stored, output, config_path, target, keep_config, include_optimizer, allow_plain):
@@ -162,7 +182,7 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
         optimizer = "copied" if include_optimizer else "dropped"
     report = UnwrapReport(
         source=str(stored.path),
-        output=str(output),
+        output=str(output) if output is not None else None,
         file_type=stored.file_type,
         was_wrapper=extraction.is_wrapper,
         depth=extraction.depth,
@@ -180,7 +200,7 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
         warnings=warnings,
     )
     keras_version = "2.2.4" if keras1 else (stored.keras_version or "2.2.4")  # Keras 1 configs now read as 2.x
-    return _Plan(stored, extraction, config, layers, conversions, training, keras_version, report)
+    return Plan(stored, extraction, config, layers, conversions, training, keras_version, report)
 
 
 def _write(plan, output, progress=None):
