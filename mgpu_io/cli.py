@@ -55,6 +55,9 @@ def inspect(
         bool, typer.Option("--scan-weights/--no-scan-weights", help="Read every weight (or none) to look for "
                            "NaN/Inf. Default: all up to 256 MiB, else BatchNormalization layers only.")
     ] = None,
+    diagram: Annotated[
+        Path, typer.Option("--diagram", metavar="SVG", help="Also draw the wrapper next to its template as SVG.")
+    ] = None,
 ):
     """Say what a Keras file holds: wrapper or not, nesting, replicas, template, inputs, outputs, findings.
 
@@ -63,11 +66,25 @@ def inspect(
       mgpu-io inspect parallel_model.h5
 
       mgpu-io inspect checkpoint-weights.h5 --json | jq .replicas
+
+      mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
     from mgpu_io.inspection import inspect as inspect_file
 
     try:
         report = inspect_file(file, scan_weights=scan_weights)
+        if diagram is not None:
+            from mgpu_io.diagram import wrapper_svg
+            from mgpu_io.errors import InvalidArgument
+            from mgpu_io.writer import atomic_path
+
+            if report.file_type not in ("model", "config"):
+                raise InvalidArgument(
+                    f"--diagram needs a graph. Expected a full model file or a JSON config. Received: "
+                    f"filepath={file} ({report.file_type} file). Pass the model file or its JSON config."
+                )
+            with atomic_path(diagram) as temporary:
+                temporary.write_text(wrapper_svg(file))
     except MgpuIOError as error:
         _fail(error)
     if as_json:
@@ -97,6 +114,9 @@ def unwrap(
         bool, typer.Option("--keep-config", help="Write the writer's config and weights verbatim, unconverted "
                            "(for the old Keras stack).")
     ] = False,
+    cpu: Annotated[bool, typer.Option("--cpu", help="With --keep-config, still convert CuDNNLSTM/CuDNNGRU to "
+                                      "LSTM/GRU so the old Keras runs the model on a CPU (always done otherwise).")
+                   ] = False,
     no_optimizer: Annotated[bool, typer.Option("--no-optimizer", help="Leave the optimizer state out.")] = False,
     allow_plain: Annotated[
         bool, typer.Option("--allow-plain", help="Copy a plain (non-wrapper) model through instead of refusing it.")
@@ -153,6 +173,7 @@ def unwrap(
                     config=config,
                     target=target,
                     keep_config=keep_config,
+                    cpu=cpu,
                     include_optimizer=not no_optimizer,
                     allow_plain=allow_plain,
                     overwrite=force,

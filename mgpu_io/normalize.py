@@ -29,6 +29,35 @@ def normalize_for_keras3(model_config):
     return config, list(dict.fromkeys(changes))
 
 
+def cudnn_to_standard(model_config):
+    """Return ``(config, changes)`` with only the CuDNN layers rewritten (``--keep-config --cpu``).
+
+    Example:
+        >>> config, changes = cudnn_to_standard({"class_name": "Sequential", "config": {"name": "s", "layers": [
+        ...     {"class_name": "CuDNNGRU", "config": {"name": "g", "units": 2}}]}})
+        >>> config["config"]["layers"][0]["class_name"], changes
+        ('GRU', ['cudnn-to-standard-rnn'])
+    """
+    config, changes = copy.deepcopy(model_config), []
+
+    def visit(layer):
+        if layer["class_name"] in _CUDNN:
+            name, settings = _CUDNN[layer["class_name"]]
+            layer["class_name"] = name
+            layer["config"].update(settings)
+            changes.append("cudnn-to-standard-rnn")
+        if layer["class_name"] in MODEL_CLASSES:
+            for sub in model_layers(layer):
+                visit(sub)
+        for key in _WRAPPED_LAYER_KEYS:
+            inner = layer.get("config", {}).get(key) if isinstance(layer.get("config"), dict) else None
+            if isinstance(inner, dict) and "class_name" in inner:
+                visit(inner)
+
+    visit(config)
+    return config, list(dict.fromkeys(changes))
+
+
 def _normalize_model(model, changes, top_level):
     if model["class_name"] == "Sequential":
         if isinstance(model["config"], list):

@@ -2,12 +2,16 @@
 
 Full model in, full model out; weights-only in, weights-only out; JSON config in, JSON config out. Every wrapper
 level is removed, the template config is normalised for Keras 3 (unless ``keep_config``), the training config is
-re-keyed to the template's outputs, and the optimizer state is carried over. The input is opened read-only, the
-output is written to a temporary file beside it and renamed, and datasets are copied inside HDF5.
+re-keyed to the template's outputs, and the optimizer state is carried over. The input is opened read-only; the
+output is written fresh to a temporary file beside it (weight bytes copied by the kernel, see
+:mod:`mgpu_io.writer`) and renamed.
 """
 
 import contextlib
+import json
 import os
+
+import h5py
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -18,10 +22,10 @@ from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMis
 from mgpu_io.extract import extract, template_outputs
 from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, model_name, unroll
 from mgpu_io.keras1 import convert_config, is_keras1
-from mgpu_io.normalize import normalize_for_keras3, normalize_training_config
+from mgpu_io.normalize import cudnn_to_standard, normalize_for_keras3, normalize_training_config
 from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, open_stored
 from mgpu_io.training import rekey_training_config
-from mgpu_io.writer import LegacyH5Writer, atomic_path, group_bytes, write_json_config
+from mgpu_io.writer import atomic_path, write_json_config, write_legacy_h5
 
 #: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
 TARGETS = ("keras3", "tf_keras")
@@ -61,6 +65,7 @@ def unwrap(
     config=None,
     target="keras3",
     keep_config=False,
+    cpu=False,
     include_optimizer=True,
     allow_plain=False,
     overwrite=False,
@@ -77,6 +82,8 @@ def unwrap(
         target: ``"keras3"`` (default) or ``"tf_keras"``: the Keras that will load the output. Both load either
             file; Keras 2's ``hard_sigmoid`` is made exact for the target only (Keras 3 changed its slope).
         keep_config: write the writer's template config and weights verbatim (no normalisation, no conversion).
+        cpu: with ``keep_config``, still convert CuDNN layers (and their weights) to the standard layers that run
+            on a CPU, as Keras 2 did; without ``keep_config`` that conversion always happens.
         include_optimizer: carry the optimizer state over (full models only).
         allow_plain: copy a plain (non-wrapper) model through instead of refusing it.
         overwrite: replace an existing ``output``.
@@ -106,7 +113,7 @@ def unwrap(
                 f"Unknown target. Expected one of {list(TARGETS)}. Received: target={target!r}. "
                 f"Pass --target keras3 or --target tf_keras."
             )
-        plan = _plan(stored, output, config, target, keep_config, include_optimizer, allow_plain)
+        plan = _plan(stored, output, config, target, keep_config, include_optimizer, allow_plain, cpu)
         if not dry_run:
             _write(plan, output, progress)
             plan.report.written = True
@@ -114,13 +121,14 @@ def unwrap(
 
 
 @contextlib.contextmanager
-def planned(source, *, config=None, target="keras3", keep_config=False, include_optimizer=True, allow_plain=False):
+def planned(source, *, config=None, target="keras3", keep_config=False, include_optimizer=True, allow_plain=False,
+            cpu=False):
     """Open ``source`` and yield the :class:`Plan` that :func:`unwrap` would write, with the file still open.
 
     For readers that take the repaired template without writing a file (:func:`mgpu_io.load_model`).
     """
     with open_stored(Path(source)) as stored:
-        yield _plan(stored, None, config, target, keep_config, include_optimizer, allow_plain)
+        yield _plan(stored, None, config, target, keep_config, include_optimizer, allow_plain, cpu)
 
 
 @dataclass
@@ -146,7 +154,7 @@ class Plan:
                 _converted(layer, self.conversions)]
 
 
-def _plan(stored, output, config_path, target, keep_config, include_optimizer, allow_plain):
+def _plan(stored, output, config_path, target, keep_config, include_optimizer, allow_plain, cpu=False):
     extraction = extract(stored)
     if config_path is not None:
         _attach_config(extraction, config_path)
@@ -166,9 +174,15 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
             changes.append("keras1-to-keras2")
         config, normalised = normalize_for_keras3(config)
         changes += normalised
+    if config is not None and keep_config and cpu:
+        config, notes = cudnn_to_standard(config)
+        changes += notes
     layers = extraction.layout(config)
     if config is not None and not keep_config and not written_by_keras3:
         conversions, notes, warnings = _conversions(config, layers, keras1, target, stored.file_type == WEIGHTS)
+        changes += notes
+    elif config is not None and keep_config and cpu:  # the old Keras on a CPU: CuDNN weights only
+        conversions, notes, _ = _conversions(config, layers, False, "tf_keras", stored.file_type == WEIGHTS)
         changes += notes
     outputs = template_outputs(extraction, config)
     training, renamed = None, {}
@@ -204,32 +218,43 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
 
 
 def _write(plan, output, progress=None):
+    """Write the plan to a temporary file beside ``output`` and rename it over ``output``."""
     stored, report = plan.stored, plan.report
-    tick = _byte_counter(progress, report.weight_bytes + (
-        group_bytes(stored.optimizer_weights) if report.optimizer == "copied" else 0)) if progress else None
-    backend = stored.backend or "tensorflow"
-    provenance = {
-        "tool": f"mgpu-io {__version__}",
-        "source_keras_version": stored.keras_version,
-        "removed_wrapper_levels": report.depth,
-        "config": report.config,
-    }
     with atomic_path(output) as temporary:
         if stored.file_type == CONFIG:
             config = plan.config if report.config == "verbatim" else dict(plan.config, module="keras.models")
             write_json_config(temporary, config)
-        elif stored.file_type == MODEL:
-            with LegacyH5Writer.model_file(
-                temporary, plan.config, plan.keras_version, backend, plan.training, provenance, tick
-            ) as writer:
-                _write_layers(writer, plan.layers, plan.config, plan.conversions)
-                if report.optimizer == "copied":
-                    writer.copy_optimizer_weights(stored.optimizer_weights)
+            return
+        provenance = json.dumps({
+            "tool": f"mgpu-io {__version__}",
+            "source_keras_version": stored.keras_version,
+            "removed_wrapper_levels": report.depth,
+            "config": report.config,
+        })
+        versions = {"keras_version": plan.keras_version, "backend": stored.backend or "tensorflow"}
+        optimizer = stored.optimizer_weights if report.optimizer == "copied" else None
+        total = report.weight_bytes + (group_bytes(optimizer) if optimizer is not None else 0)
+        tick = _byte_counter(progress, total) if progress else None
+        if stored.file_type == MODEL:
+            by_name = {layer.layer: layer for layer in plan.layers}
+            order = [layer_name(layer) for layer in model_layers(plan.config)]
+            layers = [(name, _converted(by_name[name], plan.conversions) if name in by_name else []) for name in order]
+            attrs = dict(versions, model_config=json.dumps(plan.config), mgpu_io=provenance,
+                         training_config=json.dumps(plan.training) if plan.training is not None else None)
+            write_legacy_h5(temporary, layers, root_attrs=attrs, weights_root_attrs=versions, layer_order=order,
+                            optimizer_group=optimizer, progress=tick)
         else:
-            with LegacyH5Writer.weights_file(temporary, plan.keras_version, backend, provenance, tick) as writer:
-                for layer in plan.layers:
-                    if layer.names:
-                        writer.add_layer(layer.layer, _converted(layer, plan.conversions))
+            layers = [(layer.layer, _converted(layer, plan.conversions)) for layer in plan.layers if layer.names]
+            write_legacy_h5(temporary, layers, weights_root="/", root_attrs=dict(versions, mgpu_io=provenance),
+                            progress=tick)
+
+
+def group_bytes(group):
+    """The bytes of all datasets under an HDF5 group."""
+    sizes = []
+    group.visititems(lambda _, item: sizes.append(item.size * item.dtype.itemsize) if isinstance(item, h5py.Dataset)
+                     else None)
+    return sum(sizes)
 
 
 def _byte_counter(progress, total):
@@ -247,13 +272,6 @@ def _template_name(extraction):
     if extraction.template_config is not None:
         return model_name(extraction.template_config)
     return extraction.weights_wrapper.template_layer if extraction.weights_wrapper else None
-
-
-def _write_layers(writer, layers, config, conversions):
-    by_name = {layer.layer: layer for layer in layers}
-    for layer in model_layers(config):
-        name = layer_name(layer)
-        writer.add_layer(name, _converted(by_name[name], conversions) if name in by_name else [])
 
 
 def _converted(layer, conversions):

@@ -15,7 +15,6 @@ from mgpu_io import OutputError, unwrap
 from mgpu_io.cli import app
 from mgpu_io.h5attrs import read_str_list
 from mgpu_io.inspection import inspect
-from mgpu_io.writer import LegacyH5Writer
 
 runner = CliRunner()
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
@@ -108,18 +107,19 @@ def test_the_input_is_never_the_output_even_through_a_link(tmp_path):
 
 
 def test_a_crash_while_writing_leaves_the_previous_output_and_no_partial_file(tmp_path, monkeypatch):
+    import mgpu_io.unwrap
+
     out = tmp_path / "out.h5"
     out.write_text("previous checkpoint")
-    calls = []
+    import mgpu_io.writer
 
-    def crash(self, name, weights):
-        calls.append(name)
-        if len(calls) == 3:
-            raise KeyboardInterrupt  # the user presses Ctrl-C half-way
-        return original(self, name, weights)
+    original = mgpu_io.writer._copy_raw
 
-    original = LegacyH5Writer.add_layer
-    monkeypatch.setattr(LegacyH5Writer, "add_layer", crash)
+    def crash(blocks, path):  # the structure is written; the user presses Ctrl-C while the weights are copied
+        original(blocks[: len(blocks) // 2], path)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mgpu_io.writer, "_copy_raw", crash)
     with pytest.raises(KeyboardInterrupt):
         unwrap(WRAPPER, out, overwrite=True)
     assert out.read_text() == "previous checkpoint"

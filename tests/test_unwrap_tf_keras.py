@@ -59,3 +59,20 @@ def test_repaired_weights_load_into_the_template_built_in_tf_keras_code(entry, t
     model.load_weights(out)
     xs, ys = fixture_batch(entry)
     assert_predictions_match(predict(model, xs), ys)
+
+
+def test_keep_config_with_cpu_converts_only_the_cudnn_layers(tmp_path):
+    """For the old Keras on a CPU: the writer's config as it was, but CuDNN layers that a CPU can run."""
+    entry = next(p.values[0] for p in fixtures("model") if p.values[0]["file"] == "k224_cudnn_x2_full.h5")
+    out = tmp_path / "model.h5"
+    report = unwrap(fixture_path(entry), out, keep_config=True, cpu=True)
+    assert report.config_changes == ["cudnn-to-standard-rnn", "cudnn-weights"]
+    with open_stored(fixture_path(entry)) as stored:
+        original = json.dumps(unroll(stored.model_config).template)
+    with h5py.File(out, "r") as written:
+        converted = written.attrs["model_config"]
+    assert json.loads(converted.replace('"LSTM"', '"CuDNNLSTM"').replace('"GRU"', '"CuDNNGRU"').replace(
+        ', "activation": "tanh", "recurrent_activation": "sigmoid", "use_bias": true', "").replace(
+        ', "reset_after": true', "")) == json.loads(original)
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(tf_keras.models.load_model(out), xs), ys)
