@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from mgpu_io.unwrap import check_output, unwrap
+from mgpu_io.unwrap import check_output, planned
 from mgpu_io.writer import atomic_path
 
 
@@ -29,8 +29,8 @@ def unwrap_to_keras(source, output, *, config=None, overwrite=False, safe_mode=T
 
     source, output = Path(source), Path(output)
     check_output(source, output, overwrite)
-    scratch = output.with_name(output.stem + ".h5")
-    report = unwrap(source, scratch, config=config, allow_plain=True, dry_run=True)
+    with planned(source, config=config, allow_plain=True) as plan:
+        report = plan.report
     if config is not None:
         model = load_model(config, weights=source, safe_mode=safe_mode)
     else:

@@ -106,3 +106,10 @@ def test_verify_fails_on_different_models(tmp_path):
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["agree"] is False and report["problems"][0].startswith("weight #0")
+
+
+def test_an_h5_beside_the_keras_output_is_left_alone(tmp_path):
+    (tmp_path / "model.h5").write_text("someone else's file")
+    result = run("unwrap", WRAPPER, tmp_path / "model.keras")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "model.h5").read_text() == "someone else's file"
