@@ -5,7 +5,7 @@ Standard library only: the picture is built from the same unrolled config as ``i
 
 from xml.sax.saxutils import escape
 
-from mgpu_io.graph import inbound_nodes, layer_name, model_layers, unroll
+from mgpu_io.graph import inbound_nodes, layer_name, model_layers, model_name, unroll
 from mgpu_io.stored import open_stored
 
 _BOX_W, _BOX_H, _GAP = 150, 30, 18
@@ -60,8 +60,7 @@ def wrapper_svg(path):
     else:
         left, height = 10, 40
     template = unrolled.template
-    shapes += _text(left, 20, f"template {template['config'].get('name') if isinstance(template['config'], dict) else ''}"
-                    .rstrip(), bold=True)
+    shapes += _text(left, 20, f"template {model_name(template) or ''}".rstrip(), bold=True)
     y = 40
     for layer in model_layers(template):
         sources = sorted({entry[0] for node in inbound_nodes(layer) for entry in node})

@@ -82,6 +82,21 @@ def model_layers(model_config):
     return config if isinstance(config, list) else config.get("layers", [])
 
 
+def walk_layers(model_config):
+    """Every layer entry of a model config, nested models' layers included (depth first, in config order).
+
+    Example:
+        >>> inner = {"class_name": "Sequential", "config": {"name": "inner", "layers": [
+        ...     {"class_name": "Dense", "config": {"name": "d"}}]}}
+        >>> [layer_name(l) for l in walk_layers({"class_name": "Sequential", "config": {"layers": [inner]}})]
+        ['inner', 'd']
+    """
+    for layer in model_layers(model_config):
+        yield layer
+        if layer["class_name"] in MODEL_CLASSES:
+            yield from walk_layers(layer)
+
+
 def model_name(model_config):
     config = model_config["config"]
     return config.get("name") if isinstance(config, dict) else None

@@ -9,7 +9,7 @@ import numpy as np
 from mgpu_io.errors import FailedSaveStub
 from mgpu_io.extract import extract, template_outputs
 from mgpu_io.h5attrs import read_str
-from mgpu_io.graph import MODEL_CLASSES, input_names, layer_name, model_layers, model_name
+from mgpu_io.graph import input_names, layer_name, model_layers, model_name, walk_layers
 from mgpu_io.keras1 import is_keras1
 from mgpu_io.stored import CONFIG, open_stored
 
@@ -115,23 +115,16 @@ def _inspect(stored, scan_weights):
     )
 
 
-def _walk(model_config):
-    for layer in model_layers(model_config):
-        yield layer
-        if layer["class_name"] in MODEL_CLASSES:
-            yield from _walk(layer)
-
-
 def _config_findings(template, keras_version):
     findings = []
-    cudnn = [layer_name(l) for l in _walk(template) if l["class_name"] in CUDNN_LAYERS]
+    cudnn = [layer_name(l) for l in walk_layers(template) if l["class_name"] in CUDNN_LAYERS]
     if cudnn:
         findings.append(Finding(
             "cudnn-layers",
             "CuDNN layers run only on NVIDIA GPUs, and Keras 3 has no such classes.",
             cudnn,
         ))
-    lambdas = [layer_name(l) for l in _walk(template) if l["class_name"] == "Lambda"]
+    lambdas = [layer_name(l) for l in walk_layers(template) if l["class_name"] == "Lambda"]
     if lambdas:
         findings.append(Finding(
             "template-lambda",

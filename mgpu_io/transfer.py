@@ -14,7 +14,7 @@ from typing import List
 import numpy as np
 
 from mgpu_io.conversions import weight_conversion
-from mgpu_io.errors import WeightsMismatch
+from mgpu_io.errors import InvalidArgument, WeightsMismatch
 from mgpu_io.extract import extract
 from mgpu_io.keras1 import is_keras1
 from mgpu_io.stored import CONFIG, open_stored
@@ -170,8 +170,6 @@ def _strict_message(report):
 def _file_layers(stored, targets):
     """The stored template's weighted layers, grouped to fit ``targets`` where the structure allows."""
     if stored.file_type == CONFIG:
-        from mgpu_io.errors import InvalidArgument
-
         raise InvalidArgument(
             f"A JSON config holds no weights. Expected a full-model or weights-only file. Received: "
             f"filepath={stored.path}. Pass the weights file saved beside it."

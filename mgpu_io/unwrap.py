@@ -10,8 +10,6 @@ output is written fresh to a temporary file beside it (weight bytes copied by th
 import contextlib
 import json
 import os
-
-import h5py
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -20,12 +18,12 @@ from mgpu_io import __version__
 from mgpu_io.conversions import inexact_in_keras3, weight_conversion
 from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.extract import extract, template_outputs
-from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, model_name, unroll
+from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, model_name, unroll, walk_layers
 from mgpu_io.keras1 import convert_config, is_keras1
 from mgpu_io.normalize import cudnn_to_standard, normalize_for_keras3, normalize_training_config
 from mgpu_io.stored import CONFIG, MODEL, WEIGHTS, open_stored
 from mgpu_io.training import rekey_training_config
-from mgpu_io.writer import atomic_path, write_json_config, write_legacy_h5
+from mgpu_io.writer import atomic_path, group_bytes, write_json_config, write_legacy_h5
 
 #: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
 TARGETS = ("keras3", "tf_keras")
@@ -165,25 +163,26 @@ def _plan(stored, output, config_path, target, keep_config, include_optimizer, a
             f"file, plain model). Load it as it is, or pass --allow-plain to copy it through."
         )
     config, changes = extraction.template_config, []
-    keras1 = config is not None and not keep_config and is_keras1(stored.keras_version)
     conversions, warnings = {}, []
     written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
-    if config is not None and not keep_config and not written_by_keras3:
+    normalise = config is not None and not keep_config and not written_by_keras3
+    cudnn_only = config is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
+    keras1 = normalise and is_keras1(stored.keras_version)
+    if normalise:
         if keras1:
             config = convert_config(config)
             changes.append("keras1-to-keras2")
         config, normalised = normalize_for_keras3(config)
         changes += normalised
-    if config is not None and keep_config and cpu:
-        config, notes = cudnn_to_standard(config)
-        changes += notes
+    elif cudnn_only:
+        config, normalised = cudnn_to_standard(config)
+        changes += normalised
     layers = extraction.layout(config)
-    if config is not None and not keep_config and not written_by_keras3:
-        conversions, notes, warnings = _conversions(config, layers, keras1, target, stored.file_type == WEIGHTS)
+    if normalise or cudnn_only:
+        conversions, notes, found = _conversions(config, layers, keras1, target if normalise else "tf_keras",
+                                                 stored.file_type == WEIGHTS)
         changes += notes
-    elif config is not None and keep_config and cpu:  # the old Keras on a CPU: CuDNN weights only
-        conversions, notes, _ = _conversions(config, layers, False, "tf_keras", stored.file_type == WEIGHTS)
-        changes += notes
+        warnings = found if normalise else []
     outputs = template_outputs(extraction, config)
     training, renamed = None, {}
     if stored.training_config is not None:
@@ -249,14 +248,6 @@ def _write(plan, output, progress=None):
                             progress=tick)
 
 
-def group_bytes(group):
-    """The bytes of all datasets under an HDF5 group."""
-    sizes = []
-    group.visititems(lambda _, item: sizes.append(item.size * item.dtype.itemsize) if isinstance(item, h5py.Dataset)
-                     else None)
-    return sum(sizes)
-
-
 def _byte_counter(progress, total):
     """Turn ``progress(done, total)`` into a per-dataset ``tick(nbytes)``."""
     done = [0]
@@ -296,7 +287,7 @@ def _conversions(config, layers, keras1, target, for_weights_file):
             if conversion:
                 conversions[stored.layer] = conversion
                 notes += conversion.notes
-        nested = model_layers(layer) if layer["class_name"] in MODEL_CLASSES else []
+        nested = list(walk_layers(layer)) if layer["class_name"] in MODEL_CLASSES else []
         for sub in nested:
             if sub["class_name"] in ("LSTM", "GRU", "Bidirectional", "CuDNNLSTM", "CuDNNGRU"):
                 warnings.append(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from mgpu_io.errors import WeightsMismatch
-from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers
+from mgpu_io.graph import MODEL_CLASSES, layer_name, model_layers, walk_layers
 
 # Layers that never own weights; a weight attributed to one of them means the attribution is wrong.
 WEIGHTLESS = frozenset(
@@ -61,16 +61,6 @@ def _owner(weight_name, candidates: Dict[str, str]):
     return candidates[max(prefixes, key=len)] if prefixes else None
 
 
-def _sublayer_names(layer):
-    """Every layer name inside a nested model layer (recursively)."""
-    names = []
-    for sub in model_layers(layer):
-        names.append(layer_name(sub))
-        if sub["class_name"] in MODEL_CLASSES:
-            names.extend(_sublayer_names(sub))
-    return names
-
-
 def split_by_layer(template_config, weight_names, where="template") -> List[LayerWeights]:
     """Attribute the flat ``weight_names`` of ``template_config`` to its top-level layers.
 
@@ -90,7 +80,7 @@ def split_by_layer(template_config, weight_names, where="template") -> List[Laye
     candidates = {}
     for layer in layers:
         if layer["class_name"] in MODEL_CLASSES:
-            candidates.update({sub: layer_name(layer) for sub in _sublayer_names(layer)})
+            candidates.update({layer_name(sub): layer_name(layer) for sub in walk_layers(layer)})
     candidates.update({name: name for name in order})
 
     owners = []

@@ -146,3 +146,11 @@ def _copy_range(source, source_offset, destination, destination_offset, nbytes):
             chunk = os.pread(source, min(_COPY_CHUNK, nbytes - done), source_offset + done)
             os.pwrite(destination, chunk, destination_offset + done)
             done += len(chunk)
+
+
+def group_bytes(group):
+    """The bytes of all datasets under an HDF5 group."""
+    sizes = []
+    group.visititems(lambda _, item: sizes.append(item.size * item.dtype.itemsize) if isinstance(item, h5py.Dataset)
+                     else None)
+    return sum(sizes)
