@@ -1,7 +1,9 @@
 """mgpu-io: rescue Keras models saved from multi-GPU data-parallel wrappers.
 
-The format core (this package's top level) reads and writes legacy Keras HDF5 files and JSON configs with h5py and
-the standard library only; importing it never imports TensorFlow or Keras, and nothing stored in a file is executed.
+The package is built in three floors (docs/architecture.md): :mod:`mgpu_io.format` reads and writes legacy Keras
+files with h5py and the standard library only, :mod:`mgpu_io.keras` holds everything that imports Keras, and
+:mod:`mgpu_io.cli` is the command line over both. Every name below is imported on first use, so ``import mgpu_io``
+costs nothing, and ``from mgpu_io import BaseModelCheckpoint`` loads neither h5py nor the format core.
 
 Example:
     >>> import mgpu_io
@@ -10,60 +12,66 @@ Example:
     (True, 2)
 """
 
-__version__ = "0.1.0"
+import importlib
 
-from mgpu_io.errors import (  # noqa: E402
+from mgpu_io._version import __version__
+from mgpu_io.errors import (
+    BaseModelCheckpointError,
     FailedSaveStub,
     InvalidArgument,
-    MgpuIOWarning,
     MgpuIOError,
+    MgpuIOWarning,
+    MissingDependency,
     NotAModelFile,
     NotAWrapper,
     OutputError,
     UnsupportedModel,
     WeightsMismatch,
 )
-from mgpu_io.inspection import InspectReport, inspect  # noqa: E402
-from mgpu_io.unwrap import UnwrapReport, unwrap  # noqa: E402
 
-# The Keras-facing API imports Keras (and TensorFlow) on first use only: the format core and the command line
-# stay free of them.
-_KERAS_API = {
-    "BaseModelCheckpoint": "mgpu_io.callbacks",
-    "load_model": "mgpu_io.loading",
-    "transfer_weights": "mgpu_io.transfer",
-    "TransferReport": "mgpu_io.transfer",
-    "recalibrate_batchnorm": "mgpu_io.batchnorm",
-    "RecalibrationReport": "mgpu_io.batchnorm",
+# name -> module that defines it; imported when the name is first used.
+_LAZY = {
+    "inspect": "mgpu_io.api",
+    "unwrap": "mgpu_io.api",
+    "InspectReport": "mgpu_io.format.inspect",
+    "UnwrapReport": "mgpu_io.format.plan",
+    "BatchReport": "mgpu_io.format.batch",
+    "BaseModelCheckpoint": "mgpu_io.keras.callbacks",
+    "load_model": "mgpu_io.keras.load",
+    "transfer_weights": "mgpu_io.keras.transfer",
+    "transfer": "mgpu_io.keras.transfer",
+    "TransferReport": "mgpu_io.keras.transfer",
+    "verify": "mgpu_io.keras.verify",
+    "VerifyReport": "mgpu_io.keras.verify",
+    "recalibrate_batchnorm": "mgpu_io.keras.batchnorm",
+    "RecalibrationReport": "mgpu_io.keras.batchnorm",
 }
 
 
 def __getattr__(name):
-    if name in _KERAS_API:
-        import importlib
-
-        return getattr(importlib.import_module(_KERAS_API[name]), name)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'mgpu_io' has no attribute {name!r}")
 
 
-__all__ = [
-    "BaseModelCheckpoint",
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = sorted([
+    "__version__",
+    "BaseModelCheckpointError",
     "FailedSaveStub",
-    "InspectReport",
     "InvalidArgument",
     "MgpuIOError",
     "MgpuIOWarning",
+    "MissingDependency",
     "NotAModelFile",
     "NotAWrapper",
     "OutputError",
     "UnsupportedModel",
-    "UnwrapReport",
     "WeightsMismatch",
-    "inspect",
-    "load_model",
-    "RecalibrationReport",
-    "recalibrate_batchnorm",
-    "TransferReport",
-    "transfer_weights",
-    "unwrap",
-]
+    *_LAZY,
+])

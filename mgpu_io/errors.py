@@ -1,13 +1,14 @@
 """The named errors of mgpu-io.
 
-Every error the library raises on bad input is an :class:`MgpuIOError`. Its message follows the Keras idiom:
-what is wrong, what was expected, what was received, and how to fix it, so the command line can print it as one
-line and exit with code 1.
+Every error the library raises to a caller is an :class:`MgpuIOError`. Its message follows the Keras idiom: what is
+wrong, what was expected, what was received, and how to fix it, in the caller's terms (parameter names such as
+``overwrite=True``; the command line translates them to its flags). This module imports nothing, so any floor can
+use it, the standard-library-only callback included.
 """
 
 
 class MgpuIOError(Exception):
-    """Base class of every error that mgpu-io raises on bad input."""
+    """Base class of every error that mgpu-io raises."""
 
 
 class NotAModelFile(MgpuIOError):
@@ -31,11 +32,23 @@ class UnsupportedModel(MgpuIOError):
 
 
 class InvalidArgument(MgpuIOError):
-    """An option does not apply to this input (for example ``--config`` with a full-model file)."""
+    """An option does not apply to this input (for example ``config=`` with a full-model file)."""
+
+
+class AmbiguousTemplate(InvalidArgument):
+    """An in-memory model holds several nested models with weights: which one is the template is not clear."""
 
 
 class OutputError(MgpuIOError):
     """The output path is unusable: it is the input, it exists, or its folder is missing."""
+
+
+class MissingDependency(MgpuIOError):
+    """A feature needs a package that is not installed (Keras for ``.keras`` output, ``load_model``, ``verify``)."""
+
+
+class BaseModelCheckpointError(MgpuIOError, ValueError):
+    """``BaseModelCheckpoint`` cannot tell which model to save (ambiguous, or it shares no trained weights)."""
 
 
 class MgpuIOWarning(UserWarning):

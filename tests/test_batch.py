@@ -7,13 +7,13 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 from typer.testing import CliRunner
 
 from mgpu_io import OutputError
-from mgpu_io.batch import unwrap_tree
+from mgpu_io.format.batch import unwrap_tree
 from mgpu_io.cli import app
-from mgpu_io.inspection import inspect
+from mgpu_io import inspect
 
 runner = CliRunner()
 
@@ -44,7 +44,7 @@ def digests(folder):
 
 def test_a_folder_is_repaired_file_by_file_into_a_mirror(checkpoints, tmp_path):
     before = digests(checkpoints)
-    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2)
+    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
     status = {f.path: f.status for f in report.files}
     assert status == {
         "epoch-01.h5": "repaired",
@@ -68,7 +68,7 @@ def test_a_folder_is_repaired_file_by_file_into_a_mirror(checkpoints, tmp_path):
 
 
 def test_the_command_shows_a_summary_and_exits_1_when_something_failed(checkpoints, tmp_path):
-    result = runner.invoke(app, ["unwrap", str(checkpoints), str(tmp_path / "out"), "--jobs", "2"])
+    result = runner.invoke(app, ["unwrap", str(checkpoints), str(tmp_path / "out"), "--jobs", "2", "--allow-plain"])
     assert result.exit_code == 1
     assert "4 repaired, 1 already clean, 2 failed" in result.stdout
     row = next(line for line in result.stdout.splitlines() if "truncated.h5" in line)
@@ -76,7 +76,7 @@ def test_the_command_shows_a_summary_and_exits_1_when_something_failed(checkpoin
 
 
 def test_json_summary(checkpoints, tmp_path):
-    result = runner.invoke(app, ["unwrap", str(checkpoints), str(tmp_path / "out"), "--json"])
+    result = runner.invoke(app, ["unwrap", str(checkpoints), str(tmp_path / "out"), "--json", "--allow-plain"])
     summary = json.loads(result.stdout)
     assert summary["counts"] == {"repaired": 4, "already clean": 1, "failed": 2}
     assert summary["ok"] is False and len(summary["files"]) == 7
@@ -88,7 +88,7 @@ def test_a_clean_folder_exits_0_and_existing_outputs_need_force(tmp_path):
     shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "a.h5")
     assert runner.invoke(app, ["unwrap", str(folder), str(tmp_path / "out")]).exit_code == 0
     again = unwrap_tree(folder, tmp_path / "out")
-    assert again.files[0].status == "failed" and "Pass --force" in again.files[0].reason
+    assert again.files[0].status == "failed" and "Pass overwrite=True" in again.files[0].reason
     assert unwrap_tree(folder, tmp_path / "out", overwrite=True).ok
 
 

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 import mgpu_io
 from mgpu_io import MgpuIOWarning

@@ -14,7 +14,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import ROOT
+import parallel
+from helpers import ROOT
 
 import mgpu_io
 
@@ -58,7 +59,7 @@ wrapper.fit(x, y, batch_size=12, epochs=2, verbose=0,
             callbacks=[mgpu_io.BaseModelCheckpoint(os.path.join(out, "ckpt.keras"))])
 np.save(os.path.join(out, "predictions.npy"), base.predict(x, verbose=0))
 """, tmp_path, replicas)
-    x, _ = __import__("parallel").data()
+    x, _ = parallel.data()
     assert_checkpoint_predicts(tmp_path / "ckpt.keras", np.load(tmp_path / "predictions.npy"), x)
 
 
@@ -73,7 +74,7 @@ model.fit(x, y, batch_size=12, epochs=2, verbose=0,
           callbacks=[mgpu_io.BaseModelCheckpoint(os.path.join(out, "ckpt-{epoch}.keras"))])
 np.save(os.path.join(out, "predictions.npy"), model.predict(x, verbose=0))
 """, tmp_path)
-    x, _ = __import__("parallel").data()
+    x, _ = parallel.data()
     assert sorted(p.name for p in tmp_path.glob("ckpt-*")) == ["ckpt-1.keras", "ckpt-2.keras"]
     assert_checkpoint_predicts(tmp_path / "ckpt-2.keras", np.load(tmp_path / "predictions.npy"), x)
 
@@ -128,7 +129,7 @@ def test_multi_worker_mirrored_strategy_only_the_chief_writes(tmp_path):
             raise
         assert worker.returncode == 0, stderr[-3000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.h5", "predictions-0.npy", "predictions-1.npy"]
-    x, _ = __import__("parallel").data()
+    x, _ = parallel.data()
     assert_checkpoint_predicts(tmp_path / "ckpt.h5", np.load(tmp_path / "predictions-0.npy"), x)
 
 

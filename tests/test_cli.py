@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -30,12 +31,15 @@ def test_version():
     assert (result.exit_code, result.stdout.strip()) == (0, f"mgpu-io {__version__}")
 
 
-def test_no_arguments_shows_help():
+def test_no_arguments_shows_help_and_fails_as_click_does():
     result = runner.invoke(app, [])
-    assert "Usage:" in result.output
+    assert "Usage:" in result.output and "Commands" in result.output
+    assert result.exit_code == 2
 
 
-def test_the_console_script_runs_as_a_module_entry_point(tmp_path):
-    result = subprocess.run([sys.executable, "-c", "from mgpu_io.cli import run; run()", "--version"],
-                            capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout.strip() == f"mgpu-io {__version__}"
+def test_the_installed_console_script_and_python_m_run(tmp_path):
+    script = Path(sys.executable).parent / "mgpu-io"
+    assert script.is_file(), "the package is not installed with its console script (pip install -e .)"
+    for command in ([str(script), "--version"], [sys.executable, "-m", "mgpu_io", "--version"]):
+        result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+        assert (result.returncode, result.stdout.strip()) == (0, f"mgpu-io {__version__}"), result.stderr

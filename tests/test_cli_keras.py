@@ -4,7 +4,7 @@ import json
 import textwrap
 
 import pytest
-from conftest import FIXTURES, assert_predictions_match, fixture_batch, predict
+from helpers import FIXTURES, assert_predictions_match, fixture_batch, predict
 from typer.testing import CliRunner
 
 from mgpu_io.cli import app

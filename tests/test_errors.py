@@ -8,7 +8,7 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 from typer.testing import CliRunner
 
 from mgpu_io.cli import app

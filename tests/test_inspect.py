@@ -3,11 +3,11 @@
 import json
 
 import pytest
-from conftest import REFERENCE, fixture_path, fixtures, needs_reference, reference_params
+from helpers import REFERENCE, fixture_path, fixtures, needs_reference, reference_params
 from typer.testing import CliRunner
 
 from mgpu_io.cli import app
-from mgpu_io.inspection import inspect
+from mgpu_io import inspect
 
 runner = CliRunner()
 
@@ -119,9 +119,9 @@ def test_the_reference_stub_is_reported():
 
 
 def test_large_files_get_a_fast_scan_of_batchnorm_weights_only(monkeypatch):
-    import mgpu_io.inspection
+    import mgpu_io.format.inspect
 
-    monkeypatch.setattr(mgpu_io.inspection, "SCAN_BUDGET", 0)  # every file is "large" now
+    monkeypatch.setattr(mgpu_io.format.inspect, "SCAN_BUDGET", 0)  # every file is "large" now
     report = inspect(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}))
     kinds = [f.kind for f in report.findings]
     assert kinds == ["weights-partly-scanned", "non-finite-weights"]  # the NaN lives in BatchNormalization

@@ -13,7 +13,7 @@ import json
 import h5py
 import numpy as np
 import pytest
-from conftest import fixture_path, fixtures
+from helpers import fixture_path, fixtures
 
 import mgpu_io
 

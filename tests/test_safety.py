@@ -15,7 +15,7 @@ import types
 
 import h5py
 import pytest
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 from typer.testing import CliRunner
 
 from mgpu_io.cli import app
@@ -87,7 +87,7 @@ def test_keras3_loads_the_repaired_hostile_file_safely(hostile_file, tmp_path):
 AUDIT = r"""
 import sys, json, pathlib, tempfile
 from typer.testing import CliRunner
-import mgpu_io, mgpu_io.cli, mgpu_io._render, mgpu_io.inspection, mgpu_io.unwrap
+import mgpu_io, mgpu_io.cli, mgpu_io.cli.render, mgpu_io.api, mgpu_io.format.inspect, mgpu_io.format.unwrap
 
 suspicious = []
 def hook(event, args):

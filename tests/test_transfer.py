@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, assert_predictions_match, fixture_batch, fixture_path, fixtures, predict
+from helpers import FIXTURES, assert_predictions_match, fixture_batch, fixture_path, fixtures, predict
 
 import mgpu_io
 from mgpu_io import WeightsMismatch

@@ -7,14 +7,14 @@ import json
 import h5py
 import numpy as np
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 from typer.testing import CliRunner
 
 import mgpu_io
 from mgpu_io import OutputError, unwrap
 from mgpu_io.cli import app
-from mgpu_io.h5attrs import read_str_list
-from mgpu_io.inspection import inspect
+from mgpu_io.format.attrs import read_str_list
+from mgpu_io import inspect
 
 runner = CliRunner()
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
@@ -88,7 +88,7 @@ def test_dry_run_reports_the_plan_and_writes_nothing(tmp_path):
 def test_an_existing_output_is_kept_unless_forced(tmp_path):
     out = tmp_path / "out.h5"
     out.write_text("keep me")
-    with pytest.raises(OutputError, match="Pass --force to replace it"):
+    with pytest.raises(OutputError, match="Pass overwrite=True to replace it"):
         unwrap(WRAPPER, out)
     assert out.read_text() == "keep me"
     unwrap(WRAPPER, out, overwrite=True)
@@ -101,25 +101,23 @@ def test_the_input_is_never_the_output_even_through_a_link(tmp_path):
     link = tmp_path / "link.h5"
     link.symlink_to(source)
     for target in (source, link):
-        with pytest.raises(OutputError, match="The output is the input file"):
+        with pytest.raises(OutputError, match="The output is an input file"):
             unwrap(source, target, overwrite=True)
     assert digest(source) == digest(WRAPPER)
 
 
 def test_a_crash_while_writing_leaves_the_previous_output_and_no_partial_file(tmp_path, monkeypatch):
-    import mgpu_io.unwrap
+    import mgpu_io.format.write
 
     out = tmp_path / "out.h5"
     out.write_text("previous checkpoint")
-    import mgpu_io.writer
-
-    original = mgpu_io.writer._copy_raw
+    original = mgpu_io.format.write._copy_raw
 
     def crash(blocks, path):  # the structure is written; the user presses Ctrl-C while the weights are copied
         original(blocks[: len(blocks) // 2], path)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mgpu_io.writer, "_copy_raw", crash)
+    monkeypatch.setattr(mgpu_io.format.write, "_copy_raw", crash)
     with pytest.raises(KeyboardInterrupt):
         unwrap(WRAPPER, out, overwrite=True)
     assert out.read_text() == "previous checkpoint"

@@ -1,0 +1,96 @@
+"""The verbs of mgpu-io that work on files: :func:`inspect` and :func:`unwrap`.
+
+``unwrap`` is the one entry point for every repair the command line offers: one file into a legacy file of its own
+kind (the format core, no Keras), one file into Keras 3's ``.keras`` format (the Keras floor, imported only then),
+or a folder into a mirror folder. Options that do not apply to the chosen output are refused, never ignored.
+"""
+
+from pathlib import Path
+
+from mgpu_io.format.inspect import InspectReport, inspect
+from mgpu_io.format.plan import KERAS_FORMAT, SAME_FORMAT, UnwrapReport, check_options
+
+__all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
+
+
+def unwrap(
+    source,
+    output,
+    *,
+    config=None,
+    target="keras3",
+    keep_config=False,
+    cpu=False,
+    include_optimizer=True,
+    allow_plain=False,
+    overwrite=False,
+    dry_run=False,
+    jobs=None,
+    progress=None,
+    safe_mode=True,
+):
+    """Write the innermost template of the wrapper file ``source`` to ``output``.
+
+    The output's kind follows its name: an ``output`` ending in ``.keras`` gets Keras 3's native format (this
+    needs Keras); any other name gets a legacy file of ``source``'s own kind (full model in, full model out;
+    weights-only in, weights-only out; JSON config in, JSON config out). A folder ``source`` is repaired file by
+    file into the folder ``output`` (see :func:`mgpu_io.format.batch.unwrap_tree`).
+
+    Args:
+        source: a full-model ``.h5``, a weights-only ``.h5`` or a JSON config written from a multi-GPU wrapper, or a
+            folder of them.
+        output: where to write the clean file (or folder).
+        config: for a weights-only ``source``, the architecture saved beside it (the wrapper's or the template's
+            JSON config, or a full-model file). The weights are then laid out and converted by that graph.
+        target: ``"keras3"`` (default) or ``"tf_keras"``: the Keras that will load the output. Both load either
+            file; Keras 2's ``hard_sigmoid`` is made exact for the target only (Keras 3 changed its slope).
+            A ``.keras`` output is for Keras 3 only.
+        keep_config: write the writer's template config and weights verbatim (no normalisation, no conversion);
+            legacy outputs only.
+        cpu: with ``keep_config``, still convert CuDNN layers (and their weights) to the standard layers that run
+            on a CPU, as Keras 2 did; without ``keep_config`` that conversion always happens.
+        include_optimizer: carry the optimizer state over (full models only).
+        allow_plain: copy a plain (non-wrapper) model through instead of refusing it (skipping it, in a folder).
+        overwrite: replace an existing ``output``.
+        dry_run: plan and report, write nothing (and import no Keras).
+        jobs: worker processes for a folder ``source`` (default: the machine's cores).
+        progress: called as weights are written, with ``(bytes done, bytes in all)``; for a folder, with
+            ``(files done, files in all, FileResult)``.
+        safe_mode: for a ``.keras`` output, Keras' safe mode while the template is built (the template's own
+            Lambda layers are refused unless ``safe_mode=False``).
+
+    Returns:
+        An :class:`UnwrapReport` (for a folder, a :class:`~mgpu_io.format.batch.BatchReport`).
+
+    Raises:
+        NotAModelFile, FailedSaveStub, WeightsMismatch, UnsupportedModel: the input cannot be repaired.
+        NotAWrapper: ``source`` is a plain model and ``allow_plain`` is false.
+        InvalidArgument: an option does not apply to this input or output.
+        OutputError: ``output`` is ``source``, exists without ``overwrite``, or its folder is missing.
+        MissingDependency: a ``.keras`` output without Keras installed.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "clean.h5"
+        >>> report = unwrap("fixtures/files/k224_nested_depth3_full.h5", out)
+        >>> report.depth, report.template, report.optimizer, report.written
+        (3, 'template', 'copied', True)
+    """
+    source, output = Path(source), Path(output)
+    options = dict(config=config, target=target, keep_config=keep_config, cpu=cpu,
+                   include_optimizer=include_optimizer, allow_plain=allow_plain, overwrite=overwrite)
+    if source.is_dir():
+        from mgpu_io.format.batch import unwrap_tree
+
+        check_options(target=target, keep_config=keep_config, cpu=cpu)
+        return unwrap_tree(source, output, jobs=jobs, dry_run=dry_run, progress=progress, **options)
+    output_format = KERAS_FORMAT if output.suffix == ".keras" else SAME_FORMAT
+    check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format)
+    if output_format == KERAS_FORMAT and not dry_run:
+        from mgpu_io.keras.save import unwrap_to_keras
+
+        return unwrap_to_keras(source, output, config=config, include_optimizer=include_optimizer,
+                               allow_plain=allow_plain, overwrite=overwrite, safe_mode=safe_mode)
+    from mgpu_io.format.unwrap import unwrap_file
+
+    return unwrap_file(source, output, dry_run=dry_run, progress=progress, **options)

@@ -1,0 +1,261 @@
+"""The ``mgpu-io`` command line: a thin face over the library.
+
+Each command parses its arguments, makes one library call, and renders the report; a library error becomes one
+line on stderr, in the command line's flags, and exit code 1. Commands that do not build a model never import
+Keras or TensorFlow.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from typing_extensions import Annotated
+
+import mgpu_io
+from mgpu_io._version import __version__
+from mgpu_io.errors import MgpuIOError
+
+app = typer.Typer(
+    name="mgpu-io",
+    help="Rescue Keras models saved from multi-GPU data-parallel wrappers (multi_gpu_model, make_parallel).\n\n"
+    "Examples:\n\n"
+    "  mgpu-io inspect parallel_model.h5\n\n"
+    "  mgpu-io unwrap parallel_model.h5 model.h5",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _fail(error):
+    from mgpu_io.cli.render import to_flags
+
+    typer.echo(f"Error: {to_flags(str(error))}", err=True)
+    raise typer.Exit(code=1)
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"mgpu-io {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+):
+    """Rescue Keras models saved from multi-GPU data-parallel wrappers."""
+
+
+@app.command()
+def inspect(
+    file: Annotated[Path, typer.Argument(help="A .h5 model or weights file, or a JSON config from to_json().")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
+    scan_weights: Annotated[
+        bool, typer.Option("--scan-weights/--no-scan-weights", help="Read every weight (or none) to look for "
+                           "NaN/Inf. Default: all up to 256 MiB, else BatchNormalization layers only.")
+    ] = None,
+    diagram: Annotated[
+        Path, typer.Option("--diagram", metavar="SVG", help="Also draw the wrapper next to its template as SVG.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the --diagram file if it exists.")] = False,
+):
+    """Say what a Keras file holds: wrapper or not, nesting, replicas, template, inputs, outputs, findings.
+
+    Examples:
+
+      mgpu-io inspect parallel_model.h5
+
+      mgpu-io inspect checkpoint-weights.h5 --json | jq .replicas
+
+      mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
+    """
+    try:
+        report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force)
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    from mgpu_io.cli.render import render_inspect
+
+    render_inspect(report)
+
+
+@app.command()
+def unwrap(
+    source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file (.h5 model, .h5 weights, JSON), "
+                                            "or a folder of them.")],
+    output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the clean template file (or the "
+                                           "output folder, for a folder IN).")],
+    config: Annotated[
+        Path,
+        typer.Option("--config", metavar="ARCH", help="For a weights-only IN: the architecture JSON (or full .h5) "
+                     "saved beside it; lays out and converts the weights by its graph. For a folder IN: used for "
+                     "its weights-only files."),
+    ] = None,
+    target: Annotated[
+        str, typer.Option("--target", help="The Keras that will load OUT: keras3 or tf_keras (they differ in "
+                          "Keras 2's hard_sigmoid, which is made exact for the target).")
+    ] = "keras3",
+    keep_config: Annotated[
+        bool, typer.Option("--keep-config", help="Write the writer's config and weights verbatim, unconverted "
+                           "(for the old Keras stack).")
+    ] = False,
+    cpu: Annotated[bool, typer.Option("--cpu", help="With --keep-config, still convert CuDNNLSTM/CuDNNGRU to "
+                                      "LSTM/GRU so the old Keras runs the model on a CPU (always done otherwise).")
+                   ] = False,
+    no_optimizer: Annotated[bool, typer.Option("--no-optimizer", help="Leave the optimizer state out.")] = False,
+    allow_plain: Annotated[
+        bool, typer.Option("--allow-plain", help="Copy a plain (non-wrapper) model through, normalised, instead "
+                           "of refusing it (in a folder: instead of skipping it).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for a folder IN (default: the "
+                                      "machine's cores).")] = None,
+):
+    """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
+
+    Full model in, full model out; weights only in, weights only out; JSON config in, JSON config out; an OUT
+    ending in .keras gets Keras 3's native format (this loads Keras). Every level of nesting is removed, the
+    config is normalised so that Keras 3 and tf_keras load it, and the training config and optimizer state are
+    carried over. IN is never modified.
+
+    Examples:
+
+      mgpu-io unwrap parallel_model.h5 model.h5
+
+      mgpu-io unwrap weights-epoch10.h5 template-weights.h5
+
+      mgpu-io unwrap weights.h5 clean-weights.h5 --config model.json
+
+      mgpu-io unwrap parallel_model.h5 model.keras
+
+      mgpu-io unwrap parallel_model.h5 model.h5 --dry-run --json
+
+      mgpu-io unwrap checkpoints/ repaired/ --jobs 4
+
+    A folder IN is repaired file by file into the same places under OUT (wrappers unwrapped, plain models skipped
+    or, with --allow-plain, normalised, failures listed with their reason); the exit code is 1 when any file
+    failed. Options that do not apply (--target tf_keras, --keep-config or --cpu with a .keras OUT) are refused.
+    """
+    from mgpu_io.cli.render import byte_progress, file_progress
+
+    if source.is_dir():
+        progress_bar = file_progress("repairing", enabled=not as_json)
+    else:
+        big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run)
+        progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
+    try:
+        with progress_bar as progress:
+            report = mgpu_io.unwrap(
+                source,
+                output,
+                config=config,
+                target=target,
+                keep_config=keep_config,
+                cpu=cpu,
+                include_optimizer=not no_optimizer,
+                allow_plain=allow_plain,
+                overwrite=force,
+                dry_run=dry_run,
+                jobs=jobs,
+                progress=progress,
+            )
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    elif source.is_dir():
+        from mgpu_io.cli.render import render_batch
+
+        render_batch(report)
+    else:
+        from mgpu_io.cli.render import render_unwrap
+
+        render_unwrap(report)
+    if source.is_dir() and not report.ok:
+        raise typer.Exit(code=1)
+
+
+#: Single files above this size get a progress bar.
+PROGRESS_ABOVE = 256 << 20
+
+
+@app.command()
+def transfer(
+    source: Annotated[Path, typer.Argument(metavar="SRC", help="A wrapper file: full model or weights only.")],
+    output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to save the base model (.keras or .h5).")],
+    builder: Annotated[
+        str, typer.Option("--builder", metavar="MODULE:FUNCTION", help="Your function that builds the base "
+                          "model, e.g. train:build_model (MODULE is imported from the current folder).")
+    ],
+    strict: Annotated[bool, typer.Option("--strict/--no-strict", help="Refuse any mismatch (default), or load "
+                                         "the layers that match.")] = True,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+):
+    """Build the base model with your code, load the wrapper's weights into it, print the report, save it.
+
+    Layers are matched by structure (weighted layers in order) and every shape is checked. This imports Keras
+    and runs your builder function.
+
+    Examples:
+
+      mgpu-io transfer weights-epoch10.h5 model.keras --builder train:build_model
+
+      mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
+    """
+    try:
+        result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force)
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        from mgpu_io.cli.render import render_transfer
+
+        render_transfer(result)
+    if not result.ok:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def verify(
+    a: Annotated[Path, typer.Argument(metavar="A", help="A model file (.h5 wrapper or plain, or .keras).")],
+    b: Annotated[Path, typer.Argument(metavar="B", help="Another model file.")],
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Largest allowed absolute difference.")] = 1e-6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+):
+    """Load two models and compare them weight by weight and on a random batch; exit 0 only if they agree.
+
+    Wrapper files are unwrapped first, so a repaired file can be checked against its original. This imports Keras.
+
+    Examples:
+
+      mgpu-io verify parallel_model.h5 model.keras
+
+      mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
+    """
+    try:
+        report = mgpu_io.verify(a, b, tolerance=tolerance)
+    except MgpuIOError as error:
+        _fail(error)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        from mgpu_io.cli.render import render_verify
+
+        render_verify(report)
+    if not report.agree:
+        raise typer.Exit(code=1)
+
+
+def run():  # pragma: no cover - console-script entry point
+    sys.exit(app())

@@ -1,0 +1,170 @@
+"""Human-readable output of the command line (rich), kept apart from the reports it prints.
+
+Every string that comes from a file (names, paths) is escaped: rich would read ``[...]`` as markup. The library
+speaks in parameter names (``overwrite=True``); :func:`to_flags` says the same in the command line's flags.
+"""
+
+import contextlib
+import re
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.tree import Tree
+
+_console = Console(highlight=False, soft_wrap=True)
+_errors = Console(stderr=True, highlight=False)
+
+#: Library parameters as the command line spells them (longest first, so that one never eats another).
+FLAGS = {
+    "overwrite=True": "--force",
+    "allow_plain=True": "--allow-plain",
+    "keep_config=True": "--keep-config",
+    "include_optimizer=False": "--no-optimizer",
+    "scan_weights=True": "--scan-weights",
+    "strict=False": "--no-strict",
+    "target='tf_keras'": "--target tf_keras",
+    "target='keras3'": "--target keras3",
+    "cpu=True": "--cpu",
+    "builder=": "--builder ",
+    "config=": "--config ",
+    "diagram=": "--diagram ",
+    "target=": "--target ",
+}
+_FLAG_PATTERN = re.compile("|".join(r"(?<![\w-])" + re.escape(k) + (r"(?![\w=])" if k[-1].isalnum() else "")
+                                    for k in sorted(FLAGS, key=len, reverse=True)))
+
+
+def to_flags(message):
+    """A library message in the command line's terms.
+
+    Example:
+        >>> to_flags("Received: output=m.h5. Pass overwrite=True to replace it. Leave out config=.")
+        'Received: output=m.h5. Pass --force to replace it. Leave out --config.'
+    """
+    translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
+    return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
+
+
+def _writer(variant):
+    from mgpu_io.format.writers import BY_NAME
+
+    return BY_NAME[variant].display if variant in BY_NAME else "writer not recorded"
+FILE_TYPES = {
+    "stub": "failed-save stub (no model inside)",
+    "config": "JSON model config",
+    "weights": "weights-only file",
+    "model": "full model file",
+}
+
+
+def _names(names):
+    return escape(", ".join(names))
+
+
+def render_inspect(report):
+    _console.print(f"[bold]{escape(report.file)}[/bold]: {FILE_TYPES[report.file_type]}")
+    if report.file_type != "stub":
+        levels = f"{report.depth} level{'s' if report.depth != 1 else ''}"
+        kind = f"multi-GPU wrapper, {levels}" if report.is_wrapper else "plain model (not a wrapper)"
+        version = escape(report.keras_version or "?")
+        _console.print(f"  {kind}; written by Keras {version} ({escape(report.backend or 'no backend recorded')})")
+        tree = node = Tree(escape(report.file))
+        for level in report.levels:
+            node = node.add(
+                f"{escape(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, "
+                f"{level['replicas'] or '?'} replicas, merges: {_names(level['merge_layers'])}"
+            )
+        outputs = _names(report.outputs) if report.outputs is not None else "not recorded"
+        node.add(f"[bold]{escape(report.template or '?')}[/bold] (template): inputs: {_names(report.inputs)}; "
+                 f"outputs: {outputs}")
+        _console.print(tree)
+        optimizer = "yes" if report.has_optimizer_weights else "no"
+        _console.print(f"  weights: {report.weights}; optimizer state: {optimizer}")
+    for finding in report.findings:
+        shown = finding.layers[:6] + (["..."] if len(finding.layers) > 6 else [])
+        layers = f" ({_names(shown)})" if finding.layers else ""
+        _console.print(f"  [yellow]! {finding.kind}[/yellow]: {escape(finding.message)}{layers}")
+
+
+def render_unwrap(report):
+    verb = "Wrote" if report.written else "Would write"
+    what = f"template {escape(repr(report.template))}" if report.was_wrapper else "plain model (copied through)"
+    _console.print(f"{verb} {escape(report.output)}: {what}, {report.weights} weights in {len(report.layers)} layers")
+    if report.was_wrapper:
+        levels = f"{report.depth} wrapper level{'s' if report.depth != 1 else ''}"
+        outputs = _names(report.outputs) if report.outputs is not None else "not recorded (weights only)"
+        _console.print(f"  removed {levels} ({report.replicas or '?'} replicas innermost); outputs: {outputs}")
+    changes = f" ({escape(', '.join(report.config_changes))})" if report.config_changes else ""
+    _console.print(f"  config: {report.config}{changes}")
+    if report.file_type == "model":
+        _console.print(f"  optimizer state: {report.optimizer}")
+    if report.renamed_outputs:
+        renames = ", ".join(f"{old} -> {new}" for old, new in report.renamed_outputs.items())
+        _console.print(f"  training config re-keyed: {escape(renames)}")
+    for warning in report.warnings:
+        _console.print(f"  [yellow]! {escape(to_flags(warning))}[/yellow]")
+
+
+def render_transfer(result):
+    report, output = result.report, result.output
+    _console.print(report)
+    if report.ok:
+        _console.print(f"Saved {escape(str(output))}: all {report.loaded} weighted layers loaded")
+    else:
+        _console.print(f"[yellow]Saved {escape(str(output))} with {report.loaded} layers loaded; "
+                       f"{len(report.mismatched) + len(report.missing)} did not match[/yellow]")
+
+
+def render_verify(report):
+    verdict = "agree" if report.agree else "DIFFER"
+    _console.print(f"{escape(report.a)} and {escape(report.b)} {verdict} (tolerance {report.tolerance:g}): "
+                   f"{len(report.weights)} weight tensors compared"
+                   + (f", predictions differ by {report.prediction_difference:.2g}"
+                      if report.prediction_difference is not None else ""))
+    for problem in report.problems:
+        _console.print(f"  [red]! {escape(problem)}[/red]")
+
+
+@contextlib.contextmanager
+def byte_progress(description, enabled):
+    """A progress bar over bytes written, on stderr; yields the ``progress(done, total)`` callback or ``None``."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn(description), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=_errors, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+@contextlib.contextmanager
+def file_progress(description, enabled):
+    """A progress bar over files, on stderr; yields the ``progress(done, total, result)`` callback or ``None``."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn(description), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"))
+    with Progress(*columns, console=_errors, transient=True) as bar:
+        task = bar.add_task(description, total=None, last="")
+        yield lambda done, total, result: bar.update(task, completed=done, total=total, last=escape(result.path))
+
+
+def render_batch(report):
+    counts = report.counts()
+    table = Table(title=f"{escape(report.source)} -> {escape(report.output)}")
+    for column in ("file", "status", "detail"):
+        table.add_column(column)
+    for result in report.files:
+        if result.status == "failed":  # the first sentence: what is wrong (the whole message is in --json)
+            detail, style = escape(to_flags((result.reason or "").split(". ")[0].rstrip(".") + ".")), "red"
+        elif result.status == "skipped":
+            detail, style = escape(to_flags(result.reason or "")), "yellow"
+        else:
+            detail = f"{result.depth} wrapper level{'s' if result.depth != 1 else ''} removed" if result.depth else ""
+            style = None
+        table.add_row(escape(result.path), result.status, detail, style=style)
+    _console.print(table)
+    prefix = "Would write: " if report.dry_run else ""
+    _console.print(prefix + ", ".join(f"{count} {status}" for status, count in counts.items()))

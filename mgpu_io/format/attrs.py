@@ -1,0 +1,103 @@
+"""Read and write the string attributes of legacy Keras HDF5 files.
+
+Every historical writer stored strings differently: Keras 2 wrote ``bytes``, tf.keras wrote ``str``, h5py 2 turned
+lists into fixed-length ``|S`` arrays, h5py 3 into variable-length object arrays, an empty list became an empty
+float64 array, and since Keras 2.1.5 long lists are split into ``name0``, ``name1``, ... chunks to stay under the
+64 KB object-header limit. These helpers accept all of them and write what Keras 2, tf_keras and Keras 3 read back.
+"""
+
+import numpy as np
+
+from mgpu_io.errors import NotAModelFile, UnsupportedModel
+
+#: HDF5's object header limit, as Keras uses it to decide when to split a list attribute into chunks.
+HDF5_OBJECT_HEADER_LIMIT = 64512
+
+
+def _to_str(value):
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf8")
+    return str(value)
+
+
+def read_str(attrs, name, default=None):
+    """Return the scalar string attribute ``name`` as ``str``, or ``default`` when it is absent.
+
+    Example:
+        >>> import h5py, io
+        >>> f = h5py.File(io.BytesIO(), "w"); f.attrs["keras_version"] = b"2.2.4"
+        >>> read_str(f.attrs, "keras_version")
+        '2.2.4'
+    """
+    if name not in attrs:
+        return default
+    value = attrs[name]
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise NotAModelFile(
+                f"The attribute {name!r} is damaged. Expected one string, as Keras writes it. Received: an array of "
+                f"{value.size} values. The file was not written by Keras as it is; restore it from its source."
+            )
+        value = value.reshape(-1)[0]
+    return _to_str(value)
+
+
+def read_str_list(attrs, name):
+    """Return the list attribute ``name`` (possibly chunked as ``name0``, ``name1``...) as a list of ``str``.
+
+    An absent attribute reads as ``[]``, like the empty float arrays Keras writes for weightless layers.
+
+    Example:
+        >>> import h5py, io
+        >>> f = h5py.File(io.BytesIO(), "w"); f.attrs["weight_names"] = np.array([b"d1/kernel:0"])
+        >>> read_str_list(f.attrs, "weight_names")
+        ['d1/kernel:0']
+    """
+    if name in attrs:
+        chunks = [attrs[name]]
+    else:
+        chunks = []
+        while f"{name}{len(chunks)}" in attrs:
+            chunks.append(attrs[f"{name}{len(chunks)}"])
+    values = []
+    for chunk in chunks:
+        array = np.asarray(chunk)
+        if array.dtype.kind == "f":  # Keras writes np.asarray([]) for an empty list
+            if array.size:
+                raise NotAModelFile(
+                    f"The attribute {name!r} is damaged. Expected a list of names, as Keras writes it. Received: "
+                    f"{array.size} numbers. The file was not written by Keras as it is; restore it from its source."
+                )
+            continue
+        values.extend(_to_str(v) for v in array.reshape(-1))
+    return values
+
+
+def write_str_list(attrs, name, values):
+    """Write ``values`` as Keras does: a fixed-length bytes array, split into chunks above the header limit.
+
+    Example:
+        >>> import h5py, io
+        >>> f = h5py.File(io.BytesIO(), "w"); write_str_list(f.attrs, "layer_names", ["inp", "d1"])
+        >>> read_str_list(f.attrs, "layer_names")
+        ['inp', 'd1']
+    """
+    encoded = [v.encode("utf8") for v in values]
+    too_long = [v for v in encoded if len(v) > HDF5_OBJECT_HEADER_LIMIT]
+    if too_long:
+        raise UnsupportedModel(
+            f"A name is too long for a legacy HDF5 file. Expected names of at most {HDF5_OBJECT_HEADER_LIMIT} bytes. "
+            f"Received: a name of {len(too_long[0])} bytes in {name!r}. Write a .keras file instead."
+        )
+    if not encoded:
+        attrs[name] = np.asarray([], dtype="float64")
+        return
+    data = np.asarray(encoded)
+    pieces = [data]
+    while any(piece.nbytes > HDF5_OBJECT_HEADER_LIMIT for piece in pieces):
+        pieces = np.array_split(data, len(pieces) + 1)
+    if len(pieces) == 1:
+        attrs[name] = data
+        return
+    for index, piece in enumerate(pieces):
+        attrs[f"{name}{index}"] = piece

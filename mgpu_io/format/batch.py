@@ -1,0 +1,160 @@
+"""Repair every wrapper file under a folder, in parallel worker processes.
+
+A folder of epoch checkpoints is repaired file by file into a mirror of the folder: wrappers are unwrapped, plain
+models are skipped (or, with ``allow_plain``, written normalised too, so that everything in the output loads in
+today's Keras), and a file that cannot be repaired is reported with its reason while the others go on. Each output
+is written atomically, so an interrupted run leaves only complete files.
+"""
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError
+
+#: File suffixes that may hold a Keras model: legacy HDF5 files and JSON configs.
+MODEL_SUFFIXES = (".h5", ".hdf5", ".json")
+
+REPAIRED, CLEAN, SKIPPED, FAILED = "repaired", "already clean", "skipped", "failed"
+STATUSES = (REPAIRED, CLEAN, SKIPPED, FAILED)
+
+
+@dataclass
+class FileResult:
+    """What happened to one file: ``status`` is one of :data:`STATUSES`."""
+
+    path: str
+    status: str
+    output: Optional[str] = None
+    depth: int = 0
+    reason: Optional[str] = None
+
+
+@dataclass
+class BatchReport:
+    """The summary of :func:`unwrap_tree`; ``ok`` when no file failed."""
+
+    source: str
+    output: str
+    dry_run: bool = False
+    files: List[FileResult] = field(default_factory=list)
+
+    @property
+    def ok(self):
+        return not any(f.status == FAILED for f in self.files)
+
+    def counts(self):
+        counts = {status: sum(f.status == status for f in self.files) for status in STATUSES}
+        return {status: n for status, n in counts.items() if n or status in (REPAIRED, FAILED)}
+
+    def to_dict(self):
+        return dict(asdict(self), counts=self.counts(), ok=self.ok)
+
+
+def model_files(folder):
+    """Files under ``folder`` that may hold a Keras model, sorted (JSON only when it looks like a model config)."""
+    found = []
+    for path in sorted(Path(folder).rglob("*")):
+        if not path.is_file() or path.suffix.lower() not in MODEL_SUFFIXES:
+            continue
+        if path.suffix.lower() == ".json" and not _looks_like_model_config(path):
+            continue  # training histories and other JSON are not ours to judge
+        found.append(path)
+    return found
+
+
+def _looks_like_model_config(path):
+    try:
+        with open(path, encoding="utf8") as handle:
+            head = handle.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return '"class_name"' in head and '"config"' in head
+
+
+def unwrap_tree(source, output, *, jobs=None, overwrite=False, dry_run=False, allow_plain=False, config=None,
+                progress=None, **options):
+    """Repair every model file under ``source`` into the same place under ``output``.
+
+    Args:
+        source: the folder to read (never modified).
+        output: the folder to write; created if missing; may not be ``source`` or lie inside it.
+        jobs: worker processes (default: the machine's cores).
+        overwrite: replace existing output files.
+        dry_run: plan every file and report; write nothing, create no folder.
+        allow_plain: also write plain (non-wrapper) models, normalised (status ``already clean``); without it they
+            are ``skipped``.
+        config: the architecture (JSON or full ``.h5``) of the folder's weights-only files, used for those only.
+        progress: called with ``(done, total, FileResult)`` after each file.
+        **options: passed to :func:`mgpu_io.unwrap` (``target``, ``keep_config``, ``cpu``, ``include_optimizer``).
+
+    Returns:
+        A :class:`BatchReport`.
+
+    Example:
+        >>> import tempfile
+        >>> report = unwrap_tree("fixtures/files", tempfile.mkdtemp(), jobs=2)
+        >>> report.counts()["repaired"] > 40, report.files[0].path
+        (True, 'k122_kuza55_conv_x2_full.h5')
+    """
+    source, output = Path(source).resolve(), Path(output).resolve()
+    if not source.is_dir():
+        raise InvalidArgument(f"The input folder does not exist. Expected a folder of model files. "
+                              f"Received: {source}. Check the path.")
+    if output == source or source in output.parents:
+        raise OutputError(f"The output folder is the input folder or inside it. Expected a folder elsewhere, so "
+                          f"that inputs are never overwritten or read back. Received: input={source}, "
+                          f"output={output}. Choose another output folder.")
+    files = model_files(source)
+    report = BatchReport(source=str(source), output=str(output), dry_run=dry_run)
+    options = dict(options, overwrite=overwrite, dry_run=dry_run, allow_plain=allow_plain,
+                   config=str(config) if config is not None else None)
+    tasks = [(str(path), str(output / path.relative_to(source)), options) for path in files]
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
+    results = {}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(_repair_one, *task): task[0] for task in tasks}
+        for done, future in enumerate(as_completed(futures), start=1):
+            path = futures[future]
+            try:
+                result = future.result()
+            except Exception as error:  # a worker that died: report it, go on with the others
+                result = FileResult(path=path, status=FAILED, reason=f"{type(error).__name__}: {error}")
+            result.path = str(Path(result.path).relative_to(source))
+            results[path] = result
+            if progress is not None:
+                progress(done, len(tasks), result)
+    report.files = [results[str(path)] for path in files]
+    return report
+
+
+def _repair_one(source, output, options):
+    from mgpu_io.format.read import WEIGHTS, open_stored
+    from mgpu_io.format.unwrap import unwrap_file
+
+    options = dict(options, folder_made_later=options["dry_run"])
+    allow_plain = options.pop("allow_plain")
+    try:
+        if options.get("config") is not None:  # the folder's architecture is for its weights-only files
+            with open_stored(source) as stored:
+                if stored.file_type != WEIGHTS:
+                    options["config"] = None
+        if not options["dry_run"]:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            result = unwrap_file(source, output, **options)
+            status = REPAIRED
+        except NotAWrapper:
+            if not allow_plain:
+                return FileResult(path=source, status=SKIPPED, reason="a plain model, not a wrapper: pass "
+                                  "allow_plain=True to write it normalised too")
+            result = unwrap_file(source, output, allow_plain=True, **options)
+            status = CLEAN
+    except MgpuIOError as error:
+        return FileResult(path=source, status=FAILED, reason=str(error))
+    except Exception as error:  # noqa: BLE001 - one bad file never stops the others
+        return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
+    return FileResult(path=source, status=status, output=output if not options["dry_run"] else None,
+                      depth=result.depth)

@@ -1,0 +1,141 @@
+"""Read a Keras model config (the JSON of ``model.to_json()`` or a file's ``model_config``) as plain dicts.
+
+Every writer spelled configs a little differently: Keras 1 and 2 keep a layer's name in ``config.name`` (Keras 2
+also at the top), Keras 2.0/2.1 write a Sequential's config as a bare list, Keras 3 writes inbound nodes as
+``{"args": ..., "kwargs": ...}`` and single inputs flat. These accessors hide that; the walkers are the one way to
+visit nested models and wrapped layers (``Bidirectional``, ``TimeDistributed``, RNN cells).
+"""
+
+MODEL_CLASSES = ("Model", "Functional", "Sequential")
+FUNCTIONAL_CLASSES = ("Model", "Functional")
+#: Recurrent layer classes of every era, and how many gates their kernels stack (Keras 2 layout).
+RECURRENT_GATES = {"LSTM": 4, "GRU": 3, "SimpleRNN": 1, "ConvLSTM2D": 4, "CuDNNLSTM": 4, "CuDNNGRU": 3}
+RECURRENT_CLASSES = tuple(RECURRENT_GATES)
+#: Keys under which a layer config holds another layer's config.
+WRAPPED_LAYER_KEYS = ("layer", "backward_layer", "cell")
+
+
+def layer_name(layer):
+    """The name of a layer entry in a model config (Keras 1 and 2 both keep it in ``config.name``)."""
+    return layer.get("name") or layer["config"]["name"]
+
+
+def model_layers(model_config):
+    """The layer entries of a ``Model``/``Sequential`` config, whatever the writer (2.0/2.1 Sequential: a list)."""
+    config = model_config["config"]
+    return config if isinstance(config, list) else config.get("layers", [])
+
+
+def is_model(layer):
+    return layer.get("class_name") in MODEL_CLASSES
+
+
+def wrapped_layers(layer):
+    """The layer configs held inside ``layer`` (a Bidirectional's ``layer`` and ``backward_layer``, a cell)."""
+    config = layer.get("config")
+    if not isinstance(config, dict):
+        return []
+    return [config[key] for key in WRAPPED_LAYER_KEYS
+            if isinstance(config.get(key), dict) and "class_name" in config[key]]
+
+
+def walk_layers(model_config, wrapped=False):
+    """Every layer entry of a model config, nested models' layers included (depth first, in config order).
+
+    With ``wrapped``, layers held by other layers (``Bidirectional(LSTM)``'s LSTM) are visited too. The walk uses
+    an explicit stack, so no config is too deep for it.
+
+    Example:
+        >>> inner = {"class_name": "Sequential", "config": {"name": "inner", "layers": [
+        ...     {"class_name": "Bidirectional", "config": {"name": "b", "layer": {"class_name": "LSTM",
+        ...      "config": {"name": "l"}}}}]}}
+        >>> [layer_name(l) for l in walk_layers({"class_name": "Sequential", "config": {"layers": [inner]}})]
+        ['inner', 'b']
+        >>> [layer_name(l) for l in walk_layers({"class_name": "Sequential", "config": {"layers": [inner]}}, True)]
+        ['inner', 'b', 'l']
+    """
+    stack = list(reversed(model_layers(model_config)))
+    while stack:
+        layer = stack.pop()
+        yield layer
+        children = list(model_layers(layer)) if is_model(layer) else []
+        if wrapped:
+            children += wrapped_layers(layer)
+        stack.extend(reversed(children))
+
+
+def walk_models(model_config):
+    """The model config itself and every model nested in it, outermost first."""
+    yield model_config
+    for layer in walk_layers(model_config):
+        if is_model(layer):
+            yield layer
+
+
+def model_name(model_config):
+    config = model_config["config"]
+    return config.get("name") if isinstance(config, dict) else None
+
+
+def model_refs(model_config, key):
+    """A functional config's ``input_layers`` or ``output_layers`` as ``[name, node, tensor]`` lists.
+
+    Keras 3 writes a single input or output flat (``["inp", 0, 0]``); Keras 1 and 2 always nest it.
+    """
+    refs = model_config["config"].get(key) or []
+    return [refs] if refs and isinstance(refs[0], str) else refs
+
+
+def input_names(model_config):
+    """Names of the model's input layers, in order."""
+    if model_config["class_name"] == "Sequential":
+        layers = model_layers(model_config)
+        first = layer_name(layers[0]) if layers else None
+        if layers and layers[0]["class_name"] == "InputLayer":
+            return [first]
+        return [f"{first}_input"] if first else []
+    return [ref[0] for ref in model_refs(model_config, "input_layers")]
+
+
+def output_names(model_config):
+    """Names of the layers whose outputs are the model's outputs, in order (duplicates kept, as Keras did)."""
+    if model_config["class_name"] == "Sequential":
+        layers = model_layers(model_config)
+        return [layer_name(layers[-1])] if layers else []
+    return [ref[0] for ref in model_refs(model_config, "output_layers")]
+
+
+def inbound_nodes(layer, layers=None):
+    """A layer's inbound nodes as lists of ``(layer name, node index, tensor index)``, in Keras 2's numbering.
+
+    Keras 3 writes a node as ``{"args": [...], "kwargs": {...}}`` whose tensors carry ``keras_history``, and counts
+    a nested model's calls from 0 where Keras 2 counts from 1; with ``layers`` (name -> config) such references
+    are renumbered the Keras 2 way.
+    """
+    nodes = []
+    for node in layer.get("inbound_nodes") or []:
+        if isinstance(node, dict):
+            entries = []
+            for name, index, tensor in _keras_histories(node.get("args")):
+                nested = layers is not None and (layers.get(name) or {}).get("class_name") in MODEL_CLASSES
+                entries.append((name, index + 1 if nested else index, tensor))
+            nodes.append(entries)
+        else:
+            nodes.append([(entry[0], entry[1], entry[2]) for entry in node])
+    return nodes
+
+
+def _keras_histories(value):
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            history = (item.get("config") or {}).get("keras_history") if item.get("class_name") == \
+                "__keras_tensor__" else None
+            if history:
+                found.append(tuple(history))
+            else:
+                stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+    return found

@@ -1,0 +1,114 @@
+"""The registry of conversions: what a repair changes so that today's Keras loads the template exactly.
+
+Keras 2 converted old files while loading them (``preprocess_weights_for_loading``, ``legacy/interfaces.py``);
+Keras 3 converts nothing (legacy-format.md §4). Each family below is one file of this package: its named
+:class:`~.base.Rule` s, the config rewrite, the weight steps and the findings they share. The plan
+(:mod:`mgpu_io.format.plan`) runs them through the functions here, in registry order; docs/cli.md's table of changes
+and the tests walk :data:`FAMILIES`. To add a conversion, add a file with a ``FAMILY`` and one line below
+(docs/architecture.md).
+"""
+
+import copy
+
+from mgpu_io.format.conversions import cudnn, hard_sigmoid, keras1, structure, training_config
+from mgpu_io.format.conversions.base import KERAS3, TF_KERAS, Context, Conversion, Family, Rule
+
+#: Every family, in the order their rewrites run (Keras 1 spelling first, weights: gates merged before rescaling).
+FAMILIES = (
+    keras1.FAMILY,
+    structure.FAMILY,
+    cudnn.FAMILY,
+    hard_sigmoid.FAMILY,
+    training_config.FAMILY,
+)
+#: Every rule by name, as reports list them.
+RULES = {rule.name: rule for family in FAMILIES for rule in family.rules}
+
+__all__ = ["FAMILIES", "RULES", "KERAS3", "TF_KERAS", "Context", "Conversion", "Family", "Rule", "convert_config",
+           "convert_training", "weight_conversion", "checks"]
+
+
+def rules_table():
+    """The markdown table of every rule (docs/cli.md holds it between ``<!-- rules -->`` markers; a test checks)."""
+    rows = ["| rule | family | what changes | what it avoids | proven on files of |", "|---|---|---|---|---|"]
+    for family in FAMILIES:
+        for rule in family.rules:
+            rows.append(f"| `{rule.name}` | {family.name} | {rule.summary} | {rule.avoids} | "
+                        f"{', '.join(rule.verified) or 'unit tests only'} |")
+    return "\n".join(rows)
+
+
+def _active(context):
+    return [family for family in FAMILIES if family.cpu or not context.cpu_only]
+
+
+def convert_config(model_config, context):
+    """Return ``(config, changes)``: a converted copy of ``model_config`` and the names of the rules applied.
+
+    Raises:
+        UnsupportedModel: a layer has no known conversion (named in the message).
+
+    Example:
+        >>> config, changes = convert_config({"class_name": "Sequential", "config": [
+        ...     {"class_name": "Dense", "config": {"name": "d", "units": 1, "batch_input_shape": [None, 3]}}]},
+        ...     Context())
+        >>> [layer["class_name"] for layer in config["config"]["layers"]], changes
+        (['InputLayer', 'Dense'], ['sequential-list-config', 'sequential-explicit-input'])
+    """
+    config, changes = copy.deepcopy(model_config), []
+    for family in _active(context):
+        if family.rewrite_config is not None:
+            changes += family.rewrite_config(config, context)
+    return config, list(dict.fromkeys(changes))
+
+
+def convert_training(training_config, context):
+    """Return ``(training_config, changes)`` rewritten by every family that has a training-config rule."""
+    config, changes = copy.deepcopy(training_config), []
+    for family in _active(context):
+        if family.rewrite_training is not None:
+            changes += family.rewrite_training(config, context)
+    return config, list(dict.fromkeys(changes))
+
+
+def weight_conversion(layer, shapes, context):
+    """Plan the conversion of one layer's stored weights; an empty :class:`Conversion` when none applies.
+
+    Args:
+        layer: the layer's final config (after the config rewrites, e.g. ``CuDNNLSTM`` already ``LSTM``).
+        shapes: the stored weights' shapes, in order.
+        context: the plan's :class:`Context`.
+
+    Example:
+        >>> import numpy as np
+        >>> lstm = {"class_name": "LSTM", "config": {"name": "l", "units": 1, "recurrent_activation": "hard_sigmoid"}}
+        >>> conversion = weight_conversion(lstm, [(2, 4), (1, 4), (4,)], Context())
+        >>> conversion.notes, conversion.apply(["k", "r", "b"], [np.ones((2, 4)), np.ones((1, 4)), np.ones(4)])[1][2]
+        (['hard-sigmoid-gates-rescaled'], array([1.2, 1.2, 1. , 1.2]))
+    """
+    if layer["class_name"] == "Bidirectional":  # two copies of the wrapped layer: forward, then backward
+        inner, half = layer["config"]["layer"], len(shapes) // 2
+        forward = weight_conversion(inner, shapes[:half], context)
+        backward = weight_conversion(layer["config"].get("backward_layer") or inner, shapes[half:], context)
+        if not (forward or backward):
+            return Conversion()
+
+        def both(names, arrays):
+            cut = len(arrays) // 2
+            f_names, f_arrays = forward.apply(names[:cut], arrays[:cut])
+            b_names, b_arrays = backward.apply(names[cut:], arrays[cut:])
+            return f_names + b_names, f_arrays + b_arrays
+
+        return Conversion(list(dict.fromkeys(forward.notes + backward.notes)), [both])
+    conversion = Conversion()
+    for family in _active(context):
+        if family.weight_steps is not None:
+            for note, step in family.weight_steps(layer, shapes, context):
+                conversion.add(note, step)
+    return conversion
+
+
+def checks(template, context):
+    """``(family, message, layer names)`` for everything the families find worth saying about ``template``."""
+    return [(family, message, layers) for family in _active(context) if family.check is not None
+            for message, layers in family.check(template, context)]

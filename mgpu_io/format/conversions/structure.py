@@ -1,0 +1,201 @@
+"""Structure: rewrite a legacy template config so that Keras 3 and tf_keras both load it.
+
+The old writers produced configs that Keras 3's legacy loader misreads even after the wrapper is gone
+(legacy-format.md §7). Each rule fixes one such case, keeps the model's meaning, and is reported by name so the user
+sees what changed. The rules work on plain dicts and never touch weights.
+"""
+
+import copy
+
+from mgpu_io.errors import UnsupportedModel
+from mgpu_io.format.config import FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, layer_name, model_layers
+from mgpu_io.format.conversions.base import Family, Rule
+
+
+def normalize_for_keras3(model_config):
+    """Return ``(config, changes)``: a copy of ``model_config`` that Keras 3 loads, and what was changed.
+
+    Example:
+        >>> config, changes = normalize_for_keras3({"class_name": "Sequential", "config": [
+        ...     {"class_name": "Dense", "config": {"name": "d", "units": 1, "batch_input_shape": [None, 3]}}]})
+        >>> [layer["class_name"] for layer in config["config"]["layers"]], changes
+        (['InputLayer', 'Dense'], ['sequential-list-config', 'sequential-explicit-input'])
+    """
+    config = copy.deepcopy(model_config)
+    changes = []
+    _normalize_model(config, changes, top_level=True)
+    return config, list(dict.fromkeys(changes))
+
+
+def _normalize_model(model, changes, top_level):
+    if model["class_name"] == "Sequential":
+        if isinstance(model["config"], list):
+            model["config"] = {"name": "sequential", "layers": model["config"]}
+            changes.append("sequential-list-config")
+        _explicit_sequential_input(model, changes)
+    for layer in model_layers(model):
+        _normalize_layer(layer, changes, in_functional=model["class_name"] in FUNCTIONAL_CLASSES)
+        if model["class_name"] in FUNCTIONAL_CLASSES and layer["class_name"] == "Sequential":
+            _sequential_to_functional(layer, changes)
+    if model["class_name"] in FUNCTIONAL_CLASSES:
+        _inline_consumed_models(model, changes)
+
+
+def _normalize_layer(layer, changes, in_functional):
+    config = layer.get("config")
+    if layer["class_name"] in MODEL_CLASSES:
+        _normalize_model(layer, changes, top_level=False)
+        return
+    if not isinstance(config, dict):
+        return
+    if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
+        del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
+        changes.append("functional-drop-batch-input-shape")
+    for key, value in config.items():
+        if isinstance(value, dict) and "class_name" in value and isinstance(value.get("config"), dict):
+            if key in WRAPPED_LAYER_KEYS:
+                value.setdefault("module", "keras.layers")
+                changes.append("nested-layer-module")
+                _normalize_layer(value, changes, in_functional=False)
+            elif "dtype" in value["config"] and key.endswith(("_initializer", "_regularizer", "_constraint")):
+                del value["config"]["dtype"]
+                changes.append("initializer-dtype")
+
+
+def _explicit_sequential_input(model, changes):
+    """Give a Sequential an explicit InputLayer instead of ``batch_input_shape`` on its first layer."""
+    layers = model["config"]["layers"]
+    if not layers or layers[0]["class_name"] == "InputLayer":
+        return
+    first = layers[0]["config"]
+    if "batch_input_shape" not in first:
+        return
+    layers.insert(
+        0,
+        {
+            "class_name": "InputLayer",
+            "config": {
+                "batch_input_shape": first.pop("batch_input_shape"),
+                "dtype": first.get("dtype", "float32"),
+                "sparse": False,
+                "name": f"{first['name']}_input",
+            },
+        },
+    )
+    changes.append("sequential-explicit-input")
+
+
+def _sequential_to_functional(layer, changes):
+    """Turn a nested Sequential into the equivalent functional config, whose node indices both Kerases agree on."""
+    layers = layer["config"]["layers"]
+    if not layers or layers[0]["class_name"] != "InputLayer":
+        return  # no known input shape: left as written
+    chained = []
+    previous = None
+    for sub in layers:
+        sub = dict(sub, name=layer_name(sub), inbound_nodes=[[[previous, 0, 0, {}]]] if previous else [])
+        chained.append(sub)
+        previous = sub["name"]
+    layer["class_name"] = "Model"
+    layer["config"] = {
+        "name": layer["config"].get("name", layer_name(layer)),
+        "layers": chained,
+        "input_layers": [[chained[0]["name"], 0, 0]],
+        "output_layers": [[chained[-1]["name"], 0, 0]],
+    }
+    changes.append("nested-sequential-as-functional")
+
+
+def _inline_consumed_models(model, changes):
+    """Inline every nested functional model whose outputs feed another layer of ``model``.
+
+    Keras 2 and tf_keras count a nested model's calls from node 1 (node 0 is its own graph); Keras 3's legacy loader
+    does so for ``output_layers`` but not for layers that consume the nested model, so no single config with such
+    a consumer loads in both. Inlined, the nested model's layers become shared layers of the parent: the same
+    computation, the same weights (one group per inner layer), node indices that both loaders read alike.
+    """
+    while True:
+        layers = model["config"]["layers"]
+        consumed = {entry[0] for layer in layers for node in layer.get("inbound_nodes") or [] for entry in node}
+        nested = next(
+            (l for l in layers if l["class_name"] in FUNCTIONAL_CLASSES and layer_name(l) in consumed), None
+        )
+        if nested is None:
+            return
+        _inline(model, nested)
+        changes.append("nested-model-inlined")
+
+
+def _inline(model, nested):
+    name = layer_name(nested)
+    inner = nested["config"]
+    inner_inputs = [ref[0] for ref in inner["input_layers"]]
+    inner_layers = [l for l in inner["layers"] if layer_name(l) not in inner_inputs]
+    counts = {layer_name(l): len(l.get("inbound_nodes") or []) for l in inner_layers}
+    calls = nested.get("inbound_nodes") or []
+    clashes = set(counts) & {layer_name(l) for l in model["config"]["layers"] if l is not nested}
+    if clashes:
+        raise UnsupportedModel(
+            f"The nested model {name!r} cannot be inlined for Keras 3: its layer names are used outside it too. "
+            f"Expected unique layer names. Received: {sorted(clashes)}. Pass --keep-config to write the config as "
+            f"the writer did (tf_keras loads it)."
+        )
+
+    def at_call(entry, call):
+        target, index, tensor, rest = entry[0], entry[1], entry[2], list(entry[3:])
+        if target in inner_inputs:
+            source = calls[call][inner_inputs.index(target)]
+            return [source[0], source[1], source[2]] + rest
+        return [target, call * counts[target] + index, tensor] + rest
+
+    def outer(entry):
+        if entry[0] != name:
+            return entry
+        call = entry[1] - 1  # a nested model's calls count from 1
+        inner_output = inner["output_layers"][entry[2]]
+        return at_call(list(inner_output[:3]) + list(entry[3:]), call)
+
+    for layer in inner_layers:
+        own = layer.get("inbound_nodes") or []
+        layer["inbound_nodes"] = [[at_call(e, c) for e in node] for c in range(len(calls)) for node in own]
+    rebuilt = []
+    for layer in model["config"]["layers"]:
+        if layer is nested:
+            rebuilt.extend(inner_layers)
+            continue
+        layer["inbound_nodes"] = [[outer(e) for e in node] for node in layer.get("inbound_nodes") or []]
+        rebuilt.append(layer)
+    model["config"]["layers"] = rebuilt
+    model["config"]["output_layers"] = [outer(ref) for ref in model["config"]["output_layers"]]
+
+
+def _rewrite_config(config, context):
+    changes = []
+    _normalize_model(config, changes, top_level=True)
+    return list(dict.fromkeys(changes))
+
+
+FAMILY = Family(
+    name="structure",
+    summary="config structures that Keras 3's legacy loader misreads",
+    rules=(
+        Rule("sequential-list-config", "a Keras <= 2.1 Sequential config written as a bare list gets a dict",
+             "Keras 3: `TypeError: pop expected at most 1 argument, got 2`", ()),
+        Rule("sequential-explicit-input", "`batch_input_shape` on a Sequential's first layer becomes an explicit "
+             "InputLayer", "Keras 3 adds a second batch axis: `(None, None, 400, 3)`",
+             ("keras224", "keras231", "tfkeras115")),
+        Rule("functional-drop-batch-input-shape", "`batch_input_shape` on non-input layers of a functional model "
+             "is dropped (the InputLayer carries it)", "the same second batch axis", ()),
+        Rule("nested-layer-module", "a `Bidirectional`/`TimeDistributed` layer's inner layer config gets "
+             "`module: keras.layers`", "Keras 3: `Could not locate class 'LSTM'`", ("keras224",)),
+        Rule("initializer-dtype", "tf.keras initializer configs lose their `dtype`",
+             "Keras 3: `GlorotUniform.__init__() got an unexpected keyword argument 'dtype'`", ("tfkeras115",)),
+        Rule("nested-sequential-as-functional", "a nested Sequential whose output feeds another layer becomes the "
+             "equivalent functional config", "see `nested-model-inlined`", ("keras224",)),
+        Rule("nested-model-inlined", "a nested model whose output feeds another layer (a Siamese branch) is "
+             "inlined as shared layers: same weights, same computation",
+             "Keras 3's legacy loader applies Keras 2's node offset to `output_layers` but not to consuming "
+             "layers, so no nested config loads in both Keras 3 and tf_keras", ("keras224",)),
+    ),
+    rewrite_config=_rewrite_config,
+)

@@ -1,0 +1,112 @@
+"""Training config: carry a wrapper's compile settings over to its template, spelled as Keras 3 reads them.
+
+The per-output entries (loss, metrics, loss weights) are re-keyed from the merge names to the template's outputs
+(:func:`mgpu_io.format.outputs.rekey`), and optimizer arguments and loss aliases that Keras 3's legacy loader cannot
+read are renamed to the spellings Keras 3 and tf_keras share.
+"""
+
+import copy
+
+from mgpu_io.format.conversions.base import Family, Rule
+from mgpu_io.format.outputs import rekey
+
+_PER_OUTPUT_KEYS = ("loss", "metrics", "weighted_metrics", "loss_weights", "sample_weight_mode")
+# Optimizer arguments that Keras 2 spelled differently from Keras 3 (Keras 3 rejects the old names).
+_OPTIMIZER_RENAMES = {"lr": "learning_rate"}
+# Loss aliases that Keras 3's legacy loader cannot resolve, and the names that Keras 3 and tf_keras share.
+_LOSS_RENAMES = {
+    "mse": "mean_squared_error",
+    "MSE": "mean_squared_error",
+    "mae": "mean_absolute_error",
+    "MAE": "mean_absolute_error",
+    "mape": "mean_absolute_percentage_error",
+    "MAPE": "mean_absolute_percentage_error",
+    "msle": "mean_squared_logarithmic_error",
+    "MSLE": "mean_squared_logarithmic_error",
+    "kld": "kl_divergence",
+    "KLD": "kl_divergence",
+    "kullback_leibler_divergence": "kl_divergence",
+    "logcosh": "log_cosh",
+    "cosine_proximity": "cosine_similarity",
+    "cosine": "cosine_similarity",
+}
+
+
+def rekey_training_config(training_config, merge_names, template_outputs):
+    """Return ``(training_config, renamed)`` with per-output entries keyed by ``template_outputs``.
+
+    Example:
+        >>> config, renamed = rekey_training_config(
+        ...     {"loss": {"add": "mse", "nested_1": "mae", "nested_2": "mae"}},
+        ...     ["add", "nested_1", "nested_2"], ["add", "nested", "nested"])
+        >>> config["loss"], renamed
+        (['mse', 'mae', 'mae'], {'nested_1': 'nested', 'nested_2': 'nested'})
+    """
+    config = copy.deepcopy(training_config)
+    renamed = {}
+    for key in _PER_OUTPUT_KEYS:
+        if key in config:
+            config[key], changed = rekey(config[key], merge_names, template_outputs)
+            renamed.update(changed)
+    return config, renamed
+
+
+def _rename_losses(value):
+    if isinstance(value, str):
+        return _LOSS_RENAMES.get(value, value)
+    if isinstance(value, list):
+        return [_rename_losses(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rename_losses(v) for k, v in value.items()}
+    return value
+
+
+def normalize_training_config(training_config):
+    """Return ``(training_config, changes)`` with optimizer arguments spelled as Keras 3 and tf_keras accept them.
+
+    A zero ``decay`` (Keras 2's default) is dropped: Keras 3 no longer has the argument. A non-zero one is kept,
+    and Keras 3 ignores it with a warning of its own.
+
+    Example:
+        >>> normalize_training_config({"optimizer_config": {"class_name": "Adam", "config": {"lr": 0.1,
+        ...     "decay": 0.0}}})
+        ({'optimizer_config': {'class_name': 'Adam', 'config': {'learning_rate': 0.1}}}, ['optimizer-arguments'])
+    """
+    config = copy.deepcopy(training_config)
+    changes = []
+    optimizer = (config.get("optimizer_config") or {}).get("config")
+    if isinstance(optimizer, dict):
+        for old, new in _OPTIMIZER_RENAMES.items():
+            if old in optimizer:
+                optimizer.setdefault(new, optimizer.pop(old))
+                changes.append("optimizer-arguments")
+        if optimizer.get("decay") == 0.0:
+            del optimizer["decay"]
+            changes.append("optimizer-arguments")
+    loss = _rename_losses(config.get("loss"))
+    if loss != config.get("loss"):
+        config["loss"] = loss
+        changes.append("loss-names")
+    return config, list(dict.fromkeys(changes))
+
+
+def _rewrite_training(training, context):
+    config, changes = normalize_training_config(training)
+    training.clear()
+    training.update(config)
+    return changes
+
+
+FAMILY = Family(
+    name="training_config",
+    summary="compile settings spelled as Keras 3 reads them",
+    rules=(
+        Rule("optimizer-arguments", "optimizer `lr` becomes `learning_rate`; a zero `decay` is dropped",
+             "Keras 3: `Argument(s) not recognized: {'lr': ...}`; `decay` is no longer an argument (a non-zero one is "
+             "kept and Keras 3 ignores it with a warning)", ("keras122", "keras216", "keras224", "keras231", "tfkeras115")),
+        Rule("loss-names", "loss aliases (`mse`, `mae`, `kld`, `logcosh`, `cosine_proximity`) get their full names",
+             "Keras 3's legacy loader: `Could not deserialize 'keras.metrics.mse'`",
+             ("keras122", "keras216", "keras224", "keras231", "tfkeras115")),
+    ),
+    rewrite_training=_rewrite_training,
+)

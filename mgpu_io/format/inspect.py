@@ -1,0 +1,215 @@
+"""Describe a legacy Keras file: is it a wrapper, how deep, around which template, and what is wrong with it."""
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+import h5py
+import numpy as np
+
+from mgpu_io.errors import FailedSaveStub, InvalidArgument
+from mgpu_io.format import conversions
+from mgpu_io.format.attrs import read_str
+from mgpu_io.format.config import input_names, layer_name, model_layers, model_name, walk_layers
+from mgpu_io.format.conversions.keras1 import is_keras1
+from mgpu_io.format.extract import extract, template_outputs
+from mgpu_io.format.findings import non_finite_message
+from mgpu_io.format.read import CONFIG, open_stored
+_SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
+#: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.
+SCAN_BUDGET = 256 << 20
+
+
+@dataclass
+class Finding:
+    """Something the user should know about the file; ``kind`` is stable for scripts."""
+
+    kind: str
+    message: str
+    layers: List[str] = field(default_factory=list)
+
+
+@dataclass
+class InspectReport:
+    """What :func:`inspect` found; :meth:`to_dict` is the ``--json`` output (documented in docs/cli.md)."""
+
+    file: str
+    file_type: str
+    is_wrapper: bool
+    variant: Optional[str]
+    replicas: Optional[int]
+    depth: int
+    template: Optional[str]
+    inputs: List[str]
+    outputs: Optional[List[str]]
+    keras_version: Optional[str]
+    backend: Optional[str]
+    has_optimizer_weights: bool
+    findings: List[Finding] = field(default_factory=list)
+    levels: List[dict] = field(default_factory=list)
+    weights: int = 0
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def inspect(path, scan_weights=None, *, diagram=None, overwrite=False) -> InspectReport:
+    """Inspect the file at ``path`` (full model, weights only, or JSON config) without loading Keras.
+
+    Args:
+        path: the file.
+        scan_weights: which weights are read to look for NaN/Inf: ``True`` all of them, ``False`` none, ``None``
+            (default) all when they total at most :data:`SCAN_BUDGET`, else BatchNormalization layers' only
+            (where multi-GPU training leaves NaN), so that inspecting a large file stays fast.
+        diagram: also draw the wrapper next to its template, as SVG, to this path (full models and configs).
+        overwrite: replace an existing ``diagram`` file.
+
+    Raises:
+        NotAModelFile, WeightsMismatch: the file cannot be read as a Keras model.
+        InvalidArgument, OutputError: ``diagram`` was asked of a file without a graph, or cannot be written.
+
+    Example:
+        >>> report = inspect("fixtures/files/k224_nested_depth3_full.h5")
+        >>> report.is_wrapper, report.depth, report.template, report.outputs
+        (True, 3, 'template', ['out_a', 'out_b'])
+    """
+    if diagram is not None:
+        from mgpu_io.format.plan import check_output
+
+        check_output(path, diagram, overwrite)
+    try:
+        with open_stored(path) as stored:
+            report = _inspect(stored, scan_weights)
+            if diagram is not None:
+                _draw(stored, diagram)
+            return report
+    except FailedSaveStub as stub:
+        if diagram is not None:
+            raise
+        return _stub_report(path, stub)
+
+
+def _draw(stored, diagram):
+    from mgpu_io.format.diagram import wrapper_svg
+    from mgpu_io.format.write import atomic_path
+
+    if stored.model_config is None:
+        raise InvalidArgument(
+            f"A diagram needs a graph. Expected a full model file or a JSON config. Received: "
+            f"filepath={stored.path} ({stored.file_type} file). Pass the model file or its JSON config."
+        )
+    with atomic_path(Path(diagram)) as temporary:
+        temporary.write_text(wrapper_svg(stored.model_config))
+
+
+def _inspect(stored, scan_weights):
+    extraction = extract(stored)
+    layers = extraction.layout() if stored.file_type != CONFIG else []
+    template = extraction.template_config
+    levels = [level.to_dict() for level in extraction.levels]
+    wrapper = extraction.weights_wrapper
+    findings = []
+    keras1 = is_keras1(stored.keras_version) and stored.file_type != CONFIG
+    if template is not None:
+        findings += _config_findings(template, conversions.Context(keras1=keras1))
+    if stored.file_type == "weights" and wrapper is not None:
+        findings.append(Finding(
+            "weights-only",
+            "A weights-only file has no graph: the template's config and output names come from your model code, "
+            "the writer and any nesting are not recorded, and replicas are counted from the slice layers' names.",
+        ))
+    findings += _weight_findings(layers, _configs(template), scan_weights)
+    if keras1:
+        findings.append(Finding("keras1", "Written by Keras 1: configs are converted to Keras 2 spelling on unwrap."))
+    return InspectReport(
+        file=str(stored.path),
+        file_type=stored.file_type,
+        is_wrapper=extraction.is_wrapper,
+        variant=extraction.levels[-1].variant if extraction.levels else None,
+        replicas=levels[-1]["replicas"] if levels else None,
+        depth=extraction.depth,
+        template=model_name(template) if template is not None else (wrapper.template_layer if wrapper else None),
+        inputs=input_names(template) if template is not None else (wrapper.input_layers if wrapper else []),
+        outputs=template_outputs(extraction),
+        keras_version=stored.keras_version,
+        backend=stored.backend,
+        has_optimizer_weights=stored.optimizer_weights is not None,
+        findings=findings,
+        levels=levels,
+        weights=sum(len(layer.names) for layer in layers),
+    )
+
+
+def _config_findings(template, context):
+    findings = [Finding(family.finding, message, layers) for family, message, layers
+                in conversions.checks(template, context) if family.finding]
+    lambdas = [layer_name(l) for l in walk_layers(template) if l["class_name"] == "Lambda"]
+    if lambdas:
+        findings.append(Finding(
+            "template-lambda",
+            "The template itself has Lambda layers: Keras 3 refuses them in safe mode, and their stored code only "
+            "runs on the Python version that wrote it. Rebuild them in code and load the weights.",
+            lambdas,
+        ))
+    return findings
+
+
+def _configs(template):
+    return {layer_name(l): l for l in model_layers(template)} if template is not None else {}
+
+
+def _weight_findings(layers, configs, scan_weights):
+    weights = [(layer, name) for layer in layers for name in layer.names]
+    total = sum(layer.group[name].size * layer.group[name].dtype.itemsize for layer, name in weights)
+    findings = []
+    if scan_weights is False:
+        weights = []
+    elif scan_weights is None and total > SCAN_BUDGET:
+        weights = [(layer, name) for layer, name in weights if _is_batchnorm(layer, configs)]
+        findings.append(Finding(
+            "weights-partly-scanned",
+            f"Only BatchNormalization weights were checked for NaN/Inf ({total / 2**30:.2f} GiB of weights in all); "
+            f"pass --scan-weights to read every weight.",
+        ))
+    bad = [name for layer, name in weights
+           if layer.group[name].dtype.kind == "f" and _has_non_finite(layer.group[name])]
+    if not bad:
+        return findings
+    return findings + [Finding("non-finite-weights", non_finite_message(bad, "this file"), bad)]
+
+
+def _is_batchnorm(layer, configs):
+    config = configs.get(layer.layer)
+    if config is not None:
+        return config["class_name"] == "BatchNormalization"
+    return any("moving_" in name or "running_" in name for name in layer.names)  # weights only: by its weights
+
+
+def _has_non_finite(dataset):
+    if dataset.shape == ():
+        return not np.isfinite(dataset[()])
+    flat = dataset.size
+    if flat <= _SCAN_CHUNK:
+        return not np.isfinite(dataset[()]).all()
+    rows = max(1, _SCAN_CHUNK // max(1, flat // dataset.shape[0]))
+    return any(not np.isfinite(dataset[i:i + rows]).all() for i in range(0, dataset.shape[0], rows))
+
+
+def _stub_report(path, stub):
+    with h5py.File(path, "r") as h5:
+        keras_version, backend = read_str(h5.attrs, "keras_version"), read_str(h5.attrs, "backend")
+    return InspectReport(
+        file=str(path),
+        file_type="stub",
+        is_wrapper=False,
+        variant=None,
+        replicas=None,
+        depth=0,
+        template=None,
+        inputs=[],
+        outputs=[],
+        keras_version=keras_version,
+        backend=backend,
+        has_optimizer_weights=False,
+        findings=[Finding("failed-save-stub", str(stub))],
+    )

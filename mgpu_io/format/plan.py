@@ -1,0 +1,293 @@
+"""The plan of a repair: everything decided about one file before anything is written or built.
+
+A :class:`Plan` is made once per file, from one opened :class:`~mgpu_io.format.read.StoredModel`, and used by every
+consumer: :func:`mgpu_io.unwrap` writes it (``.h5``/JSON by :mod:`mgpu_io.format.write`, ``.keras`` by
+:mod:`mgpu_io.keras.save`), :func:`mgpu_io.load_model` builds it, ``--dry-run`` reports it. It holds the template's
+converted config, its weights per layer with their planned conversions, the wrapper levels and their writer, the
+re-keyed training config and what happens to the optimizer state.
+"""
+
+import contextlib
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
+from mgpu_io.format import conversions
+from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model_layers, model_name, walk_layers
+from mgpu_io.format.conversions.keras1 import is_keras1
+from mgpu_io.format.conversions.training_config import rekey_training_config
+from mgpu_io.format.detect import WrapperLevel, unroll
+from mgpu_io.format.extract import Extraction, extract, template_outputs
+from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, open_stored
+from mgpu_io.format.weights import LayerWeights
+
+#: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
+TARGETS = (conversions.KERAS3, conversions.TF_KERAS)
+#: What an output path's suffix asks for: Keras 3's native format, or a file of the input's own kind.
+KERAS_FORMAT, SAME_FORMAT = "keras", "same"
+
+
+@dataclass
+class UnwrapReport:
+    """What :func:`mgpu_io.unwrap` did (or, with ``dry_run``, would do); ``to_dict`` is the ``--json`` output."""
+
+    source: str
+    output: Optional[str]
+    file_type: str
+    was_wrapper: bool
+    depth: int
+    replicas: Optional[int]
+    template: Optional[str]
+    outputs: Optional[List[str]]
+    config: str
+    target: str
+    config_changes: List[str] = field(default_factory=list)
+    layers: List[Dict] = field(default_factory=list)
+    weights: int = 0
+    weight_bytes: int = 0
+    optimizer: str = "absent"
+    renamed_outputs: Dict[str, str] = field(default_factory=dict)
+    warnings: List[str] = field(default_factory=list)
+    written: bool = False
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class Plan:
+    """Everything a repair will do, decided before anything is written.
+
+    Attributes:
+        stored: the opened input (its HDF5 handles are valid inside :func:`planned` only).
+        extraction: where the template and its weights are.
+        levels: the wrapper levels removed, outermost first.
+        config: the template config as it will be written or built (``None`` for a weights-only file without one).
+        layers: the template's stored weights per layer of ``config``.
+        conversions: per-layer weight conversions (layer name -> :class:`~mgpu_io.format.conversions.Conversion`).
+        training: the re-keyed, converted training config, or ``None``.
+        keras_version: the ``keras_version`` to write (Keras 1 configs now read as 2.x).
+        report: what the user is told.
+    """
+
+    stored: object
+    extraction: Extraction
+    levels: List[WrapperLevel]
+    config: Optional[dict]
+    layers: List[LayerWeights]
+    conversions: dict
+    training: Optional[dict]
+    keras_version: str
+    report: UnwrapReport
+
+    @property
+    def file_type(self):
+        return self.stored.file_type
+
+    @property
+    def optimizer_weights(self):
+        """The stored optimizer group when the plan carries it over, else ``None``."""
+        return self.stored.optimizer_weights if self.report.optimizer == "copied" else None
+
+    def converted(self, layer):
+        """``(name, dataset)`` pairs of one planned layer, or ``(name, array)`` where a conversion rewrites them."""
+        sources = [(name, layer.group[name]) for name in layer.names]
+        conversion = self.conversions.get(layer.layer)
+        if not conversion or not sources:
+            return sources
+        names, arrays = conversion.apply(layer.names, [dataset[()] for _, dataset in sources])
+        return list(zip(names, arrays))
+
+    def arrays(self, layer):
+        """The weights of one planned layer as ``(name, numpy array)`` pairs, converted where planned."""
+        return [(name, value if not hasattr(value, "file") else value[()]) for name, value in self.converted(layer)]
+
+
+def check_options(*, target="keras3", keep_config=False, cpu=False, output_format=SAME_FORMAT):
+    """Refuse option combinations that do not apply, naming the parameter (the CLI shows its flag).
+
+    Example:
+        >>> check_options(target="tf_keras", output_format="keras")
+        Traceback (most recent call last):
+        ...
+        mgpu_io.errors.InvalidArgument: A .keras file is for Keras 3 only. Expected target='keras3' with a .keras output. Received: target='tf_keras'. Write a .h5 file for tf_keras, or pass target='keras3'.
+    """
+    if target not in TARGETS:
+        raise InvalidArgument(
+            f"Unknown target. Expected one of {list(TARGETS)}. Received: target={target!r}. "
+            f"Pass target='keras3' or target='tf_keras'."
+        )
+    if output_format == KERAS_FORMAT:
+        if target != conversions.KERAS3:
+            raise InvalidArgument(
+                f"A .keras file is for Keras 3 only. Expected target='keras3' with a .keras output. Received: "
+                f"target={target!r}. Write a .h5 file for tf_keras, or pass target='keras3'."
+            )
+        for name, value in (("keep_config", keep_config), ("cpu", cpu)):
+            if value:
+                raise InvalidArgument(
+                    f"{name}=True keeps the writer's config for the old Keras, which a .keras file cannot hold. "
+                    f"Expected a .h5 output with {name}=True. Received: {name}=True with a .keras output. Write a "
+                    f".h5 file, or leave out {name}=True."
+                )
+
+
+def make_plan(stored, *, config=None, target="keras3", keep_config=False, include_optimizer=True,
+              allow_plain=False, cpu=False, output=None):
+    """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options)."""
+    extraction = extract(stored)
+    if config is not None:
+        _attach_config(extraction, config)
+    if not extraction.is_wrapper and not allow_plain:
+        raise NotAWrapper(
+            f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
+            f"layers, one nested template and axis-0 merges. Received: filepath={stored.path} ({stored.file_type} "
+            f"file, plain model). Load it as it is, or pass allow_plain=True to copy it through."
+        )
+    template, changes, conversions_by_layer, warnings = extraction.template_config, [], {}, []
+    written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
+    normalise = template is not None and not keep_config and not written_by_keras3
+    cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
+    keras1 = normalise and is_keras1(stored.keras_version)
+    context = conversions.Context(keras1=keras1, target=target if normalise else conversions.TF_KERAS,
+                                  cpu_only=cpu_only, weights_file=stored.file_type == WEIGHTS)
+    if normalise or cpu_only:
+        template, changes = conversions.convert_config(template, context)
+    layers = extraction.layout(template)
+    if normalise or cpu_only:
+        conversions_by_layer, notes = _weight_conversions(template, layers, context)
+        changes += notes
+        if normalise:
+            warnings = _warnings(template, notes, context)
+    outputs = template_outputs(extraction, template)
+    training, renamed = None, {}
+    if stored.training_config is not None:
+        training, renamed = rekey_training_config(stored.training_config, extraction.merge_names, outputs)
+        if not keep_config:
+            training, training_changes = conversions.convert_training(training, context)
+            changes += training_changes
+    optimizer = "absent"
+    if stored.optimizer_weights is not None:
+        optimizer = "copied" if include_optimizer else "dropped"
+    levels = extraction.levels
+    report = UnwrapReport(
+        source=str(stored.path),
+        output=str(output) if output is not None else None,
+        file_type=stored.file_type,
+        was_wrapper=extraction.is_wrapper,
+        depth=extraction.depth,
+        replicas=levels[-1].replicas if levels else None,
+        template=_template_name(extraction),
+        outputs=outputs,
+        config="verbatim" if keep_config else "normalized",
+        target=target,
+        config_changes=list(dict.fromkeys(changes)),
+        layers=[{"layer": layer.layer, "weights": len(layer.names)} for layer in layers if layer.names],
+        weights=sum(len(layer.names) for layer in layers),
+        weight_bytes=sum(layer.group[n].size * layer.group[n].dtype.itemsize for layer in layers for n in layer.names),
+        optimizer=optimizer,
+        renamed_outputs=renamed,
+        warnings=warnings,
+    )
+    keras_version = "2.2.4" if keras1 else (stored.keras_version or "2.2.4")
+    return Plan(stored, extraction, levels, template, layers, conversions_by_layer, training, keras_version, report)
+
+
+@contextlib.contextmanager
+def planned(source, *, output=None, **options):
+    """Open ``source`` once and yield its :class:`Plan`, with the file still open (for writers and builders)."""
+    with open_stored(Path(source)) as stored:
+        yield make_plan(stored, output=output, **options)
+
+
+def _weight_conversions(template, layers, context):
+    """Per-layer weight conversions and the names of their rules."""
+    by_name = {layer_name(layer): layer for layer in model_layers(template)}
+    planned_conversions, notes = {}, []
+    for layer in layers:
+        if layer.names and layer.layer in by_name:
+            shapes = [layer.group[n].shape for n in layer.names]
+            conversion = conversions.weight_conversion(by_name[layer.layer], shapes, context)
+            if conversion:
+                planned_conversions[layer.layer] = conversion
+                notes += conversion.notes
+    return planned_conversions, list(dict.fromkeys(notes))
+
+
+def _warnings(template, notes, context):
+    """What stays inexact or unconverted: said with the report, never silently."""
+    warnings = []
+    for layer in model_layers(template):
+        if is_model(layer):
+            for sub in walk_layers(layer, wrapped=True):
+                if sub["class_name"] in RECURRENT_CLASSES:
+                    warnings.append(
+                        f"recurrent layer {layer_name(sub)!r} inside nested model {layer_name(layer)!r} is not "
+                        f"converted (CuDNN, Keras 1 or hard_sigmoid weights); check its predictions"
+                    )
+    warnings += [message for family, message, _ in conversions.checks(template, context) if family.warn]
+    if "hard-sigmoid-gates-rescaled" in notes or "hard-sigmoid-rescaled" in notes:
+        what = "load these weights into a Keras 3 model" if context.weights_file else "the file is for Keras 3"
+        warnings.append(f"Keras 2 hard_sigmoid weights were rescaled for Keras 3: {what}; for tf_keras unwrap "
+                        f"with target='tf_keras'")
+    return list(dict.fromkeys(warnings))
+
+
+def _template_name(extraction):
+    if extraction.template_config is not None:
+        return model_name(extraction.template_config)
+    return extraction.weights_wrapper.template_layer if extraction.weights_wrapper else None
+
+
+def _attach_config(extraction, config_path):
+    """Give a weights-only extraction the graph of the architecture file saved beside it."""
+    if extraction.stored.file_type != WEIGHTS:
+        raise InvalidArgument(
+            f"config= applies to weights-only files. Expected a weights-only input, since a "
+            f"{extraction.stored.file_type} file carries its own architecture. Received: "
+            f"filepath={extraction.stored.path}. Leave out config=."
+        )
+    with open_stored(config_path) as architecture:
+        if architecture.model_config is None:
+            raise InvalidArgument(
+                f"The architecture file holds no architecture. Expected a JSON config or a full-model .h5 as "
+                f"config=. Received: config={config_path} (a weights-only file). Pass the JSON saved with to_json()."
+            )
+        unrolled = unroll(architecture.model_config)
+    wrapper = extraction.weights_wrapper
+    if wrapper is not None and unrolled.levels and unrolled.levels[0].template_layer != wrapper.template_layer:
+        raise WeightsMismatch(
+            f"The config and the weights come from different models. Expected the config's nested template "
+            f"layer to be the weights' group {wrapper.template_layer!r}. Received: "
+            f"{unrolled.levels[0].template_layer!r} in filepath={config_path}. Pass the config saved with "
+            f"these weights."
+        )
+    extraction.unrolled = unrolled
+
+
+def check_output(source, output, overwrite, *, inputs=(), folder_made_later=False):
+    """Refuse an output path that would lose something: an input, an existing file, a missing folder."""
+    source, output = Path(source), Path(output)
+    if not output.parent.is_dir() and not folder_made_later:
+        raise OutputError(
+            f"The output folder does not exist. Expected an existing folder for the output file. "
+            f"Received: output={output}. Create {output.parent} first."
+        )
+    for candidate in (source, *inputs):
+        if candidate is not None and output.exists() and Path(candidate).exists() and \
+                os.path.samefile(candidate, output):
+            raise OutputError(
+                f"The output is an input file. Expected a different path: inputs are never modified. "
+                f"Received: input={candidate}, output={output}. Choose another output path."
+            )
+    if output.is_dir():
+        raise OutputError(
+            f"The output is a folder. Expected a file path. Received: output={output}. Name the output file."
+        )
+    if output.exists() and not overwrite:
+        raise OutputError(
+            f"The output file already exists. Expected a new path. Received: output={output}. "
+            f"Pass overwrite=True to replace it."
+        )

@@ -1,0 +1,30 @@
+"""Repair one file into a legacy file of the same kind: open once, plan, write (h5py and the standard library).
+
+The public :func:`mgpu_io.unwrap` adds what needs more than the format core: folders (:mod:`.batch`) and ``.keras``
+outputs (:mod:`mgpu_io.keras.save`).
+"""
+
+from pathlib import Path
+
+from mgpu_io.format.plan import check_options, check_output, planned
+from mgpu_io.format.write import write_plan
+
+
+def unwrap_file(source, output, *, config=None, target="keras3", keep_config=False, cpu=False,
+                include_optimizer=True, allow_plain=False, overwrite=False, dry_run=False, progress=None,
+                folder_made_later=False):
+    """Write the innermost template of ``source`` to ``output`` as a file of ``source``'s kind.
+
+    The options are :func:`mgpu_io.unwrap`'s; ``folder_made_later`` (a folder's dry run) accepts an output folder
+    that does not exist yet. Returns the :class:`~mgpu_io.format.plan.UnwrapReport`.
+    """
+    source, output = Path(source), Path(output)
+    check_options(target=target, keep_config=keep_config, cpu=cpu)
+    check_output(source, output, overwrite, inputs=(config,) if config is not None else (),
+                 folder_made_later=folder_made_later)
+    with planned(source, output=output, config=config, target=target, keep_config=keep_config, cpu=cpu,
+                 include_optimizer=include_optimizer, allow_plain=allow_plain) as plan:
+        if not dry_run:
+            write_plan(plan, output, progress)
+            plan.report.written = True
+        return plan.report

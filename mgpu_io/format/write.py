@@ -1,0 +1,206 @@
+"""Write clean legacy Keras HDF5 files and JSON configs, atomically.
+
+The layout is the one Keras 2.2/2.3 wrote and every later loader reads (legacy-format.md §3): root attributes
+``keras_version``, ``backend``, ``model_config`` and ``training_config``; a ``model_weights`` group (or the root,
+for weights-only files) with ``layer_names`` and one group per layer holding ``weight_names`` and the datasets;
+an ``optimizer_weights`` group.
+
+The file is written fresh (so nothing of the source that is not asked for, such as its slice payloads, survives in
+free space), but weight data never passes through Python: each dataset is allocated in place, and once the file's
+structure is written its raw bytes are copied from the source's raw bytes by the kernel (``copy_file_range``, as
+``cp`` does). HDF5 reports both offsets for contiguous datasets, the layout Keras writes; any other dataset (chunked,
+compressed) is copied by HDF5 itself.
+"""
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from mgpu_io._version import __version__
+from mgpu_io.format.attrs import read_str_list, write_str_list
+from mgpu_io.format.config import layer_name, model_layers
+from mgpu_io.format.read import CONFIG, MODEL
+
+_COPY_CHUNK = 64 << 20
+
+
+def write_plan(plan, output, progress=None):
+    """Write a :class:`~mgpu_io.format.plan.Plan` as a legacy file of its input's kind, atomically.
+
+    Full model in, full model out; weights-only in, weights-only out; JSON config in, JSON config out.
+    ``progress`` is called with ``(bytes done, bytes in all)`` as weights are written.
+    """
+    stored, report = plan.stored, plan.report
+    with atomic_path(output) as temporary:
+        if stored.file_type == CONFIG:
+            config = plan.config if report.config == "verbatim" else dict(plan.config, module="keras.models")
+            write_json_config(temporary, config)
+            return
+        provenance = json.dumps({
+            "tool": f"mgpu-io {__version__}",
+            "source_keras_version": stored.keras_version,
+            "removed_wrapper_levels": report.depth,
+            "config": report.config,
+        })
+        versions = {"keras_version": plan.keras_version, "backend": stored.backend or "tensorflow"}
+        optimizer = plan.optimizer_weights
+        total = report.weight_bytes + (group_bytes(optimizer) if optimizer is not None else 0)
+        tick = _byte_counter(progress, total) if progress else None
+        if stored.file_type == MODEL:
+            by_name = {layer.layer: layer for layer in plan.layers}
+            order = [layer_name(layer) for layer in model_layers(plan.config)]
+            layers = [(name, plan.converted(by_name[name]) if name in by_name else []) for name in order]
+            attrs = dict(versions, model_config=json.dumps(plan.config), mgpu_io=provenance,
+                         training_config=json.dumps(plan.training) if plan.training is not None else None)
+            write_legacy_h5(temporary, layers, root_attrs=attrs, weights_root_attrs=versions, layer_order=order,
+                            optimizer_group=optimizer, progress=tick)
+        else:
+            layers = [(layer.layer, plan.converted(layer)) for layer in plan.layers if layer.names]
+            write_legacy_h5(temporary, layers, weights_root="/", root_attrs=dict(versions, mgpu_io=provenance),
+                            progress=tick)
+
+
+def _byte_counter(progress, total):
+    """Turn ``progress(done, total)`` into a per-dataset ``tick(nbytes)``."""
+    done = [0]
+
+    def tick(nbytes):
+        done[0] += nbytes
+        progress(done[0], total)
+
+    return tick
+
+
+@contextlib.contextmanager
+def atomic_path(destination, suffix=".tmp"):
+    """Yield a temporary path beside ``destination``; rename it over ``destination`` only on success.
+
+    A crash or an error leaves either the old ``destination`` or none, never a partial file. ``suffix`` is the
+    temporary file's suffix (Keras insists on ``.keras`` when it writes its own format).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "x.txt"
+        >>> with atomic_path(out) as tmp:
+        ...     _ = tmp.write_text("done")
+        >>> out.read_text()
+        'done'
+    """
+    destination = Path(destination)
+    fd, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=destination.parent)
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        yield temporary
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, destination)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_json_config(destination, model_config):
+    """Write a model config as ``model.to_json()`` would."""
+    Path(destination).write_text(json.dumps(model_config), encoding="utf8")
+
+
+def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=None, weights_root_attrs=None,
+                    layer_order=None, optimizer_group=None, progress=None):
+    """Write a legacy Keras HDF5 file.
+
+    Args:
+        path: the file to create.
+        layers: ``(layer name, [(weight name, source h5py.Dataset or numpy array)])`` in layer order.
+        weights_root: ``"model_weights"`` for a full model, ``"/"`` for a weights-only file.
+        root_attrs: file attributes (``str`` values are stored as UTF-8 bytes, as Keras 2 did; ``None`` skips).
+        weights_root_attrs: attributes of the weights root (``keras_version``, ``backend``).
+        layer_order: every layer name for ``layer_names`` (weightless layers too); default: ``layers``' names.
+        optimizer_group: a source ``optimizer_weights`` group to carry over, or ``None``.
+        progress: called with the number of bytes of each dataset written.
+    """
+    raw = []  # (destination offset, source dataset, bytes) copied by the kernel once the structure is written
+    with h5py.File(path, "w") as h5:
+        _set_attrs(h5.attrs, root_attrs)
+        root = h5 if weights_root == "/" else h5.create_group(weights_root)
+        for name, weights in layers:
+            group = root.create_group(name)
+            write_str_list(group.attrs, "weight_names", [weight_name for weight_name, _ in weights])
+            for weight_name, value in weights:
+                raw += _put(group, weight_name, value, progress)
+        write_str_list(root.attrs, "layer_names", layer_order if layer_order is not None else [n for n, _ in layers])
+        _set_attrs(root.attrs, weights_root_attrs)
+        if optimizer_group is not None:
+            group = h5.create_group("optimizer_weights")
+            names = read_str_list(optimizer_group.attrs, "weight_names")
+            write_str_list(group.attrs, "weight_names", names)
+            for weight_name in names:
+                raw += _put(group, weight_name, optimizer_group[weight_name], progress)
+    _copy_raw(raw, path)
+
+
+def _set_attrs(attrs, values):
+    for key, value in (values or {}).items():
+        if value is not None:
+            attrs[key] = str(value).encode("utf8")
+
+
+def _put(group, weight_name, value, progress):
+    parent, _, leaf = weight_name.rpartition("/")
+    target = group.require_group(parent) if parent else group
+    nbytes = value.size * value.dtype.itemsize
+    if progress is not None:
+        progress(nbytes)
+    if not isinstance(value, h5py.Dataset):
+        target.create_dataset(leaf, data=np.asarray(value))
+        return []
+    source_offset = value.id.get_offset()
+    if source_offset is None or nbytes == 0 or value.compression or value.chunks:
+        value.file.copy(value, target, name=leaf)  # not a plain contiguous block: let HDF5 copy it
+        return []
+    properties = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    properties.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)  # the block exists now, at a known offset
+    properties.set_fill_time(h5py.h5d.FILL_TIME_NEVER)  # and is not zeroed first: it is about to be copied
+    dataset = h5py.h5d.create(target.id, leaf.encode("utf8"), value.id.get_type(), value.id.get_space(),
+                              dcpl=properties)
+    return [(dataset.get_offset(), value, nbytes)]
+
+
+def _copy_raw(blocks, path):
+    """Copy each source dataset's raw bytes into its block in ``path``, in the kernel where possible."""
+    by_file = {}
+    for offset, dataset, nbytes in blocks:
+        by_file.setdefault(dataset.file.filename, []).append((offset, dataset.id.get_offset(), nbytes))
+    with open(path, "r+b") as destination:
+        for source_path, copies in by_file.items():
+            with open(source_path, "rb") as source:
+                for target_offset, source_offset, nbytes in copies:
+                    _copy_range(source.fileno(), source_offset, destination.fileno(), target_offset, nbytes)
+
+
+def _copy_range(source, source_offset, destination, destination_offset, nbytes):
+    done = 0
+    try:
+        while done < nbytes:
+            copied = os.copy_file_range(source, destination, min(_COPY_CHUNK, nbytes - done),
+                                        source_offset + done, destination_offset + done)
+            if copied == 0:
+                raise OSError("copy_file_range copied nothing")
+            done += copied
+    except (AttributeError, OSError):  # no copy_file_range here: read and write
+        while done < nbytes:
+            chunk = os.pread(source, min(_COPY_CHUNK, nbytes - done), source_offset + done)
+            os.pwrite(destination, chunk, destination_offset + done)
+            done += len(chunk)
+
+
+def group_bytes(group):
+    """The bytes of all datasets under an HDF5 group."""
+    sizes = []
+    group.visititems(lambda _, item: sizes.append(item.size * item.dtype.itemsize) if isinstance(item, h5py.Dataset)
+                     else None)
+    return sum(sizes)

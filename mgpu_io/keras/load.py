@@ -1,0 +1,194 @@
+"""Load any multi-GPU wrapper file (or plain legacy Keras file) as a Keras 3 model, on a CPU-only machine.
+
+This is a Keras adapter over the format core: the repair that :func:`mgpu_io.unwrap` would write is planned (so
+nothing stored in the file ever runs), Keras 3 builds the repaired config with its own legacy config reader under
+the caller's safe mode, the planned weights are assigned straight from the file (no temporary copy), and mgpu-io
+restores what Keras 3's legacy loader drops: the training configuration keyed by the template's outputs and the
+optimizer state in Keras 3's layout.
+"""
+
+import contextlib
+import warnings
+import zipfile
+from pathlib import Path
+
+import h5py
+
+from mgpu_io.errors import InvalidArgument, MgpuIOWarning, WeightsMismatch
+from mgpu_io.format.attrs import read_str_list
+from mgpu_io.format.findings import non_finite_message
+from mgpu_io.format.optimizer import read_optimizer_state
+from mgpu_io.format.plan import planned
+from mgpu_io.format.read import CONFIG, WEIGHTS
+from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
+from mgpu_io.keras.wrapper import non_finite_weights
+
+
+def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True):
+    """Load the innermost template of a wrapper file (or a plain legacy file) as a Keras 3 model.
+
+    Args:
+        path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model), a
+            JSON config (``model.to_json()``) together with ``weights``, or a Keras 3 ``.keras`` file (loaded by
+            Keras as it is).
+        custom_objects: passed to Keras for the template's own custom layers.
+        compile: restore the training configuration (loss, metrics, loss weights keyed by the template's output
+            names) and the optimizer state, so that ``fit`` continues where the old run stopped.
+        weights: the weights file saved beside a JSON config (a weights-only ``.h5``, wrapper or not).
+        safe_mode: Keras' safe mode, left as the caller sets it: the template's own Lambda layers are refused by
+            Keras unless ``safe_mode=False``. Slice layers never reach Keras: they are removed first.
+
+    Returns:
+        A ``keras.Model``.
+
+    Raises:
+        MgpuIOError: the file cannot be repaired (see :func:`mgpu_io.unwrap`), or a weights-only file came without
+            its architecture.
+
+    Warns:
+        MgpuIOWarning: weights are NaN/Inf (see :func:`recalibrate_batchnorm`), or the optimizer cannot be restored
+            as saved (the reason is given).
+
+    Example:
+        >>> model = load_model("fixtures/files/k224_functional_bn_x2_full.h5")
+        >>> model.name, model.output_names, model.optimizer.__class__.__name__
+        ('template', ['out_a', 'out_b'], 'Adam')
+    """
+    keras = import_keras()
+    path = Path(path)
+    if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
+        model = keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+        _warn_non_finite(model, path)
+        return model
+    with _planned(path, weights) as plan:
+        model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+    _warn_non_finite(model, path)
+    return model
+
+
+@contextlib.contextmanager
+def _planned(path, weights):
+    """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``), refusing what cannot load."""
+    if weights is not None:
+        if h5py.is_hdf5(path):
+            raise InvalidArgument(
+                f"weights= goes with a JSON config. Expected a JSON config as the first argument. Received: "
+                f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."
+            )
+        with planned(weights, config=path, allow_plain=True) as plan:
+            yield plan
+        return
+    with planned(path, allow_plain=True) as plan:
+        if plan.file_type == WEIGHTS:
+            raise InvalidArgument(
+                f"A weights-only file holds no architecture to build a model from. Expected a full model file, or "
+                f"a JSON config with weights=. Received: filepath={path} (weights only). Pass the architecture: "
+                f"load_model('model.json', weights='{path.name}'), or build the model in code and call "
+                f"mgpu_io.transfer_weights('{path.name}', model)."
+            )
+        if plan.file_type == CONFIG:
+            raise InvalidArgument(
+                f"A JSON config holds no weights to load. Expected a full model file, or a JSON config with "
+                f"weights=. Received: filepath={path} (config only). Pass its weights: "
+                f"load_model('{path.name}', weights='weights.h5')."
+            )
+        yield plan
+
+
+def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True):
+    """Build a :class:`~mgpu_io.format.plan.Plan` as a Keras 3 model: config, weights, training setup, optimizer.
+
+    The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`).
+    """
+    model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
+    _assign_weights(model, plan)
+    if compile and plan.training is not None:
+        stored_optimizer = plan.optimizer_weights if include_optimizer else None
+        arrays = None
+        if stored_optimizer is not None:
+            arrays = [stored_optimizer[name][()] for name in read_str_list(stored_optimizer.attrs, "weight_names")]
+        _compile(model, plan.training, arrays, custom_objects)
+        if arrays is None and getattr(model, "optimizer", None) is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)  # a fresh state that Keras saves and reloads whole
+    return model
+
+
+def _assign_weights(model, plan):
+    """Assign the planned weights to the built model's layers, checking every count and shape."""
+    stored = {layer.layer: layer for layer in plan.layers if layer.names}
+    for index, layer in enumerate(model.layers):
+        variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
+        source = stored.pop(layer.name, None)
+        arrays = [array for _, array in plan.arrays(source)] if source is not None else []
+        if [tuple(v.shape) for v in variables] != [tuple(a.shape) for a in arrays]:
+            raise WeightsMismatch(
+                f"Weights do not fit layer #{index} (named {layer.name}). Expected shapes "
+                f"{[tuple(v.shape) for v in variables]}. Received: {[tuple(a.shape) for a in arrays]} from "
+                f"filepath={plan.stored.path}. The file's config and weights disagree; inspect it with "
+                f"`mgpu-io inspect`."
+            )
+        for variable, array in zip(variables, arrays):
+            variable.assign(array)
+    if stored:
+        raise WeightsMismatch(
+            f"Stored weights belong to no layer of the model. Expected one group per weighted layer. Received: "
+            f"{sorted(stored)} in filepath={plan.stored.path}. Inspect the file with `mgpu-io inspect`."
+        )
+
+
+def _compile(model, training_config, arrays, custom_objects):
+    """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout."""
+    optimizer_name = training_config["optimizer_config"]["class_name"]
+    try:
+        arguments = compile_args_from_training_config(training_config, custom_objects)
+    except (ValueError, TypeError, KeyError) as error:
+        warnings.warn(
+            f"The saved optimizer {optimizer_name} cannot be rebuilt in Keras 3 ({error}); the model is compiled "
+            f"with Keras' default optimizer and the saved loss and metrics. Compile it again to choose one.",
+            MgpuIOWarning,
+            stacklevel=3,
+        )
+        training_config = dict(training_config, optimizer_config={"class_name": "RMSprop", "config": {}})
+        arguments = compile_args_from_training_config(training_config, custom_objects)
+        arrays = None
+    model.compile(**arguments)
+    if arrays is not None:
+        _restore_optimizer_state(model, optimizer_name, arrays)
+
+
+def _restore_optimizer_state(model, optimizer_name, arrays):
+    variables = model.trainable_variables
+    state = read_optimizer_state(optimizer_name, arrays, [tuple(v.shape) for v in variables])
+    if state.problem is None:
+        optimizer = model.optimizer
+        optimizer.build(variables)
+        by_role = {}
+        for variable in optimizer.variables:
+            leaf = variable.path.rsplit("/", 1)[-1]
+            for role in state.slots:
+                if leaf.endswith("_" + role):
+                    by_role.setdefault(role, []).append(variable)
+        for role, values in state.slots.items():
+            targets = by_role.get(role, [])
+            if targets and len(targets) != len(values):
+                state.problem = f"Keras 3's {optimizer_name} has {len(targets)} {role} slots, the file {len(values)}"
+                break
+        else:
+            for role, values in state.slots.items():
+                for variable, value in zip(by_role.get(role, []), values):
+                    variable.assign(value)
+            if state.iterations is not None:
+                optimizer.iterations.assign(state.iterations)
+            return
+    warnings.warn(
+        f"The saved optimizer state is not restored: {state.problem}. Training continues with a fresh "
+        f"{optimizer_name} state.",
+        MgpuIOWarning,
+        stacklevel=4,
+    )
+
+
+def _warn_non_finite(model, path):
+    broken = non_finite_weights(model)
+    if broken:
+        warnings.warn(f"{non_finite_message(broken, str(path))}", MgpuIOWarning, stacklevel=3)

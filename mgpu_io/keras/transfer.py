@@ -1,0 +1,282 @@
+"""Transfer a wrapper's weights into a freshly built base model, by structure, with a report.
+
+The user has the code that builds the base model and a file (or an in-memory model) from the wrapper. Weighted
+layers are matched in order, each layer's weights in ``trainable + non_trainable`` order as the legacy files store
+them; names are ignored (``cpu_relocation`` renamed them, Keras 1 spelled them differently). Every shape is checked,
+stored layouts are converted for the target layer (Keras 1 gates, CuDNN, Keras 2 ``hard_sigmoid``), and the result
+is a :class:`TransferReport`: what matched, what was converted, what is missing, what was left over.
+"""
+
+import importlib
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import List
+
+import numpy as np
+
+from mgpu_io.errors import InvalidArgument, WeightsMismatch
+from mgpu_io.format import conversions
+from mgpu_io.format.conversions.keras1 import is_keras1
+from mgpu_io.format.extract import extract
+from mgpu_io.format.plan import check_output
+from mgpu_io.format.read import CONFIG, open_stored
+from mgpu_io.format.write import atomic_path
+from mgpu_io.keras.wrapper import find_template, legacy_weights
+
+
+@dataclass
+class TransferReport:
+    """The result of :func:`transfer_weights`. ``ok`` when every layer matched and nothing was left over."""
+
+    source: str
+    model: str
+    matched: List[dict] = field(default_factory=list)
+    converted: List[dict] = field(default_factory=list)
+    mismatched: List[dict] = field(default_factory=list)
+    missing: List[dict] = field(default_factory=list)
+    unexpected: List[dict] = field(default_factory=list)
+    loaded: int = 0
+
+    @property
+    def ok(self):
+        return not (self.mismatched or self.missing or self.unexpected)
+
+    def to_dict(self):
+        return dict(asdict(self), ok=self.ok)
+
+    def __rich__(self):
+        from rich.table import Table
+
+        table = Table(title=f"{self.source} -> {self.model}: {self.loaded} layers loaded")
+        for column in ("#", "model layer", "source layer", "shapes", "status"):
+            table.add_column(column)
+        converted = {c["layer"]: ", ".join(c["conversions"]) for c in self.converted}
+        rows = [(m["index"], m["target"], m["source"], _shapes(m["shapes"]),
+                 "converted: " + converted[m["target"]] if m["target"] in converted else "matched")
+                for m in self.matched]
+        rows += [(m["index"], m["target"], m["source"], f"{_shapes(m['expected'])} vs {_shapes(m['received'])}",
+                  "MISMATCH") for m in self.mismatched]
+        rows += [(m["index"], m["layer"], "-", _shapes(m["shapes"]), "MISSING in source") for m in self.missing]
+        rows += [(m["index"], "-", m["layer"], _shapes(m["shapes"]), "UNEXPECTED in source")
+                 for m in self.unexpected]
+        for row in sorted(rows, key=lambda r: r[0]):
+            table.add_row(str(row[0]), *[str(cell) for cell in row[1:]])
+        return table
+
+
+def _shapes(shapes):
+    return " ".join(str(tuple(s)) for s in shapes)
+
+
+@dataclass
+class _Layer:
+    name: str
+    arrays: object  # callable returning the list of numpy arrays
+    shapes: List[tuple]
+
+
+def transfer_weights(source, model, *, strict=True):
+    """Load the template weights of ``source`` into ``model``, matching weighted layers in order.
+
+    Args:
+        source: a path (full-model or weights-only wrapper file, nested wrapper, plain legacy file) or an in-memory
+            Keras model (a wrapper or not).
+        model: the freshly built base model (Keras 3, or tf_keras).
+        strict: raise :class:`WeightsMismatch` listing every mismatch, and load nothing; with ``strict=False``
+            load the layers that match and return the report.
+
+    Returns:
+        A :class:`TransferReport`.
+
+    Example:
+        >>> import keras
+        >>> inp = keras.Input((4,))
+        >>> model = keras.Model(inp, keras.layers.Dense(3)(keras.layers.Activation("tanh")(keras.layers.Dense(8)(inp))))
+        >>> report = transfer_weights("fixtures/files/k216_kuza55_x2_weights.h5", model)
+        >>> report.ok, report.loaded, [m["source"] for m in report.matched]
+        (True, 2, ['d1', 'out'])
+    """
+    targets = [layer for layer in model.layers if legacy_weights(layer)]
+    keras3 = not type(model).__module__.startswith("tf_keras")
+    if isinstance(source, (str, Path)):
+        with open_stored(source) as stored:
+            return _transfer(_file_layers(stored, targets), stored, str(source), model, targets, keras3, strict)
+    template = find_template(source)
+    layers = [_Layer(layer.name, (lambda l=layer: [np.asarray(v) for v in legacy_weights(l)]),
+                     [tuple(v.shape) for v in legacy_weights(layer)])
+              for layer in template.layers if legacy_weights(layer)]
+    return _transfer(layers, None, f"in-memory model {source.name!r}", model, targets, keras3, strict)
+
+
+def _transfer(sources, stored, source_name, model, targets, keras3, strict):
+    report = TransferReport(source=source_name, model=model.name)
+    keras1 = stored is not None and is_keras1(stored.keras_version)
+    from_keras2 = stored is not None and not str(stored.keras_version or "").startswith("3.")
+    plan = []
+    for index, (source, target) in enumerate(zip(sources, targets)):
+        expected = [tuple(v.shape) for v in legacy_weights(target)]
+        conversion = None
+        if stored is not None:
+            layer_config = {"class_name": type(target).__name__, "config": target.get_config()}
+            context = conversions.Context(keras1=keras1, target="keras3" if keras3 and from_keras2 else "tf_keras")
+            conversion = conversions.weight_conversion(layer_config, source.shapes, context)
+        received = source.shapes
+        if conversion:
+            received = [tuple(a.shape) for a in conversion.apply([None] * len(source.shapes),
+                                                                 [np.zeros(s, "float32") for s in source.shapes])[1]]
+        entry = {"index": index, "target": target.name, "source": source.name}
+        if received != expected:
+            report.mismatched.append(dict(entry, expected=expected, received=received))
+            continue
+        report.matched.append(dict(entry, shapes=expected))
+        if conversion:
+            report.converted.append({"layer": target.name, "conversions": conversion.notes})
+        plan.append((target, source, conversion))
+    for index, target in enumerate(targets[len(sources):], start=len(sources)):
+        report.missing.append({"index": index, "layer": target.name,
+                               "shapes": [tuple(v.shape) for v in legacy_weights(target)]})
+    for index, source in enumerate(sources[len(targets):], start=len(targets)):
+        report.unexpected.append({"index": index, "layer": source.name, "shapes": source.shapes})
+    if strict and not report.ok:
+        raise WeightsMismatch(_strict_message(report))
+    for target, source, conversion in plan:
+        arrays = source.arrays()
+        if conversion:
+            arrays = conversion.apply([None] * len(arrays), arrays)[1]
+        for variable, value in zip(legacy_weights(target), arrays):
+            variable.assign(value)
+        report.loaded += 1
+    return report
+
+
+def _strict_message(report):
+    problems = []
+    for m in report.mismatched:
+        problems.append(
+            f"layer #{m['index']} (named {m['target']} in the model, {m['source']} in the source) expects "
+            f"{len(m['expected'])} weight(s) of shapes {_shapes(m['expected'])}; received "
+            f"{len(m['received'])} of shapes {_shapes(m['received'])}"
+        )
+    if report.missing:
+        problems.append("the source has no weights for model layers " + ", ".join(
+            f"#{m['index']} {m['layer']}" for m in report.missing))
+    if report.unexpected:
+        problems.append("the source has weights for more layers than the model: " + ", ".join(
+            f"#{m['index']} {m['layer']}" for m in report.unexpected))
+    first = problems[0]
+    return (
+        f"The weights do not fit the model: {first}. Expected the template that was wrapped, built by the same code. "
+        f"Received: source={report.source}, model={report.model}"
+        + (f" ({len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else "")
+        + ". Check the model code (layer sizes, order), or pass strict=False to load the layers that match."
+    )
+
+
+def _file_layers(stored, targets):
+    """The stored template's weighted layers, grouped to fit ``targets`` where the structure allows."""
+    if stored.file_type == CONFIG:
+        raise InvalidArgument(
+            f"A JSON config holds no weights. Expected a full-model or weights-only file. Received: "
+            f"filepath={stored.path}. Pass the weights file saved beside it."
+        )
+    extraction = extract(stored)
+    layers = [_stored_layer(layer.layer, layer.group, list(layer.names))
+              for layer in extraction.layout() if layer.names]
+    if len(layers) != len(targets) and extraction.is_wrapper and len(extraction.blocks) == 1:
+        by_structure = _split_by_targets(extraction.blocks[0], targets)
+        if by_structure is not None:
+            return by_structure
+    return layers
+
+
+def _stored_layer(name, group, names):
+    return _Layer(name, (lambda: [group[w][()] for w in names]), [tuple(group[w].shape) for w in names])
+
+
+def _split_by_targets(block, targets):
+    """Split a template's flat weights (every layer's trainable weights, then every layer's non-trainable ones)
+    by the target layers' own counts: structure alone, where the names group differently (nested models)."""
+    trainable = [len(t.trainable_weights) for t in targets]
+    frozen = [len(t.non_trainable_weights) for t in targets]
+    if sum(trainable) + sum(frozen) != len(block.names):
+        return None
+    first, second = block.names[:sum(trainable)], block.names[sum(trainable):]
+    layers, i, j = [], 0, 0
+    for target, t, n in zip(targets, trainable, frozen):
+        names = first[i:i + t] + second[j:j + n]
+        i, j = i + t, j + n
+        layers.append(_stored_layer(names[0].split("/")[0] if names else target.name, block.group, names))
+    return layers
+
+
+@dataclass
+class TransferResult:
+    """What :func:`transfer` did: the :class:`TransferReport` and where the model was saved."""
+
+    report: TransferReport
+    output: str
+    written: bool
+
+    @property
+    def ok(self):
+        return self.report.ok
+
+    def to_dict(self):
+        return dict(self.report.to_dict(), output=self.output, written=self.written)
+
+
+def transfer(source, output, builder, *, strict=True, overwrite=False):
+    """Build the base model with the user's code, load ``source``'s template weights into it, save it to ``output``.
+
+    Args:
+        source: a wrapper file (full model or weights only), nested or not, or a plain legacy file.
+        output: where to save the base model (``.keras``, or ``.h5`` for the legacy format).
+        builder: a function that returns the freshly built base model, or its name as ``"module:function"``
+            (the module is imported from the current folder first).
+        strict: see :func:`transfer_weights`; with ``strict=False`` the layers that match are loaded and saved.
+        overwrite: replace an existing ``output``.
+
+    Returns:
+        A :class:`TransferResult`; its ``report`` lists what matched, was converted, is missing or left over.
+
+    Example:
+        >>> import keras, tempfile, pathlib
+        >>> def build():
+        ...     inp = keras.Input((4,))
+        ...     hidden = keras.layers.Activation("tanh")(keras.layers.Dense(8)(inp))
+        ...     return keras.Model(inp, keras.layers.Dense(3)(hidden))
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "model.keras"
+        >>> transfer("fixtures/files/k216_kuza55_x2_weights.h5", out, build).written
+        True
+    """
+    source, output = Path(source), Path(output)
+    check_output(source, output, overwrite)
+    model = build_model(builder)
+    report = transfer_weights(source, model, strict=strict)
+    with atomic_path(output, suffix=output.suffix or ".keras") as temporary:
+        model.save(temporary)
+    return TransferResult(report=report, output=str(output), written=True)
+
+
+def build_model(builder):
+    """Call ``builder`` (a function, or ``"module:function"`` imported from the current folder)."""
+    if callable(builder):
+        return builder()
+    module_name, _, function_name = str(builder).partition(":")
+    if not module_name or not function_name:
+        raise InvalidArgument(
+            f"The builder is not MODULE:FUNCTION. Expected e.g. train:build_model. Received: builder={builder!r}. "
+            f"Name the module and the function that returns the base model."
+        )
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as error:
+        raise InvalidArgument(
+            f"The builder cannot be found. Expected a function {function_name} in module {module_name}. "
+            f"Received: builder={builder!r} ({error}). Run from the folder that holds the module, or fix the name."
+        ) from None
+    finally:
+        sys.path.remove(str(Path.cwd()))
+    return function()

@@ -1,0 +1,82 @@
+"""Compare two model files tensor by tensor and on a batch of inputs: the check after a repair."""
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import List
+
+import numpy as np
+
+
+@dataclass
+class VerifyReport:
+    """Whether two models agree: every weight tensor, and their predictions on one random batch."""
+
+    a: str
+    b: str
+    tolerance: float
+    weights: List[dict] = field(default_factory=list)
+    problems: List[str] = field(default_factory=list)
+    prediction_difference: float = None
+
+    @property
+    def agree(self):
+        return not self.problems
+
+    def to_dict(self):
+        return dict(asdict(self), agree=self.agree)
+
+
+def load_any(path):
+    """Load a ``.keras`` file with Keras, anything else with :func:`mgpu_io.load_model` (uncompiled)."""
+    from mgpu_io.keras._compat import import_keras
+    from mgpu_io.keras.load import load_model
+
+    keras = import_keras()
+
+    path = Path(path)
+    if path.suffix == ".keras":
+        return keras.models.load_model(path, compile=False)
+    return load_model(path, compile=False)
+
+
+def verify(a, b, *, tolerance=1e-6, batch=8, seed=0):
+    """Load ``a`` and ``b`` (wrappers are unwrapped) and compare weights and predictions.
+
+    Example:
+        >>> verify("fixtures/files/k224_functional_bn_x2_full.h5", "fixtures/files/k224_functional_bn_x2_full.h5").agree
+        True
+    """
+    model_a, model_b = load_any(a), load_any(b)
+    report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)
+    weights_a, weights_b = model_a.weights, model_b.weights
+    if len(weights_a) != len(weights_b):
+        report.problems.append(f"{len(weights_a)} weight tensors in {a}, {len(weights_b)} in {b}")
+    for index, (wa, wb) in enumerate(zip(weights_a, weights_b)):
+        va, vb = np.asarray(wa), np.asarray(wb)
+        entry = {"index": index, "a": wa.path, "b": wb.path, "shape": list(va.shape)}
+        if va.shape != vb.shape:
+            entry["difference"] = None
+            report.problems.append(f"weight #{index} ({wa.path}) has shape {va.shape} in a, {vb.shape} in b")
+        else:
+            difference = float(np.nanmax(np.abs(va - vb))) if va.size else 0.0
+            if not np.array_equal(np.isnan(va), np.isnan(vb)):
+                difference = float("inf")
+            entry["difference"] = difference
+            if difference > tolerance:
+                report.problems.append(f"weight #{index} ({wa.path}) differs by {difference:.3g}")
+        report.weights.append(entry)
+    if not report.problems:
+        rng = np.random.RandomState(seed)
+        inputs = [rng.standard_normal([batch] + [d or 8 for d in tensor.shape[1:]]).astype("float32")
+                  for tensor in model_a.inputs]
+        outputs_a = _as_list(model_a.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0))
+        outputs_b = _as_list(model_b.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0))
+        report.prediction_difference = max(float(np.nanmax(np.abs(np.asarray(x) - np.asarray(y))))
+                                           for x, y in zip(outputs_a, outputs_b))
+        if report.prediction_difference > tolerance:
+            report.problems.append(f"predictions differ by {report.prediction_difference:.3g}")
+    return report
+
+
+def _as_list(outputs):
+    return outputs if isinstance(outputs, (list, tuple)) else [outputs]

@@ -1,0 +1,115 @@
+"""Shared test helpers: the project's fixtures (fixtures/files, written by the real old writers), the independent
+reference set in ../shared/reference when it is present, and the comparisons every parity test makes.
+
+Tests import what they need from here (``from helpers import FIXTURES``); conftest.py only sets up pytest."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures" / "files"
+REFERENCE = ROOT.parent / "shared" / "reference"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+
+# Predictions must match the old Keras within this bound. The depth-3 nested save is trained three times over
+# BatchNormalization, and TF 1.15 vs TF 2.21 arithmetic differs there by up to 3.8e-6 (measured); still < 1e-5.
+TOLERANCE = 1e-5
+
+
+def fixtures(*file_types, where=None):
+    """pytest params over the manifest entries of the given file types."""
+    entries = [e for e in MANIFEST if not file_types or e["file_type"] in file_types]
+    if where:
+        entries = [e for e in entries if where(e)]
+    return [pytest.param(e, id=e["file"]) for e in entries]
+
+
+def has_user_lambda(entry):
+    """The template has the user's own Lambda layer: Keras' safe mode refuses to load it, by design."""
+    return "template-lambda" in (entry.get("findings") or [])
+
+
+def fixture_path(entry):
+    return FIXTURES / entry["file"]
+
+
+def fixture_batch(entry):
+    """The input batch and the old Keras' predictions recorded for a fixture: (list of x, list of y)."""
+    data = np.load(FIXTURES / entry["data"])
+    def numbered(prefix):
+        keys = [k for k in data.files if k.startswith(prefix) and k[1:].isdigit()]
+        return [data[k] for k in sorted(keys, key=lambda k: int(k[1:]))]
+
+    xs, ys = numbered("x"), numbered("y")
+    return xs, ys
+
+
+def assert_predictions_match(outputs, expected, tolerance=TOLERANCE):
+    """Compare model outputs with the old Keras' predictions; NaN where the old Keras gave NaN."""
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    assert len(outputs) == len(expected)
+    for got, want in zip(outputs, expected):
+        got = np.asarray(got).reshape(np.shape(want))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        finite = ~np.isnan(want)
+        if finite.any():
+            assert np.abs(got[finite] - want[finite]).max() <= tolerance
+
+
+def predict(model, xs):
+    return model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
+
+
+# --- the independent reference set (../shared/reference, see its MANIFEST.md) ----------------------------------
+
+needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
+
+# What MANIFEST.md says each file is. Batches and predictions: one .npy per input; predictions flattened per output
+# in C order and concatenated in output order.
+REFERENCE_FILES = {
+    "k224_functional_2out_full.h5": dict(file_type="model", depth=1, replicas=2, template="template",
+                                         outputs=["out_a", "out_b"], has_optimizer_weights=True,
+                                         data="k224_functional_2out", ref="k224_functional_2out_ref_pred.npy"),
+    "k224_functional_2out_weights.h5": dict(file_type="weights", depth=1, replicas=2, template="template",
+                                            data="k224_functional_2out", ref="k224_functional_2out_ref_pred.npy"),
+    "k224_sequential_cpu_reloc_full.h5": dict(file_type="model", depth=1, replicas=2, template="sequential_1",
+                                              outputs=["dense_2"], data="k224_sequential_cpu_reloc_full"),
+    "k224_siamese_full.h5": dict(file_type="model", depth=1, replicas=2, template="siamese",
+                                 outputs=["add", "nested", "nested"], data="k224_siamese_full"),
+    "tfk115_functional_full.h5": dict(file_type="model", depth=1, replicas=2, template="template",
+                                      variant="tf.keras", data="tfk115_functional_full"),
+    "tfk115_functional_weights.h5": dict(file_type="weights", depth=1, replicas=2, template="template",
+                                         data="tfk115_functional_weights"),
+    "k216_weights.h5": dict(file_type="weights", depth=1, replicas=2, template="template", data="k216_weights"),
+    "k216_kuza_full.h5": dict(file_type="model", depth=1, replicas=2, template="template", variant="kuza55",
+                              outputs=["out"], data="k216_kuza_full"),
+    "k216_kuza_weights.h5": dict(file_type="weights", depth=1, replicas=2, template="template",
+                                 data="k216_kuza_weights"),
+    "k122_kuza_full.h5": dict(file_type="model", depth=1, replicas=2, template="template", variant="kuza55",
+                              outputs=["out"], data="k122_kuza_full"),
+    "k122_kuza_weights.h5": dict(file_type="weights", depth=1, replicas=2, template="template",
+                                 data="k122_kuza_weights"),
+}
+
+
+def reference_params(*file_types):
+    return [pytest.param(name, facts, id=name) for name, facts in REFERENCE_FILES.items()
+            if not file_types or facts["file_type"] in file_types]
+
+
+def reference_batch(facts):
+    """(list of x, flat reference predictions) of a reference file."""
+    stem = facts["data"]
+    xs = sorted(REFERENCE.glob(f"{stem}_x*.npy"))
+    ref = facts.get("ref") or f"{stem}_ref.npy"
+    return [np.load(p) for p in xs], np.load(REFERENCE / ref)
+
+
+def assert_flat_predictions_match(outputs, reference, tolerance=TOLERANCE):
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    flat = np.concatenate([np.asarray(o).reshape(-1) for o in outputs])
+    assert flat.shape == reference.shape
+    assert np.abs(flat - reference).max() <= tolerance

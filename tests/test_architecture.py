@@ -1,0 +1,164 @@
+"""The three floors hold: the format core imports no Keras, nothing imports the CLI, no cycles, registries walked.
+
+A contributor asking "where is the tf.keras writer handled?" or "where do I add a conversion?" finds one answer:
+docs/architecture.md, checked here against the registries themselves.
+"""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import FIXTURES, MANIFEST, ROOT
+
+from mgpu_io.format import conversions, writers
+from mgpu_io.format.plan import planned
+
+PACKAGE = ROOT / "mgpu_io"
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
+
+
+def module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path, top_level_only=False):
+    """Absolute module names imported by a file (relative imports resolved), at any depth or at module level."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    found = set()
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def files(under):
+    return sorted((PACKAGE / under).rglob("*.py"))
+
+
+def test_the_format_core_imports_neither_keras_nor_the_cli_tools():
+    forbidden = ("keras", "tensorflow", "tf_keras", "typer", "rich", "jax", "torch", "mgpu_io.keras", "mgpu_io.cli")
+    for path in files("format"):
+        bad = [name for name in imports(path) if name.split(".")[0] in forbidden[:7] or name.startswith(forbidden[7:])]
+        assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_nothing_below_the_cli_imports_it():
+    for path in files("format") + files("keras") + [PACKAGE / "api.py", PACKAGE / "__init__.py", PACKAGE / "errors.py"]:
+        assert not [n for n in imports(path) if n.startswith("mgpu_io.cli")], path
+
+
+def test_the_callback_and_what_it_shares_use_the_standard_library_only():
+    allowed = {"mgpu_io.errors", "mgpu_io.format.findings", "mgpu_io.format.outputs", "mgpu_io.keras.wrapper"}
+    for name in ("keras/callbacks.py", "keras/wrapper.py", "format/findings.py", "format/outputs.py", "errors.py"):
+        top = imports(PACKAGE / name, top_level_only=True)
+        outside = {n for n in top if n.split(".")[0] not in sys.stdlib_module_names and n not in allowed
+                   and not any(n.startswith(a + ".") for a in allowed)}
+        assert outside == set(), f"{name} imports {outside} at module level"
+
+
+def test_module_level_imports_have_no_cycles():
+    graph = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = module_name(path)
+        graph[own] = {n for n in imports(path, top_level_only=True) if n.startswith("mgpu_io")}
+    modules = set(graph)
+    edges = {m: {n if n in modules else n.rsplit(".", 1)[0] for n in targets} & modules - {m}
+             for m, targets in graph.items()}
+    for m in list(edges):  # importing a.b.c runs a and a.b first: only cycles among modules themselves count
+        edges[m] = {n for n in edges[m] if not m.startswith(n + ".")}
+    state = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in edges[node]:
+            if state.get(nxt) == "open":
+                pytest.fail(f"import cycle: {' -> '.join(stack + [node, nxt])}")
+            if nxt not in state:
+                visit(nxt, stack + [node])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [])
+
+
+def run_python(code):
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_base_model_checkpoint_imports_without_h5py_numpy_or_the_core():
+    loaded = json.loads(run_python(
+        "import sys, json; from mgpu_io import BaseModelCheckpoint; print(json.dumps(sorted(sys.modules)))"))
+    assert not {"h5py", "numpy", "keras", "tensorflow", "typer", "rich"} & set(loaded)
+    assert not [m for m in loaded if m.startswith(("mgpu_io.format.read", "mgpu_io.format.plan", "mgpu_io.api"))]
+
+
+def test_the_cli_and_inspect_import_no_keras():
+    loaded = json.loads(run_python(
+        "import sys, json; import mgpu_io.cli; import mgpu_io; mgpu_io.inspect('fixtures/files/k224_siamese_x2_full.h5');"
+        " print(json.dumps(sorted(sys.modules)))"))
+    assert not {"keras", "tensorflow", "tf_keras"} & set(loaded)
+
+
+def test_rich_is_declared_since_the_cli_uses_it():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    dependencies = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
+    for package in ("h5py", "numpy", "typer", "rich"):
+        assert f'"{package}' in dependencies, package
+
+
+# --- the registries ------------------------------------------------------------------------------------------
+
+
+def test_every_conversion_file_is_one_registered_family():
+    family_files = sorted(p.stem for p in (PACKAGE / "format" / "conversions").glob("*.py")
+                          if p.stem not in ("__init__", "base"))
+    assert sorted(f.name for f in conversions.FAMILIES) == family_files
+    names = [rule.name for family in conversions.FAMILIES for rule in family.rules]
+    assert len(names) == len(set(names)), "two rules share a name"
+
+
+def test_each_rule_is_proven_on_the_writers_it_names_and_nothing_unregistered_is_reported():
+    seen = {}
+    for entry in MANIFEST:
+        if entry["file_type"] == "stub":
+            continue
+        with planned(FIXTURES / entry["file"], allow_plain=True) as plan:
+            for change in plan.report.config_changes:
+                seen.setdefault(change, set()).add(entry["writer"])
+    assert set(seen) <= set(conversions.RULES), set(seen) - set(conversions.RULES)
+    for name, rule in conversions.RULES.items():
+        assert set(rule.verified) <= seen.get(name, set()), (
+            f"rule {name} claims {rule.verified}, but fixtures of {sorted(seen.get(name, []))} trigger it")
+
+
+def test_writers_are_one_registry_with_a_fallback_last():
+    assert writers.WRITERS[-1] is writers.GENERIC
+    assert len({w.name for w in writers.WRITERS}) == len(writers.WRITERS)
+    for writer in writers.WRITERS:
+        assert writer.display and writer.files
+
+
+def test_the_architecture_page_names_every_floor_writer_and_family():
+    for floor in ("format/", "keras/", "cli/"):
+        assert f"`{floor}`" in ARCHITECTURE
+    for writer in writers.WRITERS:
+        assert f"`{writer.name}`" in ARCHITECTURE, writer.name
+    for family in conversions.FAMILIES:
+        assert f"`conversions/{family.name}.py`" in ARCHITECTURE, family.name
+    for module in ("read.py", "detect.py", "plan.py", "write.py", "writers.py"):
+        assert f"`format/{module}`" in ARCHITECTURE and (PACKAGE / "format" / module).is_file(), module

@@ -1,0 +1,281 @@
+"""The pure logic of the format core, rule by rule, on small configs: detection (and what it must not detect),
+weight attribution, every conversion family, optimizer layouts, re-keying, findings, the CLI's flag wording."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from mgpu_io.errors import UnsupportedModel, WeightsMismatch
+from mgpu_io.format import conversions
+from mgpu_io.format.config import walk_layers
+from mgpu_io.format.conversions import Context, convert_config, convert_training, weight_conversion
+from mgpu_io.format.detect import detect_wrapper, detect_weights_only, unroll
+from mgpu_io.format.findings import non_finite_message, split_non_finite
+from mgpu_io.format.optimizer import read_optimizer_state
+from mgpu_io.format.outputs import rekey
+from mgpu_io.format.weights import check_shapes, split_by_layer, split_without_config
+from mgpu_io.format.writers import identify
+
+
+def layer(cls, name, inbound=(), **config):
+    return {"class_name": cls, "name": name, "config": dict(config, name=name),
+            "inbound_nodes": [[[source, node, tensor, {}] for source, node, tensor in inbound]] if inbound else []}
+
+
+def template(name="template"):
+    return {"class_name": "Model", "name": name, "config": {
+        "name": name,
+        "layers": [layer("InputLayer", "x"), layer("Dense", "d", [("x", 0, 0)], units=2)],
+        "input_layers": [["x", 0, 0]], "output_layers": [["d", 0, 0]]}}
+
+
+def wrapper(replicas=2, arguments=None, merge_axis=0, extra=None, module="keras.utils.multi_gpu_utils"):
+    slices = [layer("Lambda", f"lambda_{r + 1}", [("inp", 0, 0)], module=module,
+                    arguments=(arguments or (lambda r: {"i": r, "parts": replicas}))(r)) for r in range(replicas)]
+    nested = dict(template(), inbound_nodes=[[[f"lambda_{r + 1}", 0, 0, {}]] for r in range(replicas)])
+    merge = layer("Concatenate", "out", [("template", r + 1, 0) for r in range(replicas)], axis=merge_axis)
+    layers = [layer("InputLayer", "inp"), *slices, nested, merge] + (extra or [])
+    return {"class_name": "Model", "config": {"name": "model_1", "layers": layers,
+                                               "input_layers": [["inp", 0, 0]], "output_layers": [["out", 0, 0]]}}
+
+
+# --- detection -----------------------------------------------------------------------------------------------
+
+
+def test_a_wrapper_is_found_by_its_graph_and_its_writer_named_by_the_slice_arguments():
+    level = detect_wrapper(wrapper(3))
+    assert (level.variant, level.replicas, level.template_layer, level.slice_layers, level.merge_layers) == \
+        ("keras", 3, "template", ["lambda_1", "lambda_2", "lambda_3"], ["out"])
+    assert detect_wrapper(wrapper(module="tensorflow.python.keras.utils.multi_gpu_utils")).variant == "tf.keras"
+    assert detect_wrapper(wrapper(arguments=lambda r: {"idx": r, "parts": 2})).variant == "kuza55"
+    assert detect_wrapper(wrapper(arguments=lambda r: {"ngpus": 2, "part": r, "dev": "/gpu:0"})).variant == "avolkov1"
+    assert detect_wrapper(wrapper(arguments=lambda r: {"shard": r})).variant == "generic"
+
+
+@pytest.mark.parametrize("broken, why", [
+    (lambda c: wrapper(merge_axis=1), "a merge along another axis is a model's own concatenation"),
+    (lambda c: wrapper(arguments=lambda r: {"i": 0, "parts": 2}), "both slices take the same part"),
+    (lambda c: wrapper(arguments=lambda r: {"i": r, "parts": 3}), "parts contradicts the replica count"),
+    (lambda c: wrapper(extra=[layer("Dense", "head", [("out", 0, 0)], units=1)]), "something else computes"),
+    (lambda c: template(), "a plain functional model"),
+    (lambda c: {"class_name": "Sequential", "config": []}, "a bare Keras 2.0 Sequential list"),
+])
+def test_what_is_not_a_wrapper_is_not_detected(broken, why):
+    assert detect_wrapper(broken(None)) is None, why
+
+
+def test_nested_wrappers_unroll_level_by_level():
+    inner = wrapper()
+    outer = wrapper()
+    nested = next(l for l in outer["config"]["layers"] if l["name"] == "template")
+    nested["config"] = inner["config"]
+    nested["class_name"] = "Model"
+    unrolled = unroll(outer)
+    assert unrolled.depth == 2 and unrolled.template["config"]["name"] == "template"
+
+
+def test_a_weights_only_wrapper_is_the_one_weighted_group_between_slices_and_merges():
+    names = {"template": ["d/kernel:0", "d/bias:0"]}
+    level = detect_weights_only(["input_1", "lambda_1", "lambda_2", "template", "concatenate_1"],
+                                lambda n: names.get(n, []))
+    assert (level.template_layer, level.replicas, level.input_layers, level.merge_layers, level.writer) == \
+        ("template", 2, ["input_1"], ["concatenate_1"], None)
+    # a plain model whose one weighted layer names its own weights is no wrapper
+    assert detect_weights_only(["in", "a", "b", "dense", "act"], lambda n: ["dense/kernel:0"] if n == "dense" else []) \
+        is None
+    assert detect_weights_only(["in", "dense", "other"], lambda n: ["x/kernel:0"] if n != "in" else []) is None
+
+
+def test_writer_identification_checks_the_replica_split():
+    assert identify([{"arguments": {"idx": 0, "parts": 2}}, {"arguments": {"idx": 1, "parts": 2}}], 2).name == \
+        "kuza55"
+    assert identify([{"arguments": {"idx": 1, "parts": 2}}, {"arguments": {"idx": 0, "parts": 2}}], 2) is None
+    assert identify([{"arguments": {"i": 0, "parts": 2}}, {"arguments": {"idx": 1, "parts": 2}}], 2) is None
+
+
+# --- weight attribution --------------------------------------------------------------------------------------
+
+
+def bn_template():
+    return {"class_name": "Model", "config": {"name": "t", "layers": [
+        layer("InputLayer", "x"), layer("Dense", "d1", units=4), layer("BatchNormalization", "bn"),
+        layer("Dense", "out", units=2)]}}
+
+
+def test_flat_weights_split_by_layer_trainable_then_non_trainable():
+    names = ["d1_1/kernel:0", "d1_1/bias:0", "bn/gamma:0", "bn/beta:0", "out/kernel:0", "out/bias:0",
+             "bn/moving_mean:0", "bn/moving_variance:0"]
+    split = {lw.layer: lw.names for lw in split_by_layer(bn_template(), names)}
+    assert split["bn"] == ["bn/gamma:0", "bn/beta:0", "bn/moving_mean:0", "bn/moving_variance:0"]
+    assert split["d1"] == ["d1_1/kernel:0", "d1_1/bias:0"] and split["x"] == []
+
+
+def test_attribution_that_contradicts_the_structure_is_refused():
+    with pytest.raises(WeightsMismatch, match="belongs to no layer"):
+        split_by_layer(bn_template(), ["elsewhere/kernel:0"])
+    with pytest.raises(WeightsMismatch, match="does not follow the template's layer order"):
+        split_by_layer(bn_template(), ["out/kernel:0", "d1/kernel:0", "bn/moving_mean:0", "d1/bias:0"])
+
+
+def test_without_a_config_layers_come_back_in_model_order():
+    names = ["d1/kernel:0", "bn/gamma:0", "out/kernel:0", "bn/moving_mean:0", "bn/moving_variance:0"]
+    assert [(lw.layer, len(lw.names)) for lw in split_without_config(names)] == [("d1", 1), ("bn", 3), ("out", 1)]
+    assert [lw.layer for lw in split_without_config(["d1_W:0", "d1_b:0", "lstm_1_U_i:0"])] == ["d1", "lstm_1"]
+
+
+def test_shapes_fixed_by_the_config_are_checked():
+    check_shapes(layer("Dense", "d", units=3), ["k", "b"], [(5, 3), (3,)], "here")
+    with pytest.raises(WeightsMismatch, match=r"Expected shape \(\?, 3\)"):
+        check_shapes(layer("Dense", "d", units=3), ["k", "b"], [(5, 4), (3,)], "here")
+    check_shapes(layer("GRU", "g", units=2), ["k", "r", "b"], [(4, 6), (2, 6), (2, 6)], "here")
+
+
+# --- conversion families -------------------------------------------------------------------------------------
+
+
+def test_structure_rules_rewrite_only_what_keras3_misreads():
+    config, changes = convert_config({"class_name": "Model", "config": {"name": "m", "layers": [
+        layer("InputLayer", "x", batch_input_shape=[None, 3]),
+        layer("Dense", "d", [("x", 0, 0)], units=1, batch_input_shape=[None, 3],
+              kernel_initializer={"class_name": "GlorotUniform", "config": {"seed": None, "dtype": "float32"}}),
+        layer("Bidirectional", "b", [("d", 0, 0)], layer={"class_name": "LSTM", "config": {"name": "l"}})],
+        "input_layers": [["x", 0, 0]], "output_layers": [["b", 0, 0]]}}, Context())
+    assert changes == ["functional-drop-batch-input-shape", "initializer-dtype", "nested-layer-module"]
+    dense = config["config"]["layers"][1]["config"]
+    assert "batch_input_shape" not in dense and "dtype" not in dense["kernel_initializer"]["config"]
+    assert config["config"]["layers"][2]["config"]["layer"]["module"] == "keras.layers"
+
+
+def test_cudnn_layers_become_standard_ones_inside_bidirectional_too():
+    config = {"class_name": "Sequential", "config": {"name": "s", "layers": [
+        layer("Bidirectional", "b", layer={"class_name": "CuDNNGRU", "config": {"name": "g", "units": 2}})]}}
+    converted, changes = convert_config(config, Context(cpu_only=True))
+    inner = converted["config"]["layers"][0]["config"]["layer"]
+    assert (inner["class_name"], inner["config"]["reset_after"], changes) == ("GRU", True, ["cudnn-to-standard-rnn"])
+    assert config["config"]["layers"][0]["config"]["layer"]["class_name"] == "CuDNNGRU", "the input is not modified"
+    assert [f.finding for f, _, names in conversions.checks(config, Context()) if names == ["g"]] == ["cudnn-layers"]
+
+
+def test_cudnn_lstm_weights_convert_as_keras2_did():
+    units, features = 2, 3
+    rng = np.random.RandomState(0)
+    kernel, recurrent, bias = rng.rand(features, 4 * units), rng.rand(units, 4 * units), rng.rand(8 * units)
+    lstm = {"class_name": "LSTM", "config": {"name": "l", "recurrent_activation": "sigmoid"}}
+    conversion = weight_conversion(lstm, [kernel.shape, recurrent.shape, bias.shape], Context())
+    assert conversion.notes == ["cudnn-weights"]
+    _, (k, r, b) = conversion.apply(["k", "r", "b"], [kernel, recurrent, bias])
+    np.testing.assert_allclose(b, bias[:4 * units] + bias[4 * units:])
+    np.testing.assert_allclose(r[:, :units], recurrent[:, :units].T)  # per gate: transposed
+    np.testing.assert_allclose(k[:, :units], kernel[:, :units].T.reshape((features, units), order="F"))
+
+
+def test_keras1_configs_are_renamed_and_unknown_classes_refused_by_name():
+    config, changes = convert_config({"class_name": "Sequential", "config": [
+        {"class_name": "Dense", "config": {"name": "d", "output_dim": 2, "init": "glorot_uniform",
+                                           "batch_input_shape": [None, 3]}}]}, Context(keras1=True))
+    assert changes[0] == "keras1-to-keras2" and config["config"]["layers"][1]["config"]["units"] == 2
+    with pytest.raises(UnsupportedModel, match="Received: class_name='Embedding'"):
+        convert_config({"class_name": "Sequential", "config": [{"class_name": "Embedding", "config": {
+            "name": "e"}}]}, Context(keras1=True))
+
+
+def test_keras1_gru_gates_merge_in_keras2_order():
+    gru = {"class_name": "GRU", "config": {"name": "g", "recurrent_activation": "sigmoid"}}
+    arrays = [np.full((1, 1), i, "float32") for i in range(9)]
+    conversion = weight_conversion(gru, [a.shape for a in arrays], Context(keras1=True))
+    names, merged = conversion.apply([None] * 9, arrays)
+    assert conversion.notes == ["keras1-gates-merged"] and names[0] == "g/kernel:0"
+    assert [m.ravel().tolist() for m in merged] == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
+
+
+def test_hard_sigmoid_is_rescaled_for_keras3_only_and_inexact_uses_are_reported():
+    lstm = {"class_name": "LSTM", "config": {"name": "l", "recurrent_activation": "hard_sigmoid"}}
+    shapes = [(2, 4), (1, 4), (4,)]
+    assert weight_conversion(lstm, shapes, Context()).notes == ["hard-sigmoid-gates-rescaled"]
+    assert not weight_conversion(lstm, shapes, Context(target="tf_keras"))
+    dense = {"class_name": "Dense", "config": {"name": "d", "activation": "hard_sigmoid"}}
+    _, (k,) = weight_conversion(dense, [(1,)], Context()).apply(["k"], [np.ones(1)])
+    assert k.tolist() == [1.2]
+    # hard_sigmoid 3 (1.2 z) == hard_sigmoid 2 (z): the rescaling is exact
+    z = np.linspace(-5, 5, 101)
+    np.testing.assert_allclose(np.clip(1.2 * z / 6 + 0.5, 0, 1), np.clip(0.2 * z + 0.5, 0, 1), atol=1e-12)
+    model = {"class_name": "Sequential", "config": {"name": "s", "layers": [
+        layer("Activation", "a", activation="hard_sigmoid")]}}
+    assert [family.name for family, _, _ in conversions.checks(model, Context())] == ["hard_sigmoid"]
+
+
+def test_training_configs_get_keras3_spellings():
+    training, changes = convert_training({"loss": "mse", "optimizer_config": {"class_name": "SGD", "config": {
+        "lr": 0.1, "decay": 0.0, "momentum": 0.9}}}, Context())
+    assert training == {"loss": "mean_squared_error", "optimizer_config": {"class_name": "SGD", "config": {
+        "learning_rate": 0.1, "momentum": 0.9}}}
+    assert changes == ["optimizer-arguments", "loss-names"]
+
+
+def test_registry_runs_families_in_order_and_leaves_its_input_alone():
+    config = {"class_name": "Sequential", "config": [layer("CuDNNLSTM", "c", units=1, batch_input_shape=[None, 2, 3])]}
+    before = copy.deepcopy(config)
+    _, changes = convert_config(config, Context())
+    assert changes == ["sequential-list-config", "sequential-explicit-input", "cudnn-to-standard-rnn"]
+    assert config == before
+
+
+def test_walk_layers_reaches_any_depth_without_recursion():
+    deepest = {"class_name": "Dense", "config": {"name": "leaf"}}
+    model = deepest
+    for depth in range(3000):
+        model = {"class_name": "Sequential", "config": {"name": f"m{depth}", "layers": [model]}}
+    assert [l["config"]["name"] for l in walk_layers(model)][-1] == "leaf"
+
+
+# --- optimizer layouts ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("optimizer, arrays, iterations, roles", [
+    ("Adam", [np.int64(3), np.ones(2), np.ones(3), np.zeros(2), np.zeros(3)], 3, ["momentum", "velocity"]),
+    ("Adam", [np.int64(3), np.ones(2), np.ones(3), np.zeros(2), np.zeros(3), np.zeros(1), np.zeros(1)], 3,
+     ["momentum", "velocity"]),  # + vhat dummies (Keras 2.2, amsgrad off)
+    ("SGD", [np.int64(5), np.ones(2), np.ones(3)], 5, ["momentum"]),
+    ("SGD", [np.int64(5)], 5, []),  # tf.keras v2 SGD without momentum
+    ("RMSprop", [np.ones(2), np.ones(3)], None, ["velocity"]),  # Keras 2.2: accumulators only
+    ("RMSprop", [np.int64(1), np.ones(2), np.ones(3)], 1, ["velocity"]),  # Keras 2.3: iterations first
+])
+def test_each_stored_optimizer_layout_maps_to_keras3_roles(optimizer, arrays, iterations, roles):
+    state = read_optimizer_state(optimizer, arrays, [(2,), (3,)])
+    assert (state.problem, state.iterations, list(state.slots)) == (None, iterations, roles)
+
+
+def test_an_optimizer_state_that_fits_nothing_says_why():
+    assert "fits no known layout" in read_optimizer_state("Adam", [np.ones(2)] * 5, [(2,)]).problem
+    assert "has shape (3,)" in read_optimizer_state("SGD", [np.int64(1), np.ones(3)], [(2,)]).problem
+    assert "does not translate" in read_optimizer_state("Nadam", [], [(2,)]).problem
+
+
+# --- re-keying, findings, flags ------------------------------------------------------------------------------
+
+
+def test_per_output_values_are_rekeyed_by_position_once():
+    assert rekey({"merge_1": "mse", "merge_2": "mae"}, ["merge_1", "merge_2"], ["a", "b"]) == \
+        ({"a": "mse", "b": "mae"}, {"merge_1": "a", "merge_2": "b"})
+    assert rekey("mse", ["m"], ["a"]) == ("mse", {})
+    assert rekey({"unknown": 1}, ["m"], ["a"]) == ({"unknown": 1}, {})
+
+
+def test_non_finite_weights_are_explained_once_statistics_apart_from_learned_weights():
+    assert split_non_finite(["bn/moving_mean:0", "bn/gamma:0", "bn_running_std:0"]) == \
+        (["bn/moving_mean:0", "bn_running_std:0"], ["bn/gamma:0"])
+    message = non_finite_message(["bn/moving_variance:0"], "x.h5")
+    assert "uneven-last-batch" in message and "recalibrate_batchnorm" in message and "Lost" not in message
+
+
+def test_library_parameters_become_cli_flags():
+    from mgpu_io.cli.render import to_flags
+
+    assert to_flags("Pass overwrite=True to replace it.") == "Pass --force to replace it."
+    assert to_flags("config= applies to weights-only files. Leave out config=.") == \
+        "--config applies to weights-only files. Leave out --config."
+    assert to_flags("Received: target='tf_keras'. Pass allow_plain=True, keep_config=True or strict=False.") == \
+        "Received: --target tf_keras. Pass --allow-plain, --keep-config or --no-strict."
+    assert to_flags("in keep_config mode, the my_config=1 and a .h5 file") == \
+        "in keep_config mode, the my_config=1 and a .h5 file"
