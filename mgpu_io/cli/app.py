@@ -5,7 +5,10 @@ line on stderr, in the command line's flags, and exit code 1. Commands that do n
 Keras or TensorFlow.
 """
 
+import contextlib
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -34,6 +37,34 @@ def _fail(error):
 
     typer.echo(f"Error: {to_flags(str(error))}", err=True)
     raise typer.Exit(code=1)
+
+
+@contextlib.contextmanager
+def _one_line_errors():
+    """A library error becomes one ``Error:`` line and exit code 1; so does a bug, unless MGPU_IO_TRACEBACK=1."""
+    try:
+        yield
+    except MgpuIOError as error:
+        _fail(error)
+    except Exception as error:  # noqa: BLE001 - a bug of ours: still one line, never a traceback
+        if os.environ.get("MGPU_IO_TRACEBACK"):
+            raise
+        first = str(error).splitlines()[0] if str(error) else ""
+        typer.echo(f"Error: internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
+                   f"partial was written. Rerun with MGPU_IO_TRACEBACK=1 to see where, and report it.", err=True)
+        raise typer.Exit(code=1)
+
+
+class Interrupted(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM, raised where the program is, so that every ``finally`` cleans up."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signum)
 
 
 def _version(value: bool):
@@ -74,10 +105,8 @@ def inspect(
 
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
-    try:
+    with _one_line_errors():
         report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force)
-    except MgpuIOError as error:
-        _fail(error)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
         return
@@ -152,7 +181,7 @@ def unwrap(
     else:
         big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run)
         progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
-    try:
+    with _one_line_errors():
         with progress_bar as progress:
             report = mgpu_io.unwrap(
                 source,
@@ -168,8 +197,6 @@ def unwrap(
                 jobs=jobs,
                 progress=progress,
             )
-    except MgpuIOError as error:
-        _fail(error)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     elif source.is_dir():
@@ -212,10 +239,8 @@ def transfer(
 
       mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
     """
-    try:
+    with _one_line_errors():
         result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force)
-    except MgpuIOError as error:
-        _fail(error)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -243,10 +268,8 @@ def verify(
 
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
     """
-    try:
+    with _one_line_errors():
         report = mgpu_io.verify(a, b, tolerance=tolerance)
-    except MgpuIOError as error:
-        _fail(error)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
@@ -257,5 +280,14 @@ def verify(
         raise typer.Exit(code=1)
 
 
-def run():  # pragma: no cover - console-script entry point
-    sys.exit(app())
+def run():
+    """The console script: the app, with Ctrl-C and SIGTERM turned into one line and exit code 130 or 143."""
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        app()
+    except Interrupted as interrupted:
+        name = "Ctrl-C" if interrupted.signum == signal.SIGINT else "SIGTERM"
+        typer.echo(f"Error: stopped by {name}. Outputs appear whole or not at all: nothing partial was left.",
+                   err=True)
+        sys.exit(128 + interrupted.signum)

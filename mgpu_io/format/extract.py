@@ -6,12 +6,14 @@ layer groups; both by :mod:`mgpu_io.format.detect`.
 """
 
 from dataclasses import dataclass, field
+
+import h5py
 from typing import List, Optional
 
 from mgpu_io.errors import WeightsMismatch
 from mgpu_io.format.config import layer_name, model_layers, output_names
 from mgpu_io.format.detect import Unrolled, WrapperLevel, detect_weights_only, unroll
-from mgpu_io.format.read import CONFIG, MODEL, StoredModel
+from mgpu_io.format.read import CONFIG, MODEL, StoredModel, check_weight
 from mgpu_io.format.weights import LayerWeights, check_shapes, split_by_layer, split_without_config
 
 
@@ -121,6 +123,12 @@ def extract(stored: StoredModel) -> Extraction:
 
 
 def _layer_blocks(stored):
+    if not stored.layer_names and any(isinstance(stored.weights_root[k], h5py.Group) for k in stored.weights_root):
+        raise WeightsMismatch(
+            f"The file lists no layers. Expected `layer_names` on {stored.weights_root.name!r}, as Keras writes it. "
+            f"Received: groups {sorted(stored.weights_root.keys())[:12]} in filepath={stored.path}. The file is "
+            f"damaged; restore it from its source."
+        )
     blocks = []
     for name in stored.layer_names:
         names = stored.weight_names(name) if name in stored.weights_root else []
@@ -148,6 +156,11 @@ def _group(stored, name):
 
 def _check_present(layers, path):
     for layer in layers:
+        if len(set(layer.names)) != len(layer.names):
+            raise WeightsMismatch(
+                f"Layer {layer.layer!r} lists a weight twice. Expected distinct names in `weight_names`. Received: "
+                f"{layer.names} in filepath={path}. The file is damaged; restore it from its source."
+            )
         missing = [name for name in layer.names if name not in layer.group]
         if missing:
             raise WeightsMismatch(
@@ -155,6 +168,8 @@ def _check_present(layers, path):
                 f"{layer.group.name!r}. Received: {sorted(layer.group.keys())[:12]} in filepath={path}. "
                 f"The file is damaged; restore it from its source."
             )
+        for name in layer.names:
+            check_weight(layer.group[name], name, path)
 
 
 def template_outputs(extraction, config=None):

@@ -11,10 +11,12 @@ from mgpu_io.errors import FailedSaveStub, InvalidArgument
 from mgpu_io.format import conversions
 from mgpu_io.format.attrs import read_str
 from mgpu_io.format.config import input_names, layer_name, model_layers, model_name, walk_layers
+from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.extract import extract, template_outputs
 from mgpu_io.format.findings import non_finite_message
-from mgpu_io.format.read import CONFIG, open_stored
+from mgpu_io.format.probe import probed
+from mgpu_io.format.read import CONFIG, open_stored, reading
 _SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
 #: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.
 SCAN_BUDGET = 256 << 20
@@ -78,15 +80,20 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False) -> Inspec
 
         check_output(path, diagram, overwrite)
     try:
-        with open_stored(path) as stored:
-            report = _inspect(stored, scan_weights)
-            if diagram is not None:
+        report = probed(path, lambda: _inspect_file(path, scan_weights))  # libhdf5 hangs become errors
+        if diagram is not None:
+            with open_stored(path) as stored:
                 _draw(stored, diagram)
-            return report
+        return report
     except FailedSaveStub as stub:
         if diagram is not None:
             raise
         return _stub_report(path, stub)
+
+
+def _inspect_file(path, scan_weights):
+    with open_stored(path) as stored, reading(stored.path, "inspecting the file"):
+        return _inspect(stored, scan_weights)
 
 
 def _draw(stored, diagram):
@@ -112,6 +119,16 @@ def _inspect(stored, scan_weights):
     keras1 = is_keras1(stored.keras_version) and stored.file_type != CONFIG
     if template is not None:
         findings += _config_findings(template, conversions.Context(keras1=keras1))
+    if template is None:
+        cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
+        if cudnn:
+            findings.append(Finding(
+                "cudnn-layers",
+                "CuDNN-layout weights (a bias twice the standard size): only CuDNN layers, on NVIDIA GPUs, load them "
+                "as they are. Unwrap with config= (the JSON saved beside them) to convert them for LSTM/GRU, or load "
+                "them with mgpu_io.transfer_weights into your model, which converts them.",
+                cudnn,
+            ))
     if stored.file_type == "weights" and wrapper is not None:
         findings.append(Finding(
             "weights-only",
@@ -196,7 +213,7 @@ def _has_non_finite(dataset):
 
 
 def _stub_report(path, stub):
-    with h5py.File(path, "r") as h5:
+    with reading(path, "reading the stub's attributes"), h5py.File(path, "r") as h5:
         keras_version, backend = read_str(h5.attrs, "keras_version"), read_str(h5.attrs, "backend")
     return InspectReport(
         file=str(path),

@@ -9,18 +9,23 @@ re-keyed training config and what happens to the optimizer state.
 
 import contextlib
 import os
+
+import h5py
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.format import conversions
+from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model_layers, model_name, walk_layers
+from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.conversions.training_config import rekey_training_config
 from mgpu_io.format.detect import WrapperLevel, unroll
+from mgpu_io.format.probe import probed
 from mgpu_io.format.extract import Extraction, extract, template_outputs
-from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, open_stored
+from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, check_weight, open_stored, reading
 from mgpu_io.format.weights import LayerWeights
 
 #: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
@@ -161,6 +166,12 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
         changes += notes
         if normalise:
             warnings = _warnings(template, notes, context)
+    if template is None and not keep_config:
+        cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
+        if cudnn:
+            warnings.append(f"layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and "
+                            f"which cannot be converted without the architecture: pass config= (the JSON saved "
+                            f"beside these weights), or load them with mgpu_io.transfer_weights into your model")
     outputs = template_outputs(extraction, template)
     training, renamed = None, {}
     if stored.training_config is not None:
@@ -171,6 +182,25 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
     optimizer = "absent"
     if stored.optimizer_weights is not None:
         optimizer = "copied" if include_optimizer else "dropped"
+        if include_optimizer:
+            group = stored.optimizer_weights
+            if not isinstance(group, h5py.Group):
+                raise WeightsMismatch(
+                    f"The optimizer state is not a group. Expected `optimizer_weights` to be a group of arrays. "
+                    f"Received: a dataset in filepath={stored.path}. Pass include_optimizer=False to leave it out."
+                )
+            for name in read_str_list(group.attrs, "weight_names"):
+                if name not in group:
+                    raise WeightsMismatch(
+                        f"An optimizer weight is listed but missing. Expected a dataset {name!r} in "
+                        f"`optimizer_weights`. Received: filepath={stored.path}. Pass include_optimizer=False to "
+                        f"leave the optimizer state out."
+                    )
+                check_weight(group[name], name, stored.path, counter=True)
+        if optimizer == "copied" and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
+            optimizer = "dropped"
+            warnings.append("the optimizer state is left out: its slots have the CuDNN layout of the weights, "
+                            "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state")
     levels = extraction.levels
     report = UnwrapReport(
         source=str(stored.path),
@@ -198,8 +228,16 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
 @contextlib.contextmanager
 def planned(source, *, output=None, **options):
     """Open ``source`` once and yield its :class:`Plan`, with the file still open (for writers and builders)."""
+    probed(source, lambda: _plan_only(source, options))
     with open_stored(Path(source)) as stored:
-        yield make_plan(stored, output=output, **options)
+        with reading(stored.path, "planning the repair"):
+            plan = make_plan(stored, output=output, **options)
+        yield plan
+
+
+def _plan_only(source, options):
+    with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
+        make_plan(stored, **options)
 
 
 def _weight_conversions(template, layers, context):
@@ -270,6 +308,16 @@ def _attach_config(extraction, config_path):
 def check_output(source, output, overwrite, *, inputs=(), folder_made_later=False):
     """Refuse an output path that would lose something: an input, an existing file, a missing folder."""
     source, output = Path(source), Path(output)
+    try:
+        _check_output(source, output, overwrite, inputs, folder_made_later)
+    except OSError as error:  # a name the file system refuses (too long, a component that is a file, ...)
+        raise OutputError(
+            f"The output path cannot be used. Expected a path this file system accepts. Received: output={output} "
+            f"({error.strerror or error}). Choose another output path."
+        ) from None
+
+
+def _check_output(source, output, overwrite, inputs, folder_made_later):
     if not output.parent.is_dir() and not folder_made_later:
         raise OutputError(
             f"The output folder does not exist. Expected an existing folder for the output file. "

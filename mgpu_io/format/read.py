@@ -14,10 +14,23 @@ from typing import Optional
 
 import h5py
 
-from mgpu_io.errors import FailedSaveStub, NotAModelFile
+from mgpu_io.errors import FailedSaveStub, MgpuIOError, NotAModelFile, WeightsMismatch
 from mgpu_io.format.attrs import read_str, read_str_list
 
 MODEL, WEIGHTS, CONFIG = "model", "weights", "config"
+
+#: Deepest JSON nesting accepted in a config. Keras' own configs are far shallower (a wrapper nested 10 levels
+#: deep is about 50); the bound keeps every walk of a hostile config far from Python's recursion limit.
+MAX_CONFIG_DEPTH = 400
+#: Largest JSON config file read (a config is text describing layers; 64 MiB is thousands of layers).
+MAX_CONFIG_BYTES = 64 << 20
+#: A dataset that is not one contiguous block (Keras never wrote one) may declare at most this many bytes, or this
+#: many times the file's size, whichever is more: a few bytes of compressed zeros cannot make us allocate gigabytes.
+MAX_FILTERED_BYTES, MAX_EXPANSION = 256 << 20, 16
+#: Most objects (groups and datasets) walked in one file.
+MAX_OBJECTS = 1_000_000
+_DAMAGE = (KeyError, TypeError, AttributeError, IndexError, ValueError, LookupError, OSError, RuntimeError,
+           OverflowError, AssertionError)
 
 
 @dataclass
@@ -39,8 +52,26 @@ class StoredModel:
         return read_str_list(self.weights_root.attrs, "layer_names") if self.weights_root is not None else []
 
     def weight_names(self, layer_name):
-        """The ``weight_names`` of one layer group, in the order the writer stored them."""
-        return read_str_list(self.weights_root[layer_name].attrs, "weight_names")
+        """The ``weight_names`` of one layer group, in the order the writer stored them.
+
+        Raises:
+            WeightsMismatch: the group is a dataset, or holds weights that its ``weight_names`` does not list.
+        """
+        group = self.weights_root[layer_name]
+        if not isinstance(group, h5py.Group):
+            raise WeightsMismatch(
+                f"The weight group of layer {layer_name!r} is a dataset. Expected a group that lists its weights "
+                f"in `weight_names`. Received: a dataset in filepath={self.path}. The file is damaged; restore it "
+                f"from its source."
+            )
+        names = read_str_list(group.attrs, "weight_names")
+        if not names and len(group) and not any(k.startswith("weight_names") for k in group.attrs):
+            raise WeightsMismatch(
+                f"The weight group of layer {layer_name!r} has no `weight_names`. Expected the list Keras writes "
+                f"beside the weights. Received: {len(group)} unlisted members in filepath={self.path}. The file "
+                f"is damaged; restore it from its source."
+            )
+        return names
 
     @property
     def optimizer_weights(self):
@@ -70,21 +101,128 @@ def open_stored(path):
             f"Cannot read the input file. Expected a Keras .h5 file or a JSON config. "
             f"Received: filepath={path} ({what} is there). Check the path."
         )
-    if not h5py.is_hdf5(path):
-        yield _read_json_config(path)
+    try:
+        is_hdf5 = h5py.is_hdf5(path)
+    except OSError as exc:
+        raise NotAModelFile(
+            f"Cannot read the input file. Expected a readable Keras .h5 file or a JSON config. Received: "
+            f"filepath={path} ({_first_line(exc)}). Check its permissions."
+        ) from None
+    if not is_hdf5:
+        with reading(path, "reading the JSON config"):
+            stored = _read_json_config(path)
+        yield stored
         return
     try:
         h5 = h5py.File(path, "r")
-    except OSError as exc:
+    except (OSError, RuntimeError) as exc:
         raise NotAModelFile(
             f"The HDF5 file is damaged and cannot be opened (truncated or partly overwritten?). "
             f"Expected a complete Keras .h5 file. Received: filepath={path} ({_first_line(exc)}). "
             f"Copy the file again from its source; a partial download or a full disk leaves files like this."
         ) from None
     try:
-        yield _read_hdf5(path, h5)
+        with reading(path, "reading the file's structure"):
+            _refuse_links(path, h5)
+            stored = _read_hdf5(path, h5)
+        yield stored
     finally:
         h5.close()
+
+
+@contextlib.contextmanager
+def reading(path, doing):
+    """Turn what a damaged or hostile file makes h5py, NumPy or the JSON decoder raise into :class:`NotAModelFile`.
+
+    Used around the format core's own work on a file (reading, planning, inspecting), never around a caller's code.
+    """
+    try:
+        yield
+    except MgpuIOError:
+        raise
+    except RecursionError:
+        raise NotAModelFile(
+            f"The file's model config is nested too deeply to read. Expected a config as Keras writes it. Received: "
+            f"filepath={path} (deeper than Python's recursion limit while {doing}). The file is damaged or hostile."
+        ) from None
+    except MemoryError:
+        raise NotAModelFile(
+            f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
+            f"Received: filepath={path} (out of memory while {doing}). The file is damaged or hostile."
+        ) from None
+    except _DAMAGE as exc:
+        raise NotAModelFile(
+            f"The file is damaged: {doing} failed. Expected a file as Keras writes it. Received: filepath={path} "
+            f"({type(exc).__name__}: {_first_line(exc)}). Restore it from its source."
+        ) from None
+
+
+def _refuse_links(path, h5):
+    """Refuse soft and external links anywhere in the file: Keras never wrote them, and following one would read
+    another file on the user's disk (or loop forever)."""
+    stack, seen = [h5], set()
+    while stack:
+        group = stack.pop()
+        for name in group:
+            link = group.get(name, getlink=True)
+            if isinstance(link, (h5py.SoftLink, h5py.ExternalLink)):
+                kind = "an external link to " + repr(link.filename) if isinstance(link, h5py.ExternalLink) else \
+                    "a soft link"
+                raise NotAModelFile(
+                    f"The file holds {kind} at {group.name.rstrip('/')}/{name}. Expected plain groups and datasets, "
+                    f"as Keras writes them; mgpu-io never follows links. Received: filepath={path}. The file was "
+                    f"edited after Keras wrote it; restore it from its source."
+                )
+            item = group.get(name)
+            if isinstance(item, h5py.Group) and item.id not in seen:
+                seen.add(item.id)
+                if len(seen) > MAX_OBJECTS:
+                    raise NotAModelFile(
+                        f"The file holds more than {MAX_OBJECTS} groups. Expected a Keras model file. Received: "
+                        f"filepath={path}. The file is damaged or hostile."
+                    )
+                stack.append(item)
+
+
+def check_weight(dataset, name, path, *, counter=False):
+    """Check one stored weight before anything reads it: a dataset, floating point, and of a size the file can hold.
+
+    ``counter`` allows integers (an optimizer's ``iterations``).
+
+    Raises:
+        WeightsMismatch: a group stands where a dataset belongs.
+        NotAModelFile: the values are not floating point, or the declared size cannot be in the file.
+    """
+    if not isinstance(dataset, h5py.Dataset):
+        raise WeightsMismatch(
+            f"The weight {name!r} is not a dataset. Expected an array of numbers. Received: a group in "
+            f"filepath={path}. The file is damaged; restore it from its source."
+        )
+    dtype = dataset.dtype
+    allowed = "f" + ("iu" if counter else "")
+    if dtype.kind not in allowed or dataset.shape is None or (dataset.size == 0 and not counter):
+        what = "no values" if dataset.shape is None or dataset.size == 0 else f"{dtype} values"
+        raise NotAModelFile(
+            f"The weight {name!r} is not an array of floating-point numbers. Expected float16, float32 or float64 "
+            f"values, as Keras stores weights. Received: {what} in filepath={path}. The file is damaged; restore it "
+            f"from its source."
+        )
+    nbytes = dataset.size * dtype.itemsize
+    size = path.stat().st_size
+    offset = dataset.id.get_offset()
+    if offset is not None:
+        if offset + nbytes > size:
+            raise NotAModelFile(
+                f"The weight {name!r} lies beyond the end of the file (truncated?). Expected its {nbytes} bytes "
+                f"inside the file. Received: a file of {size} bytes, the data at bytes {offset}-{offset + nbytes} in "
+                f"filepath={path}. Copy the file again from its source."
+            )
+    elif nbytes > max(MAX_FILTERED_BYTES, MAX_EXPANSION * size):
+        raise NotAModelFile(
+            f"The weight {name!r} declares {nbytes} bytes in a file of {size} bytes. Expected weights stored as "
+            f"Keras stores them (uncompressed). Received: shape {dataset.shape} in filepath={path}. The file is "
+            f"damaged or hostile."
+        )
 
 
 def _read_hdf5(path, h5):
@@ -134,8 +272,17 @@ def _read_hdf5(path, h5):
 
 
 def _read_json_config(path):
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    size = path.stat().st_size
+    text = head.decode("utf8", errors="replace")
+    if size > MAX_CONFIG_BYTES and text.lstrip().startswith(("{", "[")):
+        raise NotAModelFile(
+            f"The JSON file is too large for a model config. Expected at most {MAX_CONFIG_BYTES >> 20} MiB. "
+            f"Received: filepath={path} ({size} bytes). Pass the architecture JSON saved with to_json()."
+        )
     try:
-        text = path.read_text(encoding="utf8")
+        text = path.read_text(encoding="utf8") if size <= MAX_CONFIG_BYTES else None
     except UnicodeDecodeError:
         text = None
     if text is None or not text.lstrip().startswith(("{", "[")):
@@ -164,13 +311,43 @@ def _read_json_config(path):
 
 def _decode_json(path, text, what):
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        value, depth = None, "more than Python's recursion limit"
     except ValueError as exc:
         raise NotAModelFile(
             f"The JSON in {what} cannot be parsed. Expected valid JSON as Keras writes it. "
             f"Received: filepath={path} ({exc}). The file is damaged or was edited by hand; restore it from "
             f"its source."
         ) from None
+    else:
+        depth = json_depth(value)
+        if depth <= MAX_CONFIG_DEPTH:
+            return value
+    raise NotAModelFile(
+        f"The JSON in {what} is nested {depth} levels deep. Expected at most {MAX_CONFIG_DEPTH} (a wrapper "
+        f"nested 10 times is about 50). Received: filepath={path}. The file is damaged or hostile."
+    )
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not standard JSON (Keras never writes NaN or Infinity in a config)")
+
+
+def json_depth(value):
+    """The nesting depth of a decoded JSON value, walked without recursion.
+
+    Example:
+        >>> json_depth({"a": [1, {"b": []}]})
+        4
+    """
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _first_line(exc):

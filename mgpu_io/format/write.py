@@ -13,6 +13,7 @@ compressed) is copied by HDF5 itself.
 """
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -24,7 +25,8 @@ import numpy as np
 from mgpu_io._version import __version__
 from mgpu_io.format.attrs import read_str_list, write_str_list
 from mgpu_io.format.config import layer_name, model_layers
-from mgpu_io.format.read import CONFIG, MODEL
+from mgpu_io.errors import OutputError
+from mgpu_io.format.read import CONFIG, MODEL, reading
 
 _COPY_CHUNK = 64 << 20
 
@@ -36,7 +38,7 @@ def write_plan(plan, output, progress=None):
     ``progress`` is called with ``(bytes done, bytes in all)`` as weights are written.
     """
     stored, report = plan.stored, plan.report
-    with atomic_path(output) as temporary:
+    with reading(stored.path, "copying the weights"), atomic_path(output) as temporary:
         if stored.file_type == CONFIG:
             config = plan.config if report.config == "verbatim" else dict(plan.config, module="keras.models")
             write_json_config(temporary, config)
@@ -76,12 +78,41 @@ def _byte_counter(progress, total):
     return tick
 
 
+#: What an ``OSError`` means when it comes from the output side: the fix is the user's, not the file's.
+_OUTPUT_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                  errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+                  errno.EPERM: "the operation is not permitted (an immutable folder?)",
+                  errno.ENAMETOOLONG: "the name is too long", errno.EFBIG: "the file is too large for this file system"}
+_OUTPUT_TEXTS = {"No space left": errno.ENOSPC, "Disk quota": errno.EDQUOT, "Read-only file system": errno.EROFS,
+                 "Permission denied": errno.EACCES, "Operation not permitted": errno.EPERM,
+                 "File name too long": errno.ENAMETOOLONG, "File too large": errno.EFBIG,
+                 "errno = 28": errno.ENOSPC, "errno = 30": errno.EROFS, "errno = 13": errno.EACCES}
+
+
+def output_problem(error):
+    """What an ``OSError`` (h5py's too) says about the output side, or ``None`` when it is not about the output."""
+    if error.errno in _OUTPUT_ERRNOS:
+        return _OUTPUT_ERRNOS[error.errno]
+    found = next((code for text, code in _OUTPUT_TEXTS.items() if text in str(error)), None)
+    return _OUTPUT_ERRNOS.get(found)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(destination, suffix=".tmp"):
-    """Yield a temporary path beside ``destination``; rename it over ``destination`` only on success.
+    """Yield a temporary path beside ``destination``; put it in place as ``destination`` only on success.
 
-    A crash or an error leaves either the old ``destination`` or none, never a partial file. ``suffix`` is the
-    temporary file's suffix (Keras insists on ``.keras`` when it writes its own format).
+    A crash, an error or Ctrl-C leaves either the old ``destination`` or none, never a partial file. Where the file
+    system allows it (Linux ``O_TMPFILE``) the temporary file has no name until it is complete, so even SIGKILL
+    leaves nothing behind; elsewhere, and when a caller needs a named ``suffix`` (Keras insists on ``.keras``), it
+    is a hidden named file removed on any exception. The result gets the permissions ``cp`` gives a new file
+    (``0666`` less the umask). Output-side failures (full disk, read-only folder, long names) are
+    :class:`OutputError`.
 
     Example:
         >>> import tempfile, pathlib
@@ -92,16 +123,74 @@ def atomic_path(destination, suffix=".tmp"):
         'done'
     """
     destination = Path(destination)
-    fd, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=destination.parent)
-    os.close(fd)
-    temporary = Path(name)
+    folder = destination.parent
+    anonymous = _anonymous_file(folder) if suffix == ".tmp" else None
+    named = None
     try:
+        if anonymous is not None:
+            temporary = Path(f"/proc/self/fd/{anonymous}")
+        else:
+            fd, name = tempfile.mkstemp(prefix=".mgpu-io-", suffix=suffix, dir=folder)
+            os.close(fd)
+            named = temporary = Path(name)
         yield temporary
         with open(temporary, "rb+") as handle:
             os.fsync(handle.fileno())
-        os.replace(temporary, destination)
+        if named is None:  # give the anonymous file a name, then move it over the destination
+            named = _name_anonymous(anonymous, folder)
+        os.chmod(named, 0o666 & ~_umask())
+        os.replace(named, destination)
+        named = None
+    except OSError as error:
+        problem = output_problem(error)
+        if problem is None:
+            raise
+        raise OutputError(
+            f"Cannot write the output: {problem}. Expected a writable folder with room for the file. Received: "
+            f"output={destination} ({error.strerror or _first_line(error)}). Free space or choose another folder; "
+            f"nothing was written."
+        ) from None
     finally:
-        temporary.unlink(missing_ok=True)
+        if anonymous is not None:
+            os.close(anonymous)
+        if named is not None:
+            named.unlink(missing_ok=True)
+
+
+def _anonymous_file(folder):
+    """A file descriptor of a nameless new file in ``folder`` (``O_TMPFILE``), or ``None`` where unsupported."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not Path("/proc/self/fd").is_dir():
+        return None
+    try:
+        return os.open(folder, flag | os.O_RDWR, 0o666)
+    except OSError as error:
+        if output_problem(error) is not None and error.errno not in (errno.EOPNOTSUPP, errno.EISDIR):
+            raise OutputError(
+                f"Cannot write the output: {output_problem(error)}. Expected a writable folder. Received: "
+                f"folder={folder} ({error.strerror}). Choose another folder; nothing was written."
+            ) from None
+        return None
+
+
+def _name_anonymous(fd, folder):
+    """Link the nameless file ``fd`` into ``folder`` under a fresh hidden name (``linkat`` through /proc)."""
+    proc = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(100):
+            name = folder / f".mgpu-io-{os.urandom(6).hex()}.tmp"
+            try:
+                os.link(str(fd), name, src_dir_fd=proc, follow_symlinks=True)
+                return name
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+    finally:
+        os.close(proc)
+
+
+def _first_line(error):
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def write_json_config(destination, model_config):
@@ -124,7 +213,11 @@ def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=No
         progress: called with the number of bytes of each dataset written.
     """
     raw = []  # (destination offset, source dataset, bytes) copied by the kernel once the structure is written
-    with h5py.File(path, "w") as h5:
+    # libhdf5 cannot resolve the name of a file that has none yet (atomic_path's O_TMPFILE): hand it the open file.
+    handle = open(path, "w+b") if str(path).startswith("/proc/self/fd/") else None
+    with contextlib.ExitStack() as stack, h5py.File(handle if handle is not None else path, "w") as h5:
+        if handle is not None:
+            stack.enter_context(handle)
         _set_attrs(h5.attrs, root_attrs)
         root = h5 if weights_root == "/" else h5.create_group(weights_root)
         for name, weights in layers:
@@ -160,7 +253,9 @@ def _put(group, weight_name, value, progress):
         return []
     source_offset = value.id.get_offset()
     if source_offset is None or nbytes == 0 or value.compression or value.chunks:
-        value.file.copy(value, target, name=leaf)  # not a plain contiguous block: let HDF5 copy it
+        # Not a plain contiguous block (Keras never wrote one): read it through HDF5's filters, so that checksums
+        # are verified, and write it plainly. Its size was bounded when the plan checked it.
+        target.create_dataset(leaf, data=value[()])
         return []
     properties = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     properties.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)  # the block exists now, at a known offset

@@ -25,6 +25,26 @@ def cudnn_layers(config):
     return [layer_name(layer) for layer in walk_layers(config, wrapped=True) if layer["class_name"] in CUDNN_CLASSES]
 
 
+def cudnn_layout(shapes):
+    """Whether three stored weight shapes are a CuDNN LSTM's or GRU's (a bias twice the standard size), by shape
+    alone: what a weights-only file without its config shows.
+
+    A ``Bidirectional`` layer stores two such triples.
+
+    Example:
+        >>> cudnn_layout([(3, 8), (2, 8), (16,)]), cudnn_layout([(3, 8), (2, 8), (8,)])
+        (True, False)
+        >>> cudnn_layout([(3, 8), (2, 8), (16,)] * 2)
+        True
+    """
+    if len(shapes) == 6:
+        return cudnn_layout(shapes[:3]) and cudnn_layout(shapes[3:])
+    if len(shapes) != 3 or len(shapes[1]) != 2 or len(shapes[2]) != 1:
+        return False
+    units, width = shapes[1]
+    return width in (4 * units, 3 * units) and tuple(shapes[0])[-1:] == (width,) and shapes[2][0] == 2 * width
+
+
 def _rewrite_config(config, context):
     changed = False
     for layer in walk_layers(config, wrapped=True):

@@ -1,0 +1,87 @@
+"""A user presses Ctrl-C, a scheduler sends SIGTERM, or the machine kills the process: one line, the right exit
+code, and no partial or hidden file left behind, ever."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from helpers import FIXTURES, ROOT
+
+SLOW_UNWRAP = textwrap.dedent("""
+    import sys, time
+    import mgpu_io.format.write as write
+    def slow(blocks, path):  # the structure is written; the weights are being copied
+        print("copying", flush=True)
+        time.sleep(60)
+    write._copy_raw = slow
+    from mgpu_io.cli import run
+    sys.argv = ["mgpu-io", "unwrap", sys.argv[1], sys.argv[2]]
+    run()
+""")
+
+
+def start(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    process = subprocess.Popen([sys.executable, "-c", SLOW_UNWRAP, str(FIXTURES / "k224_functional_bn_x2_full.h5"),
+                                str(out / "model.h5")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline().strip() == "copying"
+    return process, out
+
+
+@pytest.mark.parametrize("signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "Ctrl-C")])
+def test_a_signal_mid_write_is_one_line_an_exit_code_and_no_leftover(tmp_path, signum, code, name):
+    process, out = start(tmp_path)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == code
+    assert stderr.strip().splitlines() == [
+        f"Error: stopped by {name}. Outputs appear whole or not at all: nothing partial was left."]
+    assert os.listdir(out) == []
+
+
+def test_sigkill_mid_write_leaves_no_hidden_temporary_file(tmp_path):
+    process, out = start(tmp_path)
+    process.kill()
+    process.wait(timeout=60)
+    assert os.listdir(out) == []  # the file being written had no name yet (O_TMPFILE)
+
+
+def test_new_outputs_get_the_permissions_cp_gives_under_the_umask(tmp_path):
+    script = ("import os, sys; os.umask(0o027); import mgpu_io; "
+              "mgpu_io.unwrap(sys.argv[1], sys.argv[2]); print(oct(os.stat(sys.argv[2]).st_mode & 0o777))")
+    result = subprocess.run([sys.executable, "-c", script, str(FIXTURES / "k224_functional_bn_x2_full.h5"),
+                             str(tmp_path / "m.h5")], cwd=ROOT, capture_output=True, text=True)
+    assert result.stdout.strip() == "0o640", result.stderr
+
+
+def test_an_unwritable_folder_is_a_clear_error(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    result = subprocess.run([sys.executable, "-m", "mgpu_io", "unwrap", str(FIXTURES / "k224_functional_bn_x2_full.h5"),
+                             str(locked / "m.h5")], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.startswith("Error: Cannot write the output: permission denied.")
+
+
+def test_an_output_name_of_240_characters_works(tmp_path):
+    import mgpu_io
+
+    name = "m" * 237 + ".h5"
+    assert mgpu_io.unwrap(FIXTURES / "k224_functional_bn_x2_full.h5", tmp_path / name).written
+    assert os.listdir(tmp_path) == [name]
+
+
+def test_an_output_name_the_file_system_refuses_is_a_clear_error(tmp_path):
+    import mgpu_io
+    from mgpu_io import OutputError
+
+    with pytest.raises(OutputError, match="The output path cannot be used.*File name too long"):
+        mgpu_io.unwrap(FIXTURES / "k224_functional_bn_x2_full.h5", tmp_path / ("m" * 300 + ".h5"))
+    assert os.listdir(tmp_path) == []
