@@ -31,6 +31,10 @@ class UnsupportedModel(MgpuIOError):
     """The model uses a layer or config that mgpu-io cannot convert for Keras 3 (yet)."""
 
 
+class KerasRefused(UnsupportedModel, ValueError):
+    """Keras 3 refused to build the repaired template (its message is kept; a ``ValueError`` too, as Keras raised)."""
+
+
 class InvalidArgument(MgpuIOError):
     """An option does not apply to this input (for example ``config=`` with a full-model file)."""
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import h5py
 
-from mgpu_io.errors import InvalidArgument, MgpuIOWarning, WeightsMismatch
+from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOWarning, WeightsMismatch
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.plan import planned
-from mgpu_io.format.read import CONFIG, WEIGHTS
+from mgpu_io.format.read import CONFIG, WEIGHTS, reading
 from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
 from mgpu_io.keras.wrapper import non_finite_weights
 
@@ -100,8 +100,17 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
 
     The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`).
     """
-    model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
-    _assign_weights(model, plan)
+    try:
+        model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise KerasRefused(
+            f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
+            f"filepath={plan.stored.path} ({type(error).__name__}). Inspect it with `mgpu-io inspect`; if a layer "
+            f"is named, rebuild the template in code and load the weights with mgpu_io.transfer_weights."
+        ) from None
+    with reading(plan.stored.path, "reading the weights"):
+        _assign_weights(model, plan)
     if compile and plan.training is not None:
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None

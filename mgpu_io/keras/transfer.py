@@ -20,7 +20,8 @@ from mgpu_io.format import conversions
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.extract import extract
 from mgpu_io.format.plan import check_output
-from mgpu_io.format.read import CONFIG, open_stored
+from mgpu_io.format.probe import probed
+from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.wrapper import find_template, legacy_weights
 
@@ -100,7 +101,8 @@ def transfer_weights(source, model, *, strict=True):
     targets = [layer for layer in model.layers if legacy_weights(layer)]
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
-        with open_stored(source) as stored:
+        probed(source, lambda: _layers_only(source, targets))  # libhdf5 hangs and crashes become errors
+        with open_stored(source) as stored, reading(stored.path, "reading the weights"):
             return _transfer(_file_layers(stored, targets), stored, str(source), model, targets, keras3, strict)
     template = find_template(source)
     layers = [_Layer(layer.name, (lambda l=layer: [np.asarray(v) for v in legacy_weights(l)]),
@@ -171,6 +173,11 @@ def _strict_message(report):
         + (f" ({len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else "")
         + ". Check the model code (layer sizes, order), or pass strict=False to load the layers that match."
     )
+
+
+def _layers_only(source, targets):
+    with open_stored(source) as stored, reading(stored.path, "reading the weights"):
+        _file_layers(stored, targets)
 
 
 def _file_layers(stored, targets):
