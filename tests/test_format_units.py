@@ -279,3 +279,32 @@ def test_library_parameters_become_cli_flags():
         "Received: --target tf_keras. Pass --allow-plain, --keep-config or --no-strict."
     assert to_flags("in keep_config mode, the my_config=1 and a .h5 file") == \
         "in keep_config mode, the my_config=1 and a .h5 file"
+
+
+# --- configs without keras_version: Keras 1 told from Keras 2 by structure -------------------------------------
+
+
+def bare_configs():
+    from helpers import FIXTURES, MANIFEST
+
+    for entry in MANIFEST:
+        if entry["file_type"] == "model":
+            yield pytest.param(FIXTURES / entry["file"], entry["keras_version"].startswith("1."), id=entry["file"])
+
+
+@pytest.mark.parametrize("path, written_by_keras1", list(bare_configs()))
+def test_a_bare_model_config_is_read_as_the_keras_that_wrote_it(path, written_by_keras1, tmp_path):
+    import json
+
+    import h5py
+
+    import mgpu_io
+    from mgpu_io.format.conversions.keras1 import is_keras1
+
+    with h5py.File(path, "r") as h5:
+        text = h5.attrs["model_config"]
+    bare = tmp_path / "model_config.json"  # what users save with h5py: the attribute alone, no keras_version
+    bare.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert is_keras1(None, json.loads(bare.read_text())) == written_by_keras1
+    report = mgpu_io.unwrap(bare, tmp_path / "out.json", allow_plain=True)
+    assert ("keras1-to-keras2" in report.config_changes) == written_by_keras1

@@ -116,7 +116,7 @@ def _inspect(stored, scan_weights):
     levels = [level.to_dict() for level in extraction.levels]
     wrapper = extraction.weights_wrapper
     findings = []
-    keras1 = is_keras1(stored.keras_version) and stored.file_type != CONFIG
+    keras1 = is_keras1(stored.keras_version, template)
     if template is not None:
         findings += _config_findings(template, conversions.Context(keras1=keras1))
     if template is None:

@@ -155,7 +155,7 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
     written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
     normalise = template is not None and not keep_config and not written_by_keras3
     cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
-    keras1 = normalise and is_keras1(stored.keras_version)
+    keras1 = normalise and is_keras1(stored.keras_version, template)
     context = conversions.Context(keras1=keras1, target=target if normalise else conversions.TF_KERAS,
                                   cpu_only=cpu_only, weights_file=stored.file_type == WEIGHTS)
     if normalise or cpu_only:

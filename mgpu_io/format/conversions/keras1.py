@@ -57,9 +57,44 @@ _CONVERSIONS = {
 }
 
 
-def is_keras1(keras_version):
-    """Whether a file's ``keras_version`` attribute says Keras 1 (Keras 1 weights-only files have none at all)."""
-    return keras_version is None or str(keras_version).startswith("1.")
+# Argument names only Keras 1 wrote, and only Keras 2 and later: a config without `keras_version` (a bare
+# `model_config` saved to a file) is told apart by them, never by the missing key.
+_KERAS1_ARGUMENTS = frozenset({"output_dim", "init", "inner_init", "inner_activation", "nb_filter", "nb_row",
+                               "nb_col", "border_mode", "subsample", "dim_ordering", "W_regularizer", "b_regularizer",
+                               "W_constraint", "b_constraint", "input_dtype", "consume_less", "dropout_W",
+                               "dropout_U", "beta_init", "gamma_init"})
+_KERAS2_ARGUMENTS = frozenset({"units", "kernel_initializer", "recurrent_initializer", "recurrent_activation",
+                               "filters", "kernel_size", "data_format", "kernel_regularizer", "bias_regularizer",
+                               "rate", "use_bias"})  # not `padding` or `strides`: Keras 1 pooling had them too
+_KERAS1_CLASSES = frozenset({"Merge", "Convolution1D", "Convolution2D", "Convolution3D", "AtrousConvolution2D",
+                             "TimeDistributedDense", "MaxoutDense", "Highway"})
+
+
+def is_keras1(keras_version, config=None):
+    """Whether a file was written by Keras 1.
+
+    By its ``keras_version`` where it has one; otherwise by the config's own structure (Keras 1 argument names and
+    classes, such as ``output_dim`` or ``Merge``). A weights-only file without ``keras_version`` and without a
+    config is Keras 1's: every later writer recorded the version.
+
+    Example:
+        >>> is_keras1("2.2.4"), is_keras1(None)
+        (False, True)
+        >>> conv = {"class_name": "Sequential", "config": [{"class_name": "Conv1D", "config": {"name": "c",
+        ...     "filters": 4, "kernel_size": [3], "padding": "valid"}}]}
+        >>> is_keras1(None, conv)
+        False
+    """
+    if keras_version:
+        return str(keras_version).startswith("1.")
+    if config is None:
+        return True
+    old = new = False
+    for layer in walk_layers(config, wrapped=True):
+        arguments = set(layer.get("config") or {}) if isinstance(layer.get("config"), dict) else set()
+        old = old or bool(arguments & _KERAS1_ARGUMENTS) or layer.get("class_name") in _KERAS1_CLASSES
+        new = new or bool(arguments & _KERAS2_ARGUMENTS)
+    return old and not new
 
 
 def convert_config(model_config):
