@@ -43,3 +43,9 @@ def test_the_installed_console_script_and_python_m_run(tmp_path):
     for command in ([str(script), "--version"], [sys.executable, "-m", "mgpu_io", "--version"]):
         result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
         assert (result.returncode, result.stdout.strip()) == (0, f"mgpu-io {__version__}"), result.stderr
+
+
+def test_dash_h_is_help_too():
+    for args in (["-h"], ["unwrap", "-h"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0 and "Usage:" in result.stdout

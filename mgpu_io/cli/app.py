@@ -27,6 +27,7 @@ app = typer.Typer(
     "  mgpu-io unwrap parallel_model.h5 model.h5",
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
