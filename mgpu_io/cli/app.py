@@ -34,9 +34,9 @@ app = typer.Typer(
 
 
 def _fail(error):
-    from mgpu_io.cli.render import to_flags
+    from mgpu_io.cli.render import printable, to_flags
 
-    typer.echo(f"Error: {to_flags(str(error))}", err=True)
+    typer.echo(f"Error: {printable(to_flags(str(error)))}", err=True)
     raise typer.Exit(code=1)
 
 
@@ -50,7 +50,9 @@ def _one_line_errors():
     except Exception as error:  # noqa: BLE001 - a bug of ours: still one line, never a traceback
         if os.environ.get("MGPU_IO_TRACEBACK"):
             raise
-        first = str(error).splitlines()[0] if str(error) else ""
+        from mgpu_io.cli.render import printable
+
+        first = printable(str(error).splitlines()[0] if str(error) else "")
         typer.echo(f"Error: internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
                    f"partial was written. Rerun with MGPU_IO_TRACEBACK=1 to see where, and report it.", err=True)
         raise typer.Exit(code=1)

@@ -8,7 +8,7 @@ import contextlib
 import re
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.tree import Tree
@@ -45,6 +45,26 @@ def to_flags(message):
     """
     translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
     return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def escape(text):
+    r"""A string from a file, safe to print: control characters (terminal escape sequences) and undecodable bytes
+    are shown as escapes, and rich markup is escaped.
+
+    Example:
+        >>> escape("dense_1\x1b[2J[red]")
+        'dense_1\\x1b[2J\\[red]'
+    """
+    return _markup_escape(printable(text))
+
+
+def printable(text):
+    """``text`` with control characters and undecodable bytes shown as escapes (for plain output, errors)."""
+    return _UNPRINTABLE.sub(lambda m: m.group(0).encode("unicode_escape", "backslashreplace").decode("ascii")
+                            if not "\ud800" <= m.group(0) <= "\udfff" else f"\\u{ord(m.group(0)):04x}", str(text))
 
 
 def _writer(variant):

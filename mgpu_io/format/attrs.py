@@ -17,7 +17,15 @@ HDF5_OBJECT_HEADER_LIMIT = 64512
 def _to_str(value):
     if isinstance(value, (bytes, np.bytes_)):
         return bytes(value).decode("utf8")
-    return str(value)
+    text = str(value)
+    try:
+        text.encode("utf8")  # h5py hands undecodable variable-length strings over with surrogates
+    except UnicodeEncodeError:
+        raise NotAModelFile(
+            f"A string attribute is not valid UTF-8. Expected UTF-8 text, as Keras writes it. Received: "
+            f"{text.encode('utf8', 'backslashreplace')[:80]!r}. The file is damaged; restore it from its source."
+        ) from None
+    return text
 
 
 def read_str(attrs, name, default=None):
