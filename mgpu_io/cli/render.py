@@ -80,7 +80,7 @@ FILE_TYPES = {
 
 
 def _names(names):
-    return escape(", ".join(names))
+    return escape(", ".join(str(name) for name in names))
 
 
 def render_inspect(report):
