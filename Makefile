@@ -7,7 +7,7 @@ LEGACY_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions
 DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
 DEMO_OUT := build/demo/template.h5
 
-.PHONY: demo test fixtures clean legacy-env bench
+.PHONY: demo test fixtures clean legacy-env bench fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ fixtures:
 # Speed and memory against cp and Keras' own loader; writes docs/benchmarks.md (about 10 minutes, 10 GB of disk).
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3
+
+# The long run of the fuzzing harness (hostile and broken files through every entry point; about 40 minutes on 2
+# cores). `make test` runs a fast deterministic slice of it (tests/fuzz/test_fuzz_contract.py).
+FUZZ_COUNT ?= 2000
+fuzz: $(STAMP)
+	@mkdir -p build
+	$(BIN)/python tests/fuzz/harness.py --seed 0 --count $(FUZZ_COUNT) --jobs 2 --json build/fuzz.json
 
 clean:
 	rm -rf build .pytest_cache

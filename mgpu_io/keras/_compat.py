@@ -39,11 +39,39 @@ def legacy_scope(safe_mode):
 
 
 def model_from_legacy_config(config, custom_objects, safe_mode):
-    """Build a legacy (Keras 1/2-era) model config as Keras 3's own legacy loader does."""
+    """Build a legacy (Keras 1/2-era) model config as Keras 3's own legacy loader does.
+
+    Keras 3's ``Sequential.from_config`` rebuilds the whole model after every layer it adds, which takes time
+    quadratic in the number of layers (46 s for a 304-layer Sequential, measured); here each Sequential is built
+    once, after its last layer, which gives the same model.
+    """
     from keras.src.legacy.saving import saving_utils
 
-    with legacy_scope(safe_mode):
-        return saving_utils.model_from_config(config, custom_objects=custom_objects)
+    with legacy_scope(safe_mode), _one_build_per_sequential() as sequentials:
+        model = saving_utils.model_from_config(config, custom_objects=custom_objects)
+    for sequential in sequentials:  # inner ones first: they were filled first
+        if not sequential.built or getattr(sequential, "_functional", None) is None:
+            sequential._maybe_rebuild()
+    return model
+
+
+@contextlib.contextmanager
+def _one_build_per_sequential():
+    from keras.src.models.sequential import Sequential
+
+    original = Sequential.add
+    filled = []
+
+    def add(self, layer, rebuild=True):
+        original(self, layer, rebuild=False)
+        if not any(model is self for model in filled):
+            filled.append(self)
+
+    Sequential.add = add
+    try:
+        yield filled
+    finally:
+        Sequential.add = original
 
 
 def compile_args_from_training_config(training_config, custom_objects):

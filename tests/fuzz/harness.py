@@ -260,10 +260,20 @@ def _api(ctx, call):
     return {"outcome": OK}
 
 
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def _one_error_line(exit_code, stdout, stderr):
-    """None if the output is one clean error as the contract says, else what is wrong with it."""
-    lines = stderr.splitlines()
+    """None if the output is one clean error as the contract says, else what is wrong with it.
+
+    Lines are counted as a terminal shows them (``\\n``); a carriage return, an escape sequence or another control
+    character from the file counts too: it rewrites what the terminal shows.
+    """
+    lines = stderr.rstrip("\n").split("\n") if stderr else []
     problems = []
+    control = _TERMINAL_CONTROL.search(stderr.rstrip("\n"))
+    if control:
+        problems.append(f"stderr holds control character {control.group()!r}: {_clip(stderr.strip(), 200)!r}")
     if exit_code != 1:
         problems.append(f"exit code {exit_code}")
     if stdout.strip():
@@ -293,6 +303,15 @@ def _internal_error(ctx, args, stderr, rerun):
     return record
 
 
+def _check_terminal(record, text):
+    """A successful command must not pass a file's escape sequences to the terminal (output is not a terminal
+    here, so neither rich nor click adds any of their own)."""
+    if "\x1b" in text:
+        at = text.index("\x1b")
+        shown = text[max(0, at - 40):at + 20]
+        record["bad_output"] = f"an escape sequence from the file reaches the terminal: {shown!r}"
+
+
 def _cli(ctx, args, strict_json=False):
     result = ctx.runner.invoke(ctx.app, args)
     stdout, stderr = result.stdout, result.stderr
@@ -314,6 +333,7 @@ def _cli(ctx, args, strict_json=False):
         return {"outcome": TRACEBACK, "message": _clip(stderr or stdout, 600), "exc_type": "(printed traceback)"}
     if result.exit_code == 0:
         record = {"outcome": OK}
+        _check_terminal(record, stdout + stderr)
         if strict_json:
             try:
                 _strict_json(stdout)
@@ -342,6 +362,12 @@ def frame_from_dump(text):
             if "harness.py" in section or "Current thread" in section:
                 break
     return best
+
+
+def innermost_from_dump(text):
+    """The innermost frame of the first thread in a faulthandler dump (the current one), whatever its module."""
+    match = _FAULT_FRAME.search(text)
+    return f"{_short_path(match.group('file'))}:{match.group('line')} {match.group('func')}" if match else None
 
 
 _TB_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
@@ -409,6 +435,7 @@ def _proc(ctx, args, folder, strict_json=False):
         return record
     if status == 0:
         record["outcome"] = OK
+        _check_terminal(record, stdout + stderr)
         if strict_json:
             try:
                 _strict_json(stdout)
@@ -441,6 +468,7 @@ def run_entry(ctx, case, entry):
     out_dir.mkdir()
     out = out_dir / ("out.json" if source.suffix == ".json" else "out.h5")
     before = _snapshot(folder)
+    names_before = set(os.listdir(folder))
     mg = ctx.mgpu_io
     model = ctx.template_model(case["fixture"]) if entry == "keras.transfer_weights" else None
     _reset_peak()
@@ -492,7 +520,7 @@ def run_entry(ctx, case, entry):
     expected = {out.name} if entry in WRITERS and record["outcome"] == OK else set()
     present = sorted(os.listdir(out_dir))
     leftovers = [name for name in present if name not in expected]
-    leftovers += [name for name in after if name not in before]
+    leftovers += sorted(set(os.listdir(folder)) - names_before)
     if leftovers:
         record["leftovers"] = leftovers
     if expected and out.name not in present:
@@ -680,7 +708,13 @@ class Run:
             pending = self.entries_for(index)
             while pending:
                 if worker is None:
-                    worker = self._new_worker(slot)
+                    try:
+                        worker = self._new_worker(slot)
+                    except (RuntimeError, OSError, json.JSONDecodeError) as error:  # count it, go on
+                        record["results"] += [{"entry": e, "outcome": "harness-error", "exc_type": "(worker start)",
+                                               "message": _clip(error, 600)} for e in pending]
+                        pending = []
+                        break
                 if not worker.send({"case": case.to_dict(), "entries": pending}):
                     worker.kill()
                     worker = None
@@ -704,6 +738,7 @@ class Run:
                         record["results"].append({
                             "entry": entry, "outcome": HANG, "exc_type": "(timeout)",
                             "message": f"no answer in {timeout} s", "frame": frame_from_dump(dump),
+                            "last_frame": innermost_from_dump(dump),
                             "traceback": _clip(dump[-4000:], 4000)})
                     else:  # eof: the worker died
                         code = worker.proc.wait()
@@ -787,7 +822,7 @@ class Run:
             elif kind == BAD_CLI:
                 key = (kind, _normalise(result.get("message", "")), None)
             elif kind == "bad-output":
-                key = (kind, _normalise(result.get("bad_output", "")), None)
+                key = (kind, result.get("bad_output", "").split(":")[0], None)
             elif kind == "leftover":
                 key = (kind, ", ".join(sorted({_normalise(n) for n in result["leftovers"]})), result["outcome"])
             elif kind == "high-memory":
@@ -899,7 +934,8 @@ class Run:
         wrapped = self.wrapped()
         if wrapped:
             lines.append("")
-            lines.append(f"not counted as violations: {sum(g['count'] for g in wrapped)} typed errors (Python API) made "
+            total = sum(g["count"] for g in wrapped)
+            lines.append(f"not counted as violations: {total} typed errors (Python API) made "
                          f"by a catch-all from an internal exception, by the exception's type and last mgpu_io frame:")
             for number, group in enumerate(wrapped, 1):
                 example = group["example"]
@@ -960,7 +996,8 @@ def make_options(seed=0, count=200, jobs=2, quick=False, keras=None, timeout=Non
         seed, count = QUICK_SEED, QUICK_COUNT
     options = argparse.Namespace(
         seed=seed, count=count, jobs=jobs, keras=keras_available() if keras is None else keras,
-        timeout=timeout or (20 if quick else 30), proc_every=(10 if quick else 8) if proc_every is None else proc_every,
+        timeout=timeout or (20 if quick else 30),
+        proc_every=(20 if quick else 8) if proc_every is None else proc_every,
         workdir=Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="mgpu-fuzz-")), keep=keep, mem_mb=mem_mb,
         bomb_mb=bomb_mb, entries=entries, progress=progress, proc_timeout=proc_timeout or (20 if quick else 30),
         start_timeout=start_timeout,
@@ -983,14 +1020,15 @@ def main(argv=None):
     parser.add_argument("--json", type=Path, help="write every result here")
     parser.add_argument("--quick", action="store_true", help=f"the pytest slice: seed {QUICK_SEED}, {QUICK_COUNT} "
                         f"inputs (two per mutator class)")
-    parser.add_argument("--case", type=str, help="only these input numbers (e.g. 12,40-45); kept in --keep")
+    parser.add_argument("--case", type=str,
+                        help="only these input numbers (e.g. 12,40-45): inputs kept, tracebacks printed")
     parser.add_argument("--entries", type=str, help="only these entry points, comma-separated")
     parser.add_argument("--no-keras", dest="keras", action="store_false", default=None,
                         help="leave out load_model and transfer_weights")
     parser.add_argument("--timeout", type=float, help="seconds per entry point before it counts as a hang "
                         "(default 30; 20 with --quick)")
     parser.add_argument("--proc-every", type=int, help="run the real console script on every N-th input "
-                        "(default 8; 10 with --quick; 0: never)")
+                        "(default 8; 20 with --quick; 0: never)")
     parser.add_argument("--proc-timeout", type=float, help="seconds per console-script run (default 30)")
     parser.add_argument("--mem-mb", type=int, default=3072, help="memory cap per worker above its start-up size "
                         "(RLIMIT_AS, default 3072)")

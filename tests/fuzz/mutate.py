@@ -528,7 +528,8 @@ class ConfigElementWrongType(ConfigMutator):
             container[index] = old[: max(0, len(old) - rng.randrange(1, 3))]
         else:
             container[index] = old + [rng.choice(_WRONG)] * rng.randrange(1, 4)
-        return json.dumps(config), f"list element {variant}: {json.dumps(old)[:40]} -> {json.dumps(container[index])[:40]}"
+        before, after = json.dumps(old)[:40], json.dumps(container[index])[:40]
+        return json.dumps(config), f"list element {variant}: {before} -> {after}"
 
 
 def _deep_text(kind, depth):
@@ -724,6 +725,142 @@ class JsonFileEncoding(Mutator):
             data = data.replace(b'"model_1"', b'"mod\xe9le"', 1)
         Path(dst).write_bytes(data)
         return variant
+
+
+class ConfigWide(ConfigMutator):
+    """The config is very wide instead of deep: thousands of extra layers chained in the top level or the nested
+    template (2 000 to 50 000 in a .json file; as many as fit in the 64 KB attribute of a full-model file), or one
+    layer with thousands of inbound nodes. Anything quadratic in the number of layers shows up as a hang."""
+
+    def mutate_text(self, text, rng):
+        config = json.loads(text)
+        in_file = getattr(self, "_file", False)
+        count = rng.choice([2000, 10000, 50000]) if in_file else rng.choice([300, 450])
+        models = [v for _, _, v in _walk(config) if isinstance(v, dict) and isinstance(v.get("config"), dict)
+                  and isinstance(v["config"].get("layers"), list)]
+        if isinstance(config, dict) and isinstance(config.get("config"), dict) and \
+                isinstance(config["config"].get("layers"), list):
+            models.append(config)
+        if not models:
+            raise NotApplicable("no layer list")
+        model = rng.choice(models)
+        layers = model["config"]["layers"]
+        variant = rng.choice(["chain", "chain", "fan-in"])
+        if variant == "fan-in" and layers:
+            layer = rng.choice(layers)
+            source = layers[0].get("name") or "x"
+            layer["inbound_nodes"] = [[[source, 0, 0, {}]] for _ in range(count)]
+        else:
+            previous = layers[-1].get("name") if layers and isinstance(layers[-1], dict) else None
+            for i in range(count):
+                name = f"w{i}"
+                nodes = [[[previous, 0, 0, {}]]] if previous else []
+                layers.append({"name": name, "class_name": "Dropout", "config": {"name": name, "rate": 0.1},
+                               "inbound_nodes": nodes})
+                previous = name
+        out = json.dumps(config, separators=(",", ":"))
+        if not in_file and len(out) > ATTR_LIMIT:
+            raise NotApplicable("too wide for an attribute")
+        return out, f"{variant}: {count} in {model['config'].get('name')}"
+
+    def apply(self, src, dst, rng):
+        self._file = str(src).endswith(".json")
+        return super().apply(src, dst, rng)
+
+
+class ManyLayerGroups(H5Mutator):
+    """A weights file (or model_weights) lists thousands of extra layer groups, split over layer_names0,
+    layer_names1, ... as Keras does above 64 KB; each group exists (empty weight_names) or, in one variant, none
+    does."""
+
+    kinds = (MODEL, WEIGHTS)
+
+    def edit(self, h5, rng, dst):
+        root = _weights_root(h5)
+        if "layer_names" not in root.attrs:
+            raise NotApplicable("no layer_names")
+        names = [bytes(v) for v in np.ravel(root.attrs["layer_names"])]
+        count = rng.choice([2000, 5000, 10000])
+        create = rng.random() < 0.7
+        extra = [b"g%06d" % i for i in range(count)]
+        if create:
+            for name in extra:
+                root.create_group(name.decode()).attrs["weight_names"] = np.array([], dtype="float64")
+        names = names + extra if rng.random() < 0.5 else extra + names
+        data = np.array(names)
+        del root.attrs["layer_names"]
+        pieces = np.array_split(data, math.ceil(data.nbytes / ATTR_LIMIT) + 1)
+        for i, piece in enumerate(pieces):
+            root.attrs[f"layer_names{i}"] = piece
+        return f"{count} extra layer groups ({'created' if create else 'missing'}), layer_names in {len(pieces)} chunks"
+
+
+#: Strings a terminal or a one-line error message must not get from a file.
+_CONTROL = ["a\nb", "line\r\nnext", "\x1b[2J\x1b[31mred", "[bold red]markup[/]", "tab\there", "x\u2028y",
+            "\x1b]0;title\x07", "back\x08space"]
+
+
+class NamesWithControlChars(H5Mutator):
+    """Names and strings with control characters, ANSI escape sequences or rich markup: a layer group renamed
+    consistently (layer_names and the group), a weight renamed consistently (weight_names and the dataset), a
+    name listed that does not exist (so an error message echoes it), keras_version / backend."""
+
+    def edit(self, h5, rng, dst):
+        bad = rng.choice(_CONTROL)
+        root = _weights_root(h5)
+        variant = rng.choice(["layer", "weight", "listed-only", "version"])
+        if variant == "version" or "layer_names" not in root.attrs:
+            key = rng.choice(["keras_version", "backend"])
+            h5.attrs[key] = np.bytes_(("2.2.4" + bad).encode())
+            return f"@{key} = {bad!r}"
+        names = [bytes(v).decode() for v in np.ravel(root.attrs["layer_names"])]
+        if variant == "layer" and names:
+            i = rng.randrange(len(names))
+            new = names[i] + bad
+            if names[i] in root:
+                root.move(names[i], new)
+            names[i] = new
+            root.attrs["layer_names"] = np.array([n.encode() for n in names])
+            return f"layer {names[i]!r} renamed consistently"
+        if variant == "weight":
+            groups = [n for n in names if n in root and isinstance(root[n], h5py.Group)
+                      and len(np.ravel(root[n].attrs.get("weight_names", []))) and
+                      root[n].attrs["weight_names"].dtype.kind != "f"]
+            if groups:
+                group = root[rng.choice(groups)]
+                weights = [bytes(v).decode() for v in np.ravel(group.attrs["weight_names"])]
+                j = rng.randrange(len(weights))
+                new = weights[j].replace(":", bad + ":", 1) if ":" in weights[j] else weights[j] + bad
+                if weights[j] in group:
+                    parent = group.require_group(new.rpartition("/")[0]) if "/" in new else group
+                    group.move(weights[j], (parent.name + "/" + new.rpartition("/")[2]))
+                weights[j] = new
+                group.attrs["weight_names"] = np.array([w.encode() for w in weights])
+                return f"weight {new!r} of {group.name} renamed consistently"
+        names.append("ghost" + bad)
+        root.attrs["layer_names"] = np.array([n.encode() for n in names])
+        return f"layer_names lists missing {names[-1]!r}"
+
+
+class ConfigControlChars(ConfigMutator):
+    """Names in the config (a layer, the template, an input, an output) get control characters, ANSI escape
+    sequences or rich markup."""
+
+    def mutate_text(self, text, rng):
+        config = json.loads(text)
+        spots = [(c, k) for c, k, v in _walk(config) if k == "name" and isinstance(v, str)]
+        if not spots:
+            raise NotApplicable("no names")
+        bad = rng.choice(_CONTROL)
+        container, key = rng.choice(spots)
+        old = container[key]
+        new = old + bad
+        renamed = 0
+        for c, k, v in _walk(config):  # rename every use of the name, so the config stays consistent
+            if v == old and isinstance(c, (dict, list)):
+                c[k] = new
+                renamed += 1
+        return json.dumps(config), f"name {old!r} -> {new!r} ({renamed} places)"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1134,6 +1271,7 @@ MUTATORS = [
     AttrWrongType(), AttrEmpty(), AttrNonUTF8(), AttrDeleted(), AttrOddNames(), AttrChunkedList(),
     ConfigTopLevelType(), ConfigInvalidJSON(), ConfigNaN(), ConfigDeleteKey(), ConfigWrongType(),
     ConfigElementWrongType(), ConfigDeepNesting(), ConfigHugeNumbers(), ConfigGraph(), JsonFileEncoding(),
+    ConfigWide(), ManyLayerGroups(), NamesWithControlChars(), ConfigControlChars(),
     GroupForDataset(), DatasetForGroup(), TemplateGroupToDataset(), DatasetWrongDtype(), DatasetWrongShape(),
     HugeDeclaredShape(), SoftLinkDangling(), SoftLinkLoop(), SoftLinkValid(), ExternalLink(), WeightRenamed(),
     OptimizerDamage(), Fletcher32Corrupt(), CompressedChunkCorrupt(),
