@@ -81,6 +81,9 @@ def probed(path, work):
 def _child(path, work, write_end):  # pragma: no cover - runs in the forked child
     code = 0
     try:
+        import faulthandler
+
+        faulthandler.disable()  # a crash here is reported by the parent, in one line, not as a stack dump
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _limit_memory()
