@@ -181,3 +181,13 @@ def test_a_typed_error_in_the_child_is_the_same_error_here():
 
     with pytest.raises(WeightsMismatch, match="^exactly this$"):
         probe.probed("x.h5", refuse)
+
+
+def test_a_number_too_large_for_a_float_is_refused_not_written_as_infinity(tmp_path):
+    config = json.loads((FIXTURES / "k224_conv1d_bilstm_x2_config.json").read_text())
+    text = json.dumps(config)
+    damaged = tmp_path / "config.json"
+    damaged.write_text(text.replace('"units": ', '"units": 1e400', 1).replace("1e400", "1e400 ", 1) if '"units": '
+                       in text else text.replace("0.001", "1e400", 1))
+    with pytest.raises(NotAModelFile, match="too large for a float"):
+        mgpu_io.unwrap(damaged, tmp_path / "out.json")

@@ -18,7 +18,7 @@ import warnings
 from mgpu_io.errors import MgpuIOError, NotAModelFile
 
 #: Seconds the child may take to read a file's structure (``MGPU_IO_PROBE_TIMEOUT`` changes it).
-TIMEOUT = float(os.environ.get("MGPU_IO_PROBE_TIMEOUT", "60"))
+TIMEOUT = float(os.environ.get("MGPU_IO_PROBE_TIMEOUT", "20"))
 #: Memory the child may add to what the process already maps.
 EXTRA_MEMORY = 2 << 30
 

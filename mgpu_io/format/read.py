@@ -311,7 +311,7 @@ def _read_json_config(path):
 
 def _decode_json(path, text, what):
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except RecursionError:
         value, depth = None, "more than Python's recursion limit"
     except ValueError as exc:
@@ -328,6 +328,13 @@ def _decode_json(path, text, what):
         f"The JSON in {what} is nested {depth} levels deep. Expected at most {MAX_CONFIG_DEPTH} (a wrapper "
         f"nested 10 times is about 50). Received: filepath={path}. The file is damaged or hostile."
     )
+
+
+def _finite_float(text):
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a float (Keras never writes such a number in a config)")
+    return value
 
 
 def _no_constant(name):

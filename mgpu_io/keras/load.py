@@ -102,7 +102,8 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     """
     try:
         model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError) as error:
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError, RuntimeError,
+            RecursionError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise KerasRefused(
             f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
