@@ -971,8 +971,9 @@ def _counter(counter):
 
 
 def _normalise(text):
-    text = re.sub(r"/tmp/\S+|/work/\S+", "<path>", str(text))
-    text = re.sub(r"\.out\.(h5|json)\.\w+\.tmp", ".out.\\1.XXXX.tmp", text)
+    roots = [tempfile.gettempdir(), str(Path(__file__).resolve().parents[2].parent)]  # scratch and the checkout
+    text = re.sub("|".join(re.escape(root) + r"/\S+" for root in roots), "<path>", str(text))
+    text = re.sub(r"\.mgpu-io-\w+\.tmp", ".mgpu-io-XXXX.tmp", text)
     return re.sub(r"\d+", "N", text)[:160]
 
 
