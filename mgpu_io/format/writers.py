@@ -7,7 +7,7 @@ the slice layers' default names. To add a writer, add one :class:`Writer` to :da
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import FrozenSet, Optional, Tuple
 
 
@@ -51,14 +51,11 @@ KERAS = Writer(
     files="Keras 2.0.9-2.3.1: slices lambda_1.. with arguments {i, parts}, module keras.utils.multi_gpu_utils "
           "(legacy-format.md 1.1-1.3)",
 )
-TF_KERAS = Writer(
+TF_KERAS = replace(  # Keras' algorithm and arguments; only the slices' module tells them apart
+    KERAS,
     name="tf.keras",
     display="tf.keras.utils.multi_gpu_model",
-    slice_arguments=KERAS.slice_arguments,
-    index_key="i",
-    parts_key="parts",
     module_contains="tensorflow",
-    slice_names=r"lambda(_\d+)?",
     files="TF 1.x-2.3: Keras' algorithm, module tensorflow.python.keras.utils.multi_gpu_utils (legacy-format.md 1.4-1.5)",
 )
 KUZA55 = Writer(
