@@ -28,6 +28,7 @@ def unwrap(
     jobs=None,
     progress=None,
     safe_mode=True,
+    lambdas=None,
 ):
     """Write the innermost template of the wrapper file ``source`` to ``output``.
 
@@ -56,8 +57,11 @@ def unwrap(
         jobs: worker processes for a folder ``source`` (default: the machine's cores).
         progress: called as weights are written, with ``(bytes done, bytes in all)``; for a folder, with
             ``(files done, files in all, FileResult)``.
-        safe_mode: for a ``.keras`` output, Keras' safe mode while the template is built (the template's own
-            Lambda layers are refused unless ``safe_mode=False``).
+        safe_mode: for a ``.keras`` output, Keras' safe mode while the template is built. Stored bytecode never
+            reaches Keras either way: every Lambda is written by reference (docs/lambdas.md).
+        lambdas: for a ``.keras`` output, ``{layer name: function}``: the functions of the template's own Lambda
+            layers (your code; ``inspect`` lists them). A ``.h5``/JSON output needs none: it refers to each
+            Lambda by its layer name, and you pass the functions when you load it.
 
     Returns:
         An :class:`UnwrapReport` (for a folder, a :class:`~mgpu_io.format.batch.BatchReport`).
@@ -66,6 +70,7 @@ def unwrap(
         NotAModelFile, FailedSaveStub, WeightsMismatch, UnsupportedModel: the input cannot be repaired.
         NotAWrapper: ``source`` is a plain model and ``allow_plain`` is false.
         InvalidArgument: an option does not apply to this input or output.
+        MissingLambda: a ``.keras`` output of a template whose own Lambda has no function in ``lambdas``.
         OutputError: ``output`` is ``source``, exists without ``overwrite``, or its folder is missing.
         MissingDependency: a ``.keras`` output without Keras installed.
 
@@ -82,15 +87,16 @@ def unwrap(
     if source.is_dir():
         from mgpu_io.format.batch import unwrap_tree
 
-        check_options(target=target, keep_config=keep_config, cpu=cpu)
+        check_options(target=target, keep_config=keep_config, cpu=cpu, lambdas=lambdas)
         return unwrap_tree(source, output, jobs=jobs, dry_run=dry_run, progress=progress, **options)
     output_format = KERAS_FORMAT if output.suffix == ".keras" else SAME_FORMAT
-    check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format)
+    check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format, lambdas=lambdas)
     if output_format == KERAS_FORMAT and not dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 
         return unwrap_to_keras(source, output, config=config, include_optimizer=include_optimizer,
-                               allow_plain=allow_plain, overwrite=overwrite, safe_mode=safe_mode)
+                               allow_plain=allow_plain, overwrite=overwrite, safe_mode=safe_mode,
+                               lambdas=lambdas)
     from mgpu_io.format.unwrap import unwrap_file
 
     return unwrap_file(source, output, dry_run=dry_run, progress=progress, **options)

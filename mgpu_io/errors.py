@@ -43,6 +43,16 @@ class AmbiguousTemplate(InvalidArgument):
     """An in-memory model holds several nested models with weights: which one is the template is not clear."""
 
 
+class MissingLambda(InvalidArgument):
+    """The template's Lambda layers hold the user's own code, and their functions were not supplied (``lambdas=``).
+
+    ``layers`` lists each missing layer with what the file says about it, read as data."""
+
+    def __init__(self, message, layers=()):
+        super().__init__(message)
+        self.layers = list(layers)
+
+
 class OutputError(MgpuIOError):
     """The output path is unusable: it is the input, it exists, or its folder is missing."""
 

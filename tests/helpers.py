@@ -13,15 +13,19 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "files"
 REFERENCE = ROOT.parent / "shared" / "reference"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+# Templates with Lambda layers, custom objects and keras.applications models (fixtures/applications/README.md).
+APPLICATIONS = ROOT / "fixtures" / "applications"
+APP_MANIFEST = [dict(entry, folder="applications") for entry in
+                json.loads((APPLICATIONS / "manifest.json").read_text())]
 
 # Predictions must match the old Keras within this bound. The depth-3 nested save is trained three times over
 # BatchNormalization, and TF 1.15 vs TF 2.21 arithmetic differs there by up to 3.8e-6 (measured); still < 1e-5.
 TOLERANCE = 1e-5
 
 
-def fixtures(*file_types, where=None):
-    """pytest params over the manifest entries of the given file types."""
-    entries = [e for e in MANIFEST if not file_types or e["file_type"] in file_types]
+def fixtures(*file_types, where=None, manifest=None):
+    """pytest params over the manifest entries of the given file types (fixtures/files unless ``manifest``)."""
+    entries = [e for e in (MANIFEST if manifest is None else manifest) if not file_types or e["file_type"] in file_types]
     if where:
         entries = [e for e in entries if where(e)]
     return [pytest.param(e, id=e["file"]) for e in entries]
@@ -32,13 +36,17 @@ def has_user_lambda(entry):
     return "template-lambda" in (entry.get("findings") or [])
 
 
+def fixture_folder(entry):
+    return ROOT / "fixtures" / entry["folder"] if "folder" in entry else FIXTURES
+
+
 def fixture_path(entry):
-    return FIXTURES / entry["file"]
+    return fixture_folder(entry) / entry["file"]
 
 
 def fixture_batch(entry):
     """The input batch and the old Keras' predictions recorded for a fixture: (list of x, list of y)."""
-    data = np.load(FIXTURES / entry["data"])
+    data = np.load(fixture_folder(entry) / entry["data"])
     def numbered(prefix):
         keys = [k for k in data.files if k.startswith(prefix) and k[1:].isdigit()]
         return [data[k] for k in sorted(keys, key=lambda k: int(k[1:]))]

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, MANIFEST, ROOT
+from helpers import APP_MANIFEST, MANIFEST, ROOT, fixture_path
 
 from mgpu_io.format import conversions, writers
 from mgpu_io.format.plan import planned
@@ -134,10 +134,14 @@ def test_every_conversion_file_is_one_registered_family():
 
 def test_each_rule_is_proven_on_the_writers_it_names_and_nothing_unregistered_is_reported():
     seen = {}
-    for entry in MANIFEST:
+    for entry in MANIFEST + APP_MANIFEST:
         if entry["file_type"] == "stub":
             continue
-        with planned(FIXTURES / entry["file"], allow_plain=True) as plan:
+        config = None
+        if entry["file_type"] == "weights" and "_weights.h5" in entry["file"]:  # with its architecture, if saved
+            beside = fixture_path(entry).with_name(entry["file"].replace("_weights.h5", "_config.json"))
+            config = beside if beside.exists() else None
+        with planned(fixture_path(entry), allow_plain=True, config=config) as plan:
             for change in plan.report.config_changes:
                 seen.setdefault(change, set()).add(entry["writer"])
     assert set(seen) <= set(conversions.RULES), set(seen) - set(conversions.RULES)
@@ -162,3 +166,23 @@ def test_the_architecture_page_names_every_floor_writer_and_family():
         assert f"`conversions/{family.name}.py`" in ARCHITECTURE, family.name
     for module in ("read.py", "detect.py", "plan.py", "write.py", "writers.py"):
         assert f"`format/{module}`" in ARCHITECTURE and (PACKAGE / "format" / module).is_file(), module
+
+
+def test_no_module_can_unmarshal_or_run_stored_code():
+    """Lambda payloads are data: no module imports marshal, pickle loading, or calls eval/exec/compile."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        names = imports(path)
+        assert not {"marshal", "keras.src.utils.python_utils"} & names, path
+        calls = {node.func.id for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        assert not {"eval", "exec", "compile", "__import__"} & calls, path
+
+
+def test_every_known_lambda_function_has_its_registered_copy():
+    keras = pytest.importorskip("keras")
+    from mgpu_io.format.conversions.lambdas import KNOWN_FUNCTIONS
+    from mgpu_io.keras import known
+
+    assert sorted(known.FUNCTIONS) == sorted(k.registered for k in KNOWN_FUNCTIONS)
+    for name, function in known.FUNCTIONS.items():
+        assert keras.saving.get_registered_object(name) is function

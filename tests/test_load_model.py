@@ -11,7 +11,7 @@ from helpers import (FIXTURES, REFERENCE, assert_flat_predictions_match, assert_
                       reference_params, REFERENCE_FILES)
 
 import mgpu_io
-from mgpu_io import InvalidArgument, MgpuIOWarning
+from mgpu_io import InvalidArgument, MgpuIOWarning, MissingLambda
 
 keras = pytest.importorskip("keras")
 
@@ -75,14 +75,17 @@ def test_compile_false_leaves_the_model_uncompiled():
     assert not model.compiled and getattr(model, "optimizer", None) is None
 
 
-def test_the_templates_own_lambda_stays_refused_unless_the_caller_opts_in():
+def test_the_templates_own_lambda_needs_its_function_and_the_stored_code_never_runs():
     path = fixture_path({"file": "k224_template_lambda_x2_full.h5"})
-    with pytest.raises(ValueError, match="Requested the deserialization of a `Lambda` layer"):
+    with pytest.raises(MissingLambda, match=r"Received none for: double \(<lambda>; from "
+                                            r"fixtures/generate/write_fixtures.py; using t; inputs d1\)"):
         mgpu_io.load_model(path)
-    # With safe_mode=False, Keras itself tries the stored Python 3.7 bytecode, which cannot run here: proof that
-    # the caller's choice reached Keras, and that mgpu-io did not decide it.
-    with pytest.raises(Exception, match="marshal|EOF|opcode"):
+    # safe_mode=False changes nothing: the stored Python 3.7 bytecode never reaches Keras.
+    with pytest.raises(MissingLambda):
         mgpu_io.load_model(path, safe_mode=False)
+    model = mgpu_io.load_model(path, lambdas={"double": lambda t: t * 2.0})
+    xs, ys = fixture_batch({"file": path.name, "data": "k224_template_lambda_x2.npz"})
+    assert_predictions_match(predict(model, xs), ys)
 
 
 def test_nan_batchnorm_statistics_warn_and_name_the_layer():

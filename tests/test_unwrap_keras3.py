@@ -27,11 +27,15 @@ def test_a_repaired_full_model_loads_in_keras3_and_predicts_like_the_old_keras(e
 
 
 @pytest.mark.parametrize("entry", fixtures("model", where=has_user_lambda))
-def test_the_templates_own_lambda_is_still_refused_by_keras3_safe_mode(entry, tmp_path):
+def test_the_templates_own_lambda_is_written_by_name_and_loads_with_the_users_function(entry, tmp_path):
+    """The stored bytecode is not copied: Keras 3 needs the user's function, by the layer's name (docs/lambdas.md)."""
     out = tmp_path / "model.h5"
     unwrap(fixture_path(entry), out)
-    with pytest.raises(ValueError, match="Requested the deserialization of a `Lambda` layer"):
+    with pytest.raises(TypeError, match="Could not locate function 'double'"):
         keras.models.load_model(out)
+    model = keras.models.load_model(out, custom_objects={"double": lambda t: t * 2.0})
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
 
 
 @pytest.mark.parametrize("entry", fixtures("weights"))

@@ -83,3 +83,22 @@ def test_keep_config_with_cpu_converts_only_the_cudnn_layers(tmp_path):
         ', "reset_after": true', "")) == json.loads(original)
     xs, ys = fixture_batch(entry)
     assert_predictions_match(predict(tf_keras.models.load_model(out), xs), ys)
+
+
+@pytest.mark.parametrize("name", ["k224_user_lambdas_x2_full.h5", "k224_inception_resnet_x2_full.h5"])
+def test_lambdas_written_by_name_load_in_tf_keras_with_custom_objects(name, tmp_path):
+    """target='tf_keras' spells each Lambda reference the Keras 2 way: a bare function name."""
+    import tensorflow as tf
+
+    user = {"preprocess": lambda x: x / 127.5 - 1,
+            "channel_stats": lambda x: tf.concat([tf.reduce_mean(x, -1, keepdims=True),
+                                                  tf.reduce_max(x, -1, keepdims=True)], -1),
+            "scale_by_factor": lambda x, factor: x * factor,
+            "square_features": lambda x: tf.concat([x, tf.square(x)], -1),
+            "gate": lambda t: t[0] * t[1], "l2_norm": lambda x: tf.math.l2_normalize(x, axis=-1),
+            "mgpu_io>inception_resnet_scale": lambda inputs, scale: inputs[0] + inputs[1] * scale}
+    entry = {"folder": "applications", "file": name, "data": name.replace("_full.h5", ".npz")}
+    out = tmp_path / "model.h5"
+    unwrap(fixture_path(entry), out, target="tf_keras")
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(tf_keras.models.load_model(out, custom_objects=user, compile=False), xs), ys)

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import List
 
 import typer
 from typing_extensions import Annotated
@@ -151,6 +152,11 @@ def unwrap(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for a folder IN (default: the "
                                       "machine's cores).")] = None,
+    lambda_: Annotated[
+        List[str], typer.Option("--lambda", metavar="LAYER=MODULE:FUNCTION", help="For a .keras OUT: the function "
+                                "of the template's own Lambda layer LAYER (your code: MODULE imported from the "
+                                "current folder, or a .py file). Repeat it for each Lambda; `inspect` lists them.")
+    ] = None,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
@@ -169,6 +175,8 @@ def unwrap(
 
       mgpu-io unwrap parallel_model.h5 model.keras
 
+      mgpu-io unwrap parallel_model.h5 model.keras --lambda preprocess=my_lambdas.py:preprocess
+
       mgpu-io unwrap parallel_model.h5 model.h5 --dry-run --json
 
       mgpu-io unwrap checkpoints/ repaired/ --jobs 4
@@ -176,6 +184,9 @@ def unwrap(
     A folder IN is repaired file by file into the same places under OUT (wrappers unwrapped, plain models skipped
     or, with --allow-plain, normalised, failures listed with their reason); the exit code is 1 when any file
     failed. Options that do not apply (--target tf_keras, --keep-config or --cpu with a .keras OUT) are refused.
+
+    Lambda layers of the template are never run from the file: a .h5/JSON OUT refers to each by its layer name
+    (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
     from mgpu_io.cli.render import byte_progress, file_progress
 
@@ -199,6 +210,7 @@ def unwrap(
                 dry_run=dry_run,
                 jobs=jobs,
                 progress=progress,
+                lambdas=_lambda_options(lambda_),
             )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -212,6 +224,22 @@ def unwrap(
         render_unwrap(report)
     if source.is_dir() and not report.ok:
         raise typer.Exit(code=1)
+
+
+def _lambda_options(values):
+    """``--lambda LAYER=MODULE:FUNCTION`` options as the library's ``lambdas=`` mapping (functions still named)."""
+    from mgpu_io.errors import InvalidArgument
+
+    mapping = {}
+    for value in values or []:
+        layer, sep, spec = value.partition("=")
+        if not sep or not layer or not spec:
+            _fail(InvalidArgument(
+                f"--lambda takes LAYER=MODULE:FUNCTION. Expected e.g. --lambda preprocess=my_lambdas:preprocess. "
+                f"Received: --lambda {value}. Name the Lambda layer, then the function."
+            ))
+        mapping[layer] = spec
+    return mapping or None
 
 
 #: Single files above this size get a progress bar.

@@ -28,6 +28,7 @@ FLAGS = {
     "target='keras3'": "--target keras3",
     "cpu=True": "--cpu",
     "builder=": "--builder ",
+    "lambdas=": "--lambda ",
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",
@@ -36,13 +37,22 @@ _FLAG_PATTERN = re.compile("|".join(r"(?<![\w-])" + re.escape(k) + (r"(?![\w=])"
                                     for k in sorted(FLAGS, key=len, reverse=True)))
 
 
+_LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
+
+
 def to_flags(message):
     """A library message in the command line's terms.
 
     Example:
         >>> to_flags("Received: output=m.h5. Pass overwrite=True to replace it. Leave out config=.")
         'Received: output=m.h5. Pass --force to replace it. Leave out --config.'
+        >>> to_flags("Pass them: lambdas={'pre': fn, 'gate': fn}.")
+        'Pass them: --lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION.'
     """
+    message = _LAMBDAS_PATTERN.sub(lambda m: " ".join([f"--lambda {name}=MODULE:FUNCTION" for name in
+                                                      re.findall(r"'([^']*)': fn", m.group(1))]
+                                                     + (["..."] if m.group(1).endswith("...") else [])), message)
+    message = re.sub(r"lambdas\[(['\"])(.*?)\1\]=(['\"])(.*?)\3", r"--lambda \2=\4", message)
     translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
     return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
 
@@ -102,10 +112,31 @@ def render_inspect(report):
         _console.print(tree)
         optimizer = "yes" if report.has_optimizer_weights else "no"
         _console.print(f"  weights: {report.weights}; optimizer state: {optimizer}")
+        _render_lambdas(report.lambdas)
     for finding in report.findings:
         shown = finding.layers[:6] + (["..."] if len(finding.layers) > 6 else [])
         layers = f" ({_names(shown)})" if finding.layers else ""
-        _console.print(f"  [yellow]! {finding.kind}[/yellow]: {escape(finding.message)}{layers}")
+        _console.print(f"  [yellow]! {finding.kind}[/yellow]: {escape(to_flags(finding.message))}{layers}")
+
+
+_LAMBDA_KINDS = {"user": "(your code)", "keras": "(Keras' own)", "reference": "(by name)"}
+
+
+def _render_lambdas(lambdas):
+    """The template's Lambda layers, one line each, as read from the file (never run)."""
+    if not lambdas:
+        return
+    _console.print(f"  Lambda layers ({len(lambdas)}, read as data, never run):")
+    for lam in lambdas:
+        code = lam.get("code") or {}
+        what = [f"{code['function_name']}" if code.get("function_name") else None,
+                f"from {code['source_file']}" if code.get("source_file") else None,
+                f"names: {', '.join(code['names'][:8])}" if code.get("names") else None,
+                f"function {lam['known'] or lam['reference']!r}" if lam["kind"] != "user" else None,
+                f"arguments: {lam['arguments']}" if lam.get("arguments") else None,
+                f"inputs: {', '.join(lam['inbound'])}" if lam.get("inbound") else None]
+        _console.print(f"    {escape(lam['layer'])} {_LAMBDA_KINDS[lam['kind']]}: "
+                       f"{escape('; '.join(part for part in what if part))}")
 
 
 def render_unwrap(report):

@@ -10,9 +10,10 @@ import numpy as np
 from mgpu_io.errors import FailedSaveStub, InvalidArgument
 from mgpu_io.format import conversions
 from mgpu_io.format.attrs import read_str
-from mgpu_io.format.config import input_names, layer_name, model_layers, model_name, walk_layers
+from mgpu_io.format.config import input_names, layer_name, model_layers, model_name
 from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
+from mgpu_io.format.conversions.lambdas import template_lambdas
 from mgpu_io.format.extract import extract, template_outputs
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.probe import probed
@@ -50,6 +51,7 @@ class InspectReport:
     findings: List[Finding] = field(default_factory=list)
     levels: List[dict] = field(default_factory=list)
     weights: int = 0
+    lambdas: List[dict] = field(default_factory=list)
 
     def to_dict(self):
         return asdict(self)
@@ -154,21 +156,13 @@ def _inspect(stored, scan_weights):
         findings=findings,
         levels=levels,
         weights=sum(len(layer.names) for layer in layers),
+        lambdas=[lam.to_dict() for lam in template_lambdas(template)] if template is not None else [],
     )
 
 
 def _config_findings(template, context):
-    findings = [Finding(family.finding, message, layers) for family, message, layers
-                in conversions.checks(template, context) if family.finding]
-    lambdas = [layer_name(l) for l in walk_layers(template) if l["class_name"] == "Lambda"]
-    if lambdas:
-        findings.append(Finding(
-            "template-lambda",
-            "The template itself has Lambda layers: Keras 3 refuses them in safe mode, and their stored code only "
-            "runs on the Python version that wrote it. Rebuild them in code and load the weights.",
-            lambdas,
-        ))
-    return findings
+    return [Finding(family.finding, message, layers) for family, message, layers
+            in conversions.checks(template, context) if family.finding]
 
 
 def _configs(template):

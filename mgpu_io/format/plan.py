@@ -21,6 +21,7 @@ from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model_layers, model_name, walk_layers
 from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
+from mgpu_io.format.conversions.lambdas import template_lambdas
 from mgpu_io.format.conversions.training_config import rekey_training_config
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.probe import probed
@@ -55,6 +56,7 @@ class UnwrapReport:
     optimizer: str = "absent"
     renamed_outputs: Dict[str, str] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
+    lambdas: List[Dict] = field(default_factory=list)
     written: bool = False
 
     def to_dict(self):
@@ -75,6 +77,7 @@ class Plan:
         training: the re-keyed, converted training config, or ``None``.
         keras_version: the ``keras_version`` to write (Keras 1 configs now read as 2.x).
         report: what the user is told.
+        lambdas: the template's Lambda layers as stored (:class:`~mgpu_io.format.lambdas.LambdaLayer`).
     """
 
     stored: object
@@ -86,6 +89,7 @@ class Plan:
     training: Optional[dict]
     keras_version: str
     report: UnwrapReport
+    lambdas: list = field(default_factory=list)
 
     @property
     def file_type(self):
@@ -110,7 +114,7 @@ class Plan:
         return [(name, value if not hasattr(value, "file") else value[()]) for name, value in self.converted(layer)]
 
 
-def check_options(*, target="keras3", keep_config=False, cpu=False, output_format=SAME_FORMAT):
+def check_options(*, target="keras3", keep_config=False, cpu=False, output_format=SAME_FORMAT, lambdas=None):
     """Refuse option combinations that do not apply, naming the parameter (the CLI shows its flag).
 
     Example:
@@ -123,6 +127,13 @@ def check_options(*, target="keras3", keep_config=False, cpu=False, output_forma
         raise InvalidArgument(
             f"Unknown target. Expected one of {list(TARGETS)}. Received: target={target!r}. "
             f"Pass target='keras3' or target='tf_keras'."
+        )
+    if lambdas and output_format != KERAS_FORMAT:
+        raise InvalidArgument(
+            f"lambdas= applies to a .keras output, which Keras builds. Expected a .keras output with lambdas=. "
+            f"Received: lambdas={sorted(lambdas)} with a legacy output, which refers to each Lambda by its layer "
+            f"name and needs no function. Leave out lambdas= and pass the functions when loading the result: "
+            f"mgpu_io.load_model(output, lambdas=...) or keras.models.load_model(output, custom_objects=...)."
         )
     if output_format == KERAS_FORMAT:
         if target != conversions.KERAS3:
@@ -202,6 +213,10 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
             warnings.append("the optimizer state is left out: its slots have the CuDNN layout of the weights, "
                             "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state")
     levels = extraction.levels
+    lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
+    for lam in lambdas:
+        if normalise and lam.code is not None:  # written by reference (conversions/lambdas.py)
+            lam.reference = lam.known or lam.layer
     report = UnwrapReport(
         source=str(stored.path),
         output=str(output) if output is not None else None,
@@ -220,9 +235,11 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
         optimizer=optimizer,
         renamed_outputs=renamed,
         warnings=warnings,
+        lambdas=[lam.to_dict() for lam in lambdas],
     )
     keras_version = "2.2.4" if keras1 else (stored.keras_version or "2.2.4")
-    return Plan(stored, extraction, levels, template, layers, conversions_by_layer, training, keras_version, report)
+    return Plan(stored, extraction, levels, template, layers, conversions_by_layer, training, keras_version, report,
+                lambdas)
 
 
 @contextlib.contextmanager

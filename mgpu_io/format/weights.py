@@ -49,8 +49,15 @@ def _stem(weight_name):
 
 def _owner(weight_name, candidates: Dict[str, str]):
     stem = _stem(weight_name)
+    scoped = [name for name in candidates if "/" in name and stem.startswith(name + "/")]
+    if scoped:  # a layer name with a scope in it (DenseNet's `conv1/conv`)
+        return candidates[max(scoped, key=len)]
     if "/" in stem:
-        head = stem.split("/")[0]
+        parts = stem.split("/")
+        for cut in range(len(parts) - 1, 1, -1):  # a scoped layer name renamed for Keras 3: conv1/conv -> conv1_conv
+            if parts[0] not in candidates and "_".join(parts[:cut]) in candidates:
+                return candidates["_".join(parts[:cut])]
+        head = parts[0]
         while head not in candidates:
             stripped = re.fullmatch(r"(.+)_\d+", head)  # variable-scope suffix: cpu_relocation, re-loading
             if not stripped:

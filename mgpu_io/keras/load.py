@@ -21,10 +21,11 @@ from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.plan import planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, reading
 from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
+from mgpu_io.keras.lambdas import lambda_objects, named
 from mgpu_io.keras.wrapper import non_finite_weights
 
 
-def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True):
+def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True, lambdas=None):
     """Load the innermost template of a wrapper file (or a plain legacy file) as a Keras 3 model.
 
     Args:
@@ -35,8 +36,11 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         compile: restore the training configuration (loss, metrics, loss weights keyed by the template's output
             names) and the optimizer state, so that ``fit`` continues where the old run stopped.
         weights: the weights file saved beside a JSON config (a weights-only ``.h5``, wrapper or not).
-        safe_mode: Keras' safe mode, left as the caller sets it: the template's own Lambda layers are refused by
-            Keras unless ``safe_mode=False``. Slice layers never reach Keras: they are removed first.
+        safe_mode: Keras' safe mode, left as the caller sets it. Stored bytecode never reaches Keras: slice
+            layers are removed and every other Lambda refers to a function by name (see ``lambdas``).
+        lambdas: ``{layer name: function}``: the functions of the template's own Lambda layers (your code, which
+            the file holds only as bytecode that is never run; ``mgpu-io inspect`` lists them). Lambdas that
+            Keras itself wrote (InceptionResNetV2's scaling) need no entry.
 
     Returns:
         A ``keras.Model``.
@@ -44,6 +48,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     Raises:
         MgpuIOError: the file cannot be repaired (see :func:`mgpu_io.unwrap`), or a weights-only file came without
             its architecture.
+        MissingLambda: a Lambda layer holds your code and ``lambdas`` has no function for it (each is described).
 
     Warns:
         MgpuIOWarning: weights are NaN/Inf (see :func:`recalibrate_batchnorm`), or the optimizer cannot be restored
@@ -57,11 +62,13 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     keras = import_keras()
     path = Path(path)
     if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
+        if lambdas:
+            custom_objects = dict(custom_objects or {}, **{name: named(name, fn) for name, fn in lambdas.items()})
         model = keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
         _warn_non_finite(model, path)
         return model
     with _planned(path, weights) as plan:
-        model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+        model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
     _warn_non_finite(model, path)
     return model
 
@@ -95,11 +102,13 @@ def _planned(path, weights):
         yield plan
 
 
-def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True):
+def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True, lambdas=None):
     """Build a :class:`~mgpu_io.format.plan.Plan` as a Keras 3 model: config, weights, training setup, optimizer.
 
     The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`).
     """
+    custom_objects = lambda_objects(plan.config, lambdas, custom_objects, source=plan.stored.path,
+                                    original=plan.lambdas)
     try:
         model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
     except (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError, RuntimeError,

@@ -7,8 +7,6 @@ stored layouts are converted for the target layer (Keras 1 gates, CuDNN, Keras 2
 is a :class:`TransferReport`: what matched, what was converted, what is missing, what was left over.
 """
 
-import importlib
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import List
@@ -23,6 +21,7 @@ from mgpu_io.format.plan import check_output
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.write import atomic_path
+from mgpu_io.keras.lambdas import import_function
 from mgpu_io.keras.wrapper import find_template, legacy_weights
 
 
@@ -270,20 +269,4 @@ def build_model(builder):
     """Call ``builder`` (a function, or ``"module:function"`` imported from the current folder)."""
     if callable(builder):
         return builder()
-    module_name, _, function_name = str(builder).partition(":")
-    if not module_name or not function_name:
-        raise InvalidArgument(
-            f"The builder is not MODULE:FUNCTION. Expected e.g. train:build_model. Received: builder={builder!r}. "
-            f"Name the module and the function that returns the base model."
-        )
-    sys.path.insert(0, str(Path.cwd()))
-    try:
-        function = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError) as error:
-        raise InvalidArgument(
-            f"The builder cannot be found. Expected a function {function_name} in module {module_name}. "
-            f"Received: builder={builder!r} ({error}). Run from the folder that holds the module, or fix the name."
-        ) from None
-    finally:
-        sys.path.remove(str(Path.cwd()))
-    return function()
+    return import_function(builder, "builder")()

@@ -12,6 +12,10 @@ from mgpu_io.format.config import FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAY
 from mgpu_io.format.conversions.base import Family, Rule
 
 
+SEPARABLE_CLASSES = ("SeparableConv1D", "SeparableConv2D")
+_UNUSED_KERNEL_ARGUMENTS = ("kernel_initializer", "kernel_regularizer", "kernel_constraint")
+
+
 def normalize_for_keras3(model_config):
     """Return ``(config, changes)``: a copy of ``model_config`` that Keras 3 loads, and what was changed.
 
@@ -28,6 +32,7 @@ def normalize_for_keras3(model_config):
 
 
 def _normalize_model(model, changes, top_level):
+    _rename_scoped_layers(model, changes)
     if model["class_name"] == "Sequential":
         if isinstance(model["config"], list):
             model["config"] = {"name": "sequential", "layers": model["config"]}
@@ -48,6 +53,10 @@ def _normalize_layer(layer, changes, in_functional):
         return
     if not isinstance(config, dict):
         return
+    if layer["class_name"] in SEPARABLE_CLASSES and any(key in config for key in _UNUSED_KERNEL_ARGUMENTS):
+        for key in _UNUSED_KERNEL_ARGUMENTS:  # tf.keras' Conv base class wrote them; the layer never used them
+            config.pop(key, None)
+        changes.append("separable-kernel-arguments")
     if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
         del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
         changes.append("functional-drop-batch-input-shape")
@@ -60,6 +69,41 @@ def _normalize_layer(layer, changes, in_functional):
             elif "dtype" in value["config"] and key.endswith(("_initializer", "_regularizer", "_constraint")):
                 del value["config"]["dtype"]
                 changes.append("initializer-dtype")
+
+
+def _rename_scoped_layers(model, changes):
+    """Layer names with a ``/`` (keras_applications' DenseNet: ``conv1/conv``) get ``_``: Keras 3 refuses them."""
+    layers = model_layers(model)
+    scoped = [layer for layer in layers if isinstance(layer_name(layer), str) and "/" in layer_name(layer)]
+    if not scoped:
+        return
+    names = {layer_name(layer) for layer in layers}
+    renamed = {layer_name(layer): layer_name(layer).replace("/", "_") for layer in scoped}
+    clashes = sorted(new for new in renamed.values() if new in names)
+    if clashes or len(set(renamed.values())) != len(renamed):
+        raise UnsupportedModel(
+            f"Layer names with '/' cannot be renamed for Keras 3: the new names are taken. Expected unique names "
+            f"after replacing '/' with '_'. Received: {clashes or sorted(renamed)}. Pass --keep-config to write "
+            f"the config as the writer did (tf_keras loads it)."
+        )
+    for layer in layers:
+        old = layer_name(layer)
+        if old in renamed:
+            if "name" in layer:
+                layer["name"] = renamed[old]
+            if isinstance(layer.get("config"), dict):
+                layer["config"]["name"] = renamed[old]
+        for node in layer.get("inbound_nodes") or []:
+            for entry in node if isinstance(node, list) else []:
+                if isinstance(entry, list) and entry and entry[0] in renamed:
+                    entry[0] = renamed[entry[0]]
+    if isinstance(model.get("config"), dict):
+        for key in ("input_layers", "output_layers"):
+            refs = model["config"].get(key) or []
+            for ref in ([refs] if refs and isinstance(refs[0], str) else refs):
+                if isinstance(ref, list) and ref and ref[0] in renamed:
+                    ref[0] = renamed[ref[0]]
+    changes.append("layer-name-slash")
 
 
 def _explicit_sequential_input(model, changes):
@@ -188,6 +232,13 @@ FAMILY = Family(
              "is dropped (the InputLayer carries it)", "the same second batch axis", ()),
         Rule("nested-layer-module", "a `Bidirectional`/`TimeDistributed` layer's inner layer config gets "
              "`module: keras.layers`", "Keras 3: `Could not locate class 'LSTM'`", ("keras224",)),
+        Rule("layer-name-slash", "layer names with `/` (keras_applications' DenseNet: `conv1/conv`) get `_` "
+             "(`conv1_conv`); their weights follow them", "Keras 3: `Argument 'name' must be a string and cannot "
+             "contain character '/'`", ("tfkeras115",)),
+        Rule("separable-kernel-arguments", "tf.keras `SeparableConv1D/2D` configs lose the unused `kernel_*` "
+             "arguments (their kernels are `depthwise_*` and `pointwise_*`)",
+             "Keras 3: `SeparableConv2D.__init__() got an unexpected keyword argument 'kernel_initializer'`",
+             ("tfkeras115",)),
         Rule("initializer-dtype", "tf.keras initializer configs lose their `dtype`",
              "Keras 3: `GlorotUniform.__init__() got an unexpected keyword argument 'dtype'`", ("tfkeras115",)),
         Rule("nested-sequential-as-functional", "a nested Sequential whose output feeds another layer becomes the "

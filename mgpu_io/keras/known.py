@@ -1,0 +1,30 @@
+"""The Lambda functions that Keras itself wrote into files, as mgpu-io's own registered copies.
+
+A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``format/conversions/lambdas.py`` recognises it
+from the file's metadata and lists it in ``KNOWN_FUNCTIONS``); importing this module registers each copy with Keras,
+so that Keras 3 resolves the reference with its safe mode on::
+
+    import keras, mgpu_io.keras.known  # registers mgpu_io>inception_resnet_scale
+    model = keras.models.load_model("repaired.h5")
+
+:func:`mgpu_io.load_model` imports it itself. Each copy is the writer's own source, in Keras 3 operations.
+"""
+
+import keras
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="inception_resnet_scale")
+def inception_resnet_scale(inputs, scale):
+    """InceptionResNetV2's residual scaling, as keras_applications wrote it:
+    ``lambda inputs, scale: inputs[0] + inputs[1] * scale``.
+
+    Example:
+        >>> import numpy as np
+        >>> float(inception_resnet_scale([np.float32(1.0), np.float32(2.0)], scale=0.5))
+        2.0
+    """
+    return inputs[0] + inputs[1] * scale
+
+
+#: mgpu-io's registered name -> function, for every function in KNOWN_FUNCTIONS.
+FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale}

@@ -1,0 +1,121 @@
+"""Give a repaired template's Lambda layers their functions back: the caller's own code, and Keras' own functions.
+
+A repaired config refers to each Lambda's function by name (``format/conversions/lambdas.py``): the layer's name for
+the user's code, ``mgpu_io>NAME`` for a function Keras itself wrote. Here those names become ``custom_objects``
+for Keras 3, whose safe mode stays on: nothing stored in the file runs, only functions the caller passed.
+"""
+
+import functools
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from mgpu_io.errors import InvalidArgument, MissingLambda
+from mgpu_io.format.conversions.lambdas import needed_functions
+from mgpu_io.format.lambdas import lambda_layers
+
+
+def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, original=None):
+    """The ``custom_objects`` that build ``config``: the caller's, plus each supplied Lambda function by reference.
+
+    Args:
+        config: the repaired template config (its Lambdas refer to functions by name).
+        lambdas: ``{layer name: function}`` from the caller.
+        custom_objects: the caller's own ``custom_objects`` (a reference already there needs no ``lambdas`` entry).
+        source: the file, for messages.
+        original: the template's :class:`~mgpu_io.format.lambdas.LambdaLayer` s as stored (what messages describe).
+
+    Raises:
+        MissingLambda: a Lambda holds the user's code and no function was supplied for it.
+        InvalidArgument: ``lambdas`` names a layer that is not a Lambda of the template, or a value is not callable.
+
+    Example:
+        >>> config = {"class_name": "Model", "config": {"layers": [{"class_name": "Lambda", "name": "double",
+        ...     "config": {"name": "double", "function": {"class_name": "function", "config": "double"}}}]}}
+        >>> objects = lambda_objects(config, {"double": lambda x: 2 * x})
+        >>> objects["double"].__name__, objects["double"](21)
+        ('double', 42)
+    """
+    from mgpu_io.keras import known  # noqa: F401  (registers mgpu_io>NAME with Keras)
+
+    lambdas = dict(lambdas or {})
+    objects = dict(custom_objects or {})
+    layers = {lam.layer: lam for lam in lambda_layers(config)}
+    unknown = sorted(set(lambdas) - set(layers))
+    if unknown:
+        raise InvalidArgument(
+            f"lambdas= names layers that are not Lambda layers of the template. Expected names among "
+            f"{sorted(layers) or 'none (the template has no Lambda layers)'}. Received: {unknown}. "
+            f"Pass lambdas= keyed by the Lambda layers' names (`mgpu-io inspect` lists them)."
+        )
+    for name, function in lambdas.items():
+        if isinstance(function, str):
+            function = import_function(function, f"lambdas[{name!r}]")
+        if not callable(function):
+            raise InvalidArgument(
+                f"A Lambda's function must be callable. Expected a function for layer {name!r}. Received: "
+                f"{type(function).__name__}. Pass the function itself, e.g. lambdas={{{name!r}: my_function}}."
+            )
+        reference = layers[name].reference or name
+        objects[reference] = named(reference, function)
+    missing = [lam for lam in needed_functions(config) if lam.reference not in objects]
+    if missing:
+        described = {lam.layer: lam for lam in original or ()}
+        lines = [(described.get(lam.layer) or lam).describe() for lam in missing]
+        where = f" in filepath={source}" if source is not None else ""
+        raise MissingLambda(
+            f"The template's Lambda layers hold your own code, which mgpu-io never runs from the file. Expected a "
+            f"function for each of them{where}. Received none for: {'; '.join(lines)}. Pass them: "
+            f"lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}.",
+            [lam.layer for lam in missing],
+        )
+    return objects
+
+
+def named(name, function):
+    """``function`` under ``name``: Keras 3 saves it by that name (never as bytecode), so the ``.keras`` file loads
+    in safe mode with ``custom_objects={name: function}``. Its signature is the function's own (Keras reads it for
+    ``mask`` and ``training``)."""
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        return function(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__module__ = None
+    return call
+
+
+def import_function(spec, parameter="function"):
+    """The function named by ``spec``: ``"module:function"`` (the module imported from the current folder first)
+    or ``"path/to/file.py:function"``. This runs the caller's own module, never anything stored in a file.
+
+    Raises:
+        InvalidArgument: ``spec`` is not ``MODULE:FUNCTION``, or the module or the function cannot be found.
+    """
+    module_name, _, function_name = str(spec).rpartition(":")
+    if not module_name or not function_name:
+        raise InvalidArgument(
+            f"A function is named as MODULE:FUNCTION. Expected e.g. train:build_model or lambdas.py:preprocess. "
+            f"Received: {parameter}={spec!r}. Name the module (or .py file) and the function."
+        )
+    here = str(Path.cwd())
+    sys.path.insert(0, here)
+    try:
+        if module_name.endswith(".py"):
+            location = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+            if location is None or not Path(module_name).is_file():
+                raise ImportError(f"no file {module_name}")
+            module = importlib.util.module_from_spec(location)
+            location.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+        return getattr(module, function_name)
+    except (ImportError, AttributeError, OSError) as error:
+        raise InvalidArgument(
+            f"The {'builder' if parameter == 'builder' else 'function'} cannot be found. Expected a function {function_name} in {module_name}. Received: "
+            f"{parameter}={spec!r} ({error}). Run from the folder that holds the module, or fix the name."
+        ) from None
+    finally:
+        sys.path.remove(here)

@@ -1,0 +1,313 @@
+"""Templates that hold Lambda layers: the user's own code and the functions Keras itself wrote.
+
+A user's multi-GPU file holds each Lambda's function as CPython bytecode. mgpu-io reads it as data only (a strings
+scan: the function's name, its source file, the names it uses), never unmarshals or runs it, and never copies it:
+the repaired config refers to each function by name. The user gives their own functions back
+(``lambdas={"layer": fn}``, ``--lambda LAYER=MODULE:FUNCTION``); the functions Keras wrote (InceptionResNetV2's
+residual scaling) are rebuilt from mgpu-io's own copies. Every fixture here was written by the real old writers
+(fixtures/applications/README.md); predictions are compared with the old Keras' own.
+"""
+
+import base64
+import importlib
+import json
+import marshal
+import shutil
+
+import h5py
+import pytest
+from helpers import (APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch, fixture_path, fixtures,
+                     predict)
+
+import mgpu_io
+from mgpu_io.errors import InvalidArgument, MissingLambda
+from mgpu_io.format.lambdas import lambda_layers, scan_code, text_records
+
+keras = pytest.importorskip("keras")
+from lambda_functions import USER_FUNCTIONS  # noqa: E402  (needs keras)
+
+@pytest.fixture
+def cli():
+    from typer.testing import CliRunner
+
+    from mgpu_io.cli import app
+
+    return lambda *args: CliRunner().invoke(app, [str(a) for a in args])
+
+
+FUNCTIONS_FILE = ROOT / "tests" / "lambda_functions.py"
+USER_LAMBDAS = fixture_path({"folder": "applications", "file": "k224_user_lambdas_x2_full.h5"})
+INCEPTION = fixture_path({"folder": "applications", "file": "k224_inception_resnet_x2_full.h5"})
+
+
+def supplied(entry):
+    """The user's functions for a fixture's own Lambdas (none where Keras wrote them)."""
+    return {layer: USER_FUNCTIONS[layer] for layer in entry.get("user_functions") or {}} or None
+
+
+def architecture(entry):
+    """The architecture saved beside a weights-only fixture: its JSON config, or the template saved whole."""
+    for suffix in ("_config.json", "_template_full.h5"):
+        candidate = fixture_path(entry).with_name(entry["file"].replace("_weights.h5", suffix))
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def stored_payloads(path):
+    """Every bytecode string that a file's Lambda layers store (what must never reach an output), as the bytes
+    that the stored JSON holds (base64 lines joined by an escaped newline)."""
+    with h5py.File(path, "r") as h5:
+        config = json.loads(h5.attrs["model_config"])
+    found = []
+    for lam in lambda_layers(config):
+        layer = next(l for l in _walk(config) if l.get("name") == lam.layer or l["config"].get("name") == lam.layer)
+        function = layer["config"]["function"]
+        if isinstance(function, list):
+            found.append(json.dumps(function[0])[1:-1])
+    return found
+
+
+def _walk(config):
+    from mgpu_io.format.config import walk_layers
+
+    return list(walk_layers(config, wrapped=True))
+
+
+# --- the strings scan reads the payload as data ------------------------------------------------------------------
+
+
+def test_the_scan_names_the_users_function_its_source_file_and_the_names_it_uses():
+    lambdas = {lam.layer: lam for lam in lambda_layers(_config(USER_LAMBDAS))}
+    stats = lambdas["channel_stats"]
+    assert stats.code.function_name == "channel_stats"
+    assert stats.code.source_file == "fixtures/generate/applications/write_app_fixtures.py"
+    assert {"K", "concatenate", "mean", "max", "x"} <= set(stats.code.names)
+    assert lambdas["preprocess"].code.function_name == "<lambda>"
+    assert lambdas["scale_by_factor"].arguments == {"factor": 3.0}
+    assert lambdas["gate"].inbound == ["embed", "gate_in"]
+    assert lambdas["square_features"].output_shape == "function"
+
+
+def _config(path):
+    from mgpu_io.format.detect import unroll
+
+    with h5py.File(path, "r") as h5:
+        return unroll(json.loads(h5.attrs["model_config"])).template
+
+
+def test_text_records_are_read_by_their_length_prefix_only():
+    assert text_records(b"\xda\x05scale\xfa\x04a.py") == ["scale", "a.py"]
+    assert text_records(b"\xda\x09short") == []  # a length that runs past the end is no text
+    assert text_records(b"s\x03\x00\x00\x00\xda\x01x") == []  # bytes (the bytecode itself) are stepped over
+
+
+@pytest.mark.parametrize("payload", [
+    "", "not base64 at all \u00e3\u0003", "A" * 10, base64.b64encode(bytes(range(256)) * 40).decode(),
+    "\ud800", 12, None, ["x"], {"class_name": "__lambda__"},
+])
+def test_any_payload_is_scanned_without_error(payload):
+    scan = scan_code(payload)
+    assert isinstance(scan.names, list)
+
+
+def test_a_payload_above_the_scan_limit_is_not_scanned():
+    scan = scan_code(base64.b64encode(b"\xda\x01x" * 400_000).decode())
+    assert not scan.scanned and scan.size == 1_200_000 and scan.names == []
+
+
+# --- inspect lists every Lambda -------------------------------------------------------------------------------
+
+
+def test_inspect_lists_each_lambda_with_what_the_file_says_about_it():
+    report = mgpu_io.inspect(USER_LAMBDAS)
+    by_layer = {lam["layer"]: lam for lam in report.lambdas}
+    assert list(by_layer) == ["preprocess", "channel_stats", "scale_by_factor", "square_features", "gate", "l2_norm"]
+    assert {lam["kind"] for lam in report.lambdas} == {"user"}
+    assert by_layer["l2_norm"]["code"]["names"] == ["axis", "K", "l2_normalize", "x"]
+    assert "template-lambda" in [f.kind for f in report.findings]
+    keras_own = mgpu_io.inspect(INCEPTION).lambdas
+    assert [(l["layer"], l["kind"], l["known"]) for l in keras_own] == [
+        ("block35_1", "keras", "mgpu_io>inception_resnet_scale")]
+
+
+def test_inspect_json_and_human_output_list_the_lambdas(cli, tmp_path):
+    result = cli("inspect", str(USER_LAMBDAS), "--json")
+    assert [l["layer"] for l in json.loads(result.stdout)["lambdas"]][:2] == ["preprocess", "channel_stats"]
+    human = cli("inspect", str(USER_LAMBDAS)).stdout
+    assert "Lambda layers (6, read as data, never run)" in human
+    assert "channel_stats (your code): channel_stats; from fixtures/generate/applications/write_app_fixtures.py" \
+        in human
+
+
+# --- the old Keras' predictions, with the user's functions or none ------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", fixtures("model", manifest=APP_MANIFEST))
+def test_every_application_and_lambda_template_loads_with_the_old_predictions(entry):
+    model = mgpu_io.load_model(fixture_path(entry), compile=False, lambdas=supplied(entry))
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+
+
+@pytest.mark.parametrize("entry", fixtures("weights", manifest=APP_MANIFEST, where=lambda e: architecture(e)))
+def test_weights_only_files_load_with_the_architecture_saved_beside_them(entry):
+    """A JSON config: loaded with weights=. Keras 2.1.6 saved the template whole: its weights are then replaced by
+    the wrapper checkpoint's, by structure."""
+    saved = architecture(entry)
+    if saved.suffix == ".json":
+        model = mgpu_io.load_model(saved, weights=fixture_path(entry), compile=False, lambdas=supplied(entry))
+    else:
+        model = mgpu_io.load_model(saved, compile=False, lambdas=supplied(entry))
+        for variable in model.weights:
+            variable.assign(variable * 0)
+        assert mgpu_io.transfer_weights(fixture_path(entry), model).ok
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+
+
+@pytest.mark.parametrize("entry", fixtures("model", manifest=APP_MANIFEST,
+                                           where=lambda e: "template-lambda" in (e.get("findings") or [])))
+def test_a_repaired_h5_loads_in_plain_keras3_safe_mode_with_custom_objects(entry, tmp_path):
+    out = tmp_path / "model.h5"
+    report = mgpu_io.unwrap(fixture_path(entry), out, allow_plain=True)
+    assert report.lambdas and all(lam["reference"] for lam in report.lambdas)
+    importlib.import_module("mgpu_io.keras.known")  # registers Keras' own functions: mgpu_io>NAME
+
+    model = keras.models.load_model(out, custom_objects=supplied(entry), compile=False)
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+    data = out.read_bytes()
+    assert not [p for p in stored_payloads(fixture_path(entry)) if p.encode() in data]
+
+
+def test_keras21_mobilenets_relu6_becomes_relu_max_value_6(tmp_path):
+    """'Unknown activation function: relu6' (Keras 2.2+, tf_keras): the same function, as a ReLU layer."""
+    entry = next(e for e in APP_MANIFEST if e["file"] == "k216_mobilenet_x2_template_full.h5")
+    out = tmp_path / "model.h5"
+    report = mgpu_io.unwrap(fixture_path(entry), out, allow_plain=True)
+    assert "relu6-activation" in report.config_changes
+    model = keras.models.load_model(out, compile=False)
+    assert {type(layer).__name__ for layer in model.layers if layer.name.endswith("_relu")} == {"ReLU"}
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+
+
+@pytest.mark.parametrize("name", ["k224_user_lambdas_x2_full.h5", "tfk115_inception_resnet_x2_full.h5"])
+def test_a_keras_output_saves_functions_by_name_and_loads_in_safe_mode(name, tmp_path):
+    entry = next(e for e in APP_MANIFEST if e["file"] == name)
+    out = tmp_path / "model.keras"
+    assert mgpu_io.unwrap(fixture_path(entry), out, lambdas=supplied(entry)).written
+    model = keras.models.load_model(out, custom_objects=supplied(entry), compile=False)
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+    import zipfile
+
+    with zipfile.ZipFile(out) as archive:
+        assert "__lambda__" not in archive.read("config.json").decode()
+
+
+def test_the_cli_takes_each_function_as_layer_equals_file_colon_function(cli, tmp_path):
+    out = tmp_path / "model.keras"
+    options = [arg for layer in USER_FUNCTIONS if layer != "double"
+               for arg in ("--lambda", f"{layer}={FUNCTIONS_FILE}:{layer}")]
+    result = cli("unwrap", str(USER_LAMBDAS), str(out), *options)
+    assert result.exit_code == 0, result.stderr
+    entry = next(e for e in APP_MANIFEST if e["file"] == USER_LAMBDAS.name)
+    model = keras.models.load_model(out, custom_objects=supplied(entry), compile=False)
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+
+
+# --- missing, wrong and hostile ---------------------------------------------------------------------------------
+
+
+def test_a_missing_function_is_one_typed_error_that_describes_each_lambda():
+    functions = dict(supplied(next(e for e in APP_MANIFEST if e["file"] == USER_LAMBDAS.name)))
+    del functions["gate"], functions["l2_norm"]
+    with pytest.raises(MissingLambda) as error:
+        mgpu_io.load_model(USER_LAMBDAS, lambdas=functions)
+    assert error.value.layers == ["gate", "l2_norm"]
+    message = str(error.value)
+    assert message.startswith("The template's Lambda layers hold your own code, which mgpu-io never runs from the "
+                              "file. Expected a function for each of them in filepath=")
+    assert ("Received none for: gate (<lambda>; from fixtures/generate/applications/write_app_fixtures.py; using t; "
+            "inputs embed, gate_in); l2_norm (<lambda>;") in message
+    assert message.endswith("Pass them: lambdas={'gate': fn, 'l2_norm': fn}.")
+
+
+def test_the_cli_says_which_lambdas_to_give_in_flags(cli, tmp_path):
+    result = cli("unwrap", str(USER_LAMBDAS), str(tmp_path / "m.keras"))
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert "Pass them: --lambda preprocess=MODULE:FUNCTION --lambda channel_stats=MODULE:FUNCTION" in result.stderr
+    assert not (tmp_path / "m.keras").exists()
+
+
+def test_lambdas_must_name_lambda_layers_and_be_callable():
+    with pytest.raises(InvalidArgument, match=r"lambdas= names layers that are not Lambda layers of the template\. "
+                                              r"Expected names among \['block35_1'\]\. Received: \['conv'\]"):
+        mgpu_io.load_model(INCEPTION, lambdas={"conv": USER_FUNCTIONS["double"]})
+    with pytest.raises(InvalidArgument, match="A Lambda's function must be callable"):
+        mgpu_io.load_model(USER_LAMBDAS, lambdas={"preprocess": 3})
+
+
+def test_lambdas_with_a_legacy_output_is_refused_since_it_needs_none(tmp_path):
+    with pytest.raises(InvalidArgument, match=r"lambdas= applies to a \.keras output"):
+        mgpu_io.unwrap(USER_LAMBDAS, tmp_path / "m.h5", lambdas={"preprocess": USER_FUNCTIONS["preprocess"]})
+    assert not (tmp_path / "m.h5").exists()
+
+
+def _hostile_copy(tmp_path, marker):
+    """k224_template_lambda with its `double` Lambda's bytecode replaced by code that would create `marker`."""
+    path = tmp_path / "hostile.h5"
+    shutil.copyfile(fixture_path({"file": "k224_template_lambda_x2_full.h5"}), path)
+    code = compile(f"lambda t: open({str(marker)!r}, 'w').write('ran') or t", "<hostile>", "eval")
+    payload = base64.b64encode(marshal.dumps(code.co_consts[0])).decode()
+    with h5py.File(path, "r+") as h5:
+        text = h5.attrs["model_config"]
+        text = text.decode() if isinstance(text, bytes) else text
+        config = json.loads(text)
+        for layer in _walk(config):
+            if layer["config"].get("name") == "double":
+                layer["config"]["function"] = [payload, None, None]
+        h5.attrs["model_config"] = json.dumps(config)
+    return path, payload
+
+
+def test_a_hostile_payload_is_never_run_nor_copied_by_any_path(tmp_path, cli):
+    marker = tmp_path / "ran"
+    path, payload = _hostile_copy(tmp_path, marker)
+    double = {"double": USER_FUNCTIONS["double"]}
+    mgpu_io.inspect(path)
+    assert cli("inspect", str(path), "--json").exit_code == 0
+    mgpu_io.unwrap(path, tmp_path / "out.h5")
+    mgpu_io.unwrap(path, tmp_path / "out.keras", lambdas=double)
+    mgpu_io.load_model(path, lambdas=double)
+    mgpu_io.load_model(tmp_path / "out.h5", lambdas=double)
+    with pytest.raises(MissingLambda):
+        mgpu_io.load_model(path)
+    assert cli("unwrap", str(path), str(tmp_path / "cli.keras")).exit_code == 1
+    assert not marker.exists()
+    assert payload.encode() not in (tmp_path / "out.h5").read_bytes()
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "out.keras") as archive:
+        assert all(payload.encode() not in archive.read(name) for name in archive.namelist())
+
+
+def test_a_repaired_file_reloads_through_mgpu_io_with_the_same_functions(tmp_path):
+    out = tmp_path / "model.h5"
+    mgpu_io.unwrap(USER_LAMBDAS, out)
+    entry = next(e for e in APP_MANIFEST if e["file"] == USER_LAMBDAS.name)
+    model = mgpu_io.load_model(out, lambdas=supplied(entry))
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+    assert model.optimizer.__class__.__name__ == "Adam"
+
+
+def test_keep_config_keeps_the_writers_bytecode_for_the_old_keras(tmp_path):
+    """--keep-config writes the config as the writer did, for the old Keras on the writer's Python: unchanged."""
+    out = tmp_path / "model.h5"
+    mgpu_io.unwrap(USER_LAMBDAS, out, keep_config=True)
+    payloads = stored_payloads(USER_LAMBDAS)
+    assert len(payloads) == 10 and all(p.encode() in out.read_bytes() for p in payloads[4:])
