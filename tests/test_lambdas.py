@@ -311,3 +311,27 @@ def test_keep_config_keeps_the_writers_bytecode_for_the_old_keras(tmp_path):
     mgpu_io.unwrap(USER_LAMBDAS, out, keep_config=True)
     payloads = stored_payloads(USER_LAMBDAS)
     assert len(payloads) == 10 and all(p.encode() in out.read_bytes() for p in payloads[4:])
+
+
+def test_verify_compares_a_repaired_keras_file_with_its_original_given_the_functions(cli, tmp_path):
+    out = tmp_path / "model.keras"
+    entry = next(e for e in APP_MANIFEST if e["file"] == USER_LAMBDAS.name)
+    mgpu_io.unwrap(USER_LAMBDAS, out, lambdas=supplied(entry))
+    assert mgpu_io.verify(USER_LAMBDAS, out, lambdas=supplied(entry)).agree
+    options = [arg for layer in supplied(entry) for arg in ("--lambda", f"{layer}={FUNCTIONS_FILE}:{layer}")]
+    assert cli("verify", str(USER_LAMBDAS), str(out), *options).exit_code == 0
+
+
+@pytest.mark.parametrize("entry", fixtures("config", manifest=APP_MANIFEST, where=lambda e: fixture_path(e).with_name(
+    e["file"].replace("_config.json", "_weights.h5")).exists()))
+def test_a_repaired_json_and_its_weights_build_in_plain_keras3(entry, tmp_path):
+    """The to_json() + save_weights() pair: both repaired, then Keras 3's own model_from_json and load_weights."""
+    config_out, weights_out = tmp_path / "model.json", tmp_path / "weights.h5"
+    mgpu_io.unwrap(fixture_path(entry), config_out)
+    weights = fixture_path(entry).with_name(entry["file"].replace("_config.json", "_weights.h5"))
+    mgpu_io.unwrap(weights, weights_out, config=fixture_path(entry))
+    importlib.import_module("mgpu_io.keras.known")
+    model = keras.models.model_from_json(config_out.read_text(), custom_objects=supplied(entry))
+    model.load_weights(weights_out)
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)

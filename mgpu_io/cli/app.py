@@ -288,6 +288,10 @@ def verify(
     b: Annotated[Path, typer.Argument(metavar="B", help="Another model file.")],
     tolerance: Annotated[float, typer.Option("--tolerance", help="Largest allowed absolute difference.")] = 1e-6,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    lambda_: Annotated[
+        List[str], typer.Option("--lambda", metavar="LAYER=MODULE:FUNCTION", help="The function of the template's "
+                                "own Lambda layer LAYER (your code), for both models; as for `unwrap`.")
+    ] = None,
 ):
     """Load two models and compare them weight by weight and on a random batch; exit 0 only if they agree.
 
@@ -300,7 +304,7 @@ def verify(
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
     """
     with _one_line_errors():
-        report = mgpu_io.verify(a, b, tolerance=tolerance)
+        report = mgpu_io.verify(a, b, tolerance=tolerance, lambdas=_lambda_options(lambda_))
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

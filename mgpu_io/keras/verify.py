@@ -26,8 +26,9 @@ class VerifyReport:
         return dict(asdict(self), agree=self.agree)
 
 
-def load_any(path):
-    """Load a ``.keras`` file with Keras, anything else with :func:`mgpu_io.load_model` (uncompiled)."""
+def load_any(path, lambdas=None):
+    """Load a ``.keras`` file with Keras, anything else with :func:`mgpu_io.load_model` (uncompiled); ``lambdas``
+    as :func:`mgpu_io.load_model` takes them."""
     from mgpu_io.keras._compat import import_keras
     from mgpu_io.keras.load import load_model
 
@@ -35,18 +36,24 @@ def load_any(path):
 
     path = Path(path)
     if path.suffix == ".keras":
-        return keras.models.load_model(path, compile=False)
-    return load_model(path, compile=False)
+        from mgpu_io.keras.lambdas import import_function, named
+
+        objects = {name: named(name, import_function(fn, f"lambdas[{name!r}]") if isinstance(fn, str) else fn)
+                   for name, fn in (lambdas or {}).items()}
+        return keras.models.load_model(path, compile=False, custom_objects=objects or None)
+    return load_model(path, compile=False, lambdas=lambdas)
 
 
-def verify(a, b, *, tolerance=1e-6, batch=8, seed=0):
+def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None):
     """Load ``a`` and ``b`` (wrappers are unwrapped) and compare weights and predictions.
+
+    ``lambdas`` gives the template's own Lambda layers their functions, in both (see :func:`mgpu_io.load_model`).
 
     Example:
         >>> verify("fixtures/files/k224_functional_bn_x2_full.h5", "fixtures/files/k224_functional_bn_x2_full.h5").agree
         True
     """
-    model_a, model_b = load_any(a), load_any(b)
+    model_a, model_b = load_any(a, lambdas), load_any(b, lambdas)
     report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)
     weights_a, weights_b = model_a.weights, model_b.weights
     if len(weights_a) != len(weights_b):
