@@ -17,6 +17,10 @@ MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
 APPLICATIONS = ROOT / "fixtures" / "applications"
 APP_MANIFEST = [dict(entry, folder="applications") for entry in
                 json.loads((APPLICATIONS / "manifest.json").read_text())]
+# TF 2.0-2.3's tf.keras, Keras 2.3.1 on TF 2, Keras 2.0.9: HDF5, JSON, YAML, SavedModel, TF checkpoints
+# (fixtures/tf2/README.md, docs/tf2-writers.md).
+TF2 = ROOT / "fixtures" / "tf2"
+TF2_MANIFEST = [dict(entry, folder="tf2") for entry in json.loads((TF2 / "manifest.json").read_text())]
 
 # Predictions must match the old Keras within this bound. The depth-3 nested save is trained three times over
 # BatchNormalization, and TF 1.15 vs TF 2.21 arithmetic differs there by up to 3.8e-6 (measured); still < 1e-5.

@@ -83,7 +83,7 @@ def _writer(variant):
     return BY_NAME[variant].display if variant in BY_NAME else "writer not recorded"
 FILE_TYPES = {
     "stub": "failed-save stub (no model inside)",
-    "config": "JSON model config",
+    "config": "model config (to_json/to_yaml)",
     "weights": "weights-only file",
     "model": "full model file",
 }
@@ -142,7 +142,9 @@ def _render_lambdas(lambdas):
 def render_unwrap(report):
     verb = "Wrote" if report.written else "Would write"
     what = f"template {escape(repr(report.template))}" if report.was_wrapper else "plain model (copied through)"
-    _console.print(f"{verb} {escape(report.output)}: {what}, {report.weights} weights in {len(report.layers)} layers")
+    held = "config only (its weights are in their own file)" if report.file_type == "config" else \
+        f"{report.weights} weights in {len(report.layers)} layers"
+    _console.print(f"{verb} {escape(report.output)}: {what}, {held}")
     if report.was_wrapper:
         levels = f"{report.depth} wrapper level{'s' if report.depth != 1 else ''}"
         outputs = _names(report.outputs) if report.outputs is not None else "not recorded (weights only)"

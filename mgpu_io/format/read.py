@@ -8,6 +8,7 @@ else with a message that names what it found.
 
 import contextlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -281,6 +282,8 @@ def _read_json_config(path):
             f"The JSON file is too large for a model config. Expected at most {MAX_CONFIG_BYTES >> 20} MiB. "
             f"Received: filepath={path} ({size} bytes). Pass the architecture JSON saved with to_json()."
         )
+    if _looks_like_yaml(path, text):
+        return _read_yaml_config(path, size)
     try:
         text = path.read_text(encoding="utf8") if size <= MAX_CONFIG_BYTES else None
     except UnicodeDecodeError:
@@ -289,13 +292,52 @@ def _read_json_config(path):
         what = "binary data" if text is None else "text that is not JSON"
         raise NotAModelFile(
             f"The file is neither HDF5 nor a JSON config. Expected a Keras .h5 file or the JSON of "
-            f"`model.to_json()`. Received: filepath={path} ({what}, {path.stat().st_size} bytes). "
+            f"`model.to_json()` (or the YAML of `to_yaml()`). Received: filepath={path} ({what}, "
+            f"{path.stat().st_size} bytes). "
             f"Check the path; a Keras 3 `.keras` file is a zip archive that needs no repair."
         )
     config = _decode_json(path, text, "the file")
+    return _config_model(path, config)
+
+
+_YAML_START = re.compile(r"\A\s*(backend|class_name|config|keras_version)\s*:")
+
+
+def _looks_like_yaml(path, head):
+    """A ``to_yaml()`` file: by its suffix, or by the keys it starts with (PyYAML sorts them)."""
+    return path.suffix.lower() in (".yaml", ".yml") or bool(_YAML_START.match(head))
+
+
+def _read_yaml_config(path, size):
+    from mgpu_io.format.yaml_config import MAX_YAML_BYTES, load_yaml_config
+
+    if size > MAX_YAML_BYTES:
+        raise NotAModelFile(
+            f"The YAML file is too large for a model config. Expected at most {MAX_YAML_BYTES >> 20} MiB. "
+            f"Received: filepath={path} ({size} bytes). Pass the architecture saved with to_yaml() or to_json()."
+        )
+    try:
+        text = path.read_text(encoding="utf8")
+    except UnicodeDecodeError:
+        raise NotAModelFile(
+            f"The YAML file is not UTF-8 text. Expected the YAML of model.to_yaml(). Received: filepath={path} "
+            f"(binary data). Pass the architecture file the writer saved."
+        ) from None
+    config = load_yaml_config(path, text)
+    depth = json_depth(config)
+    if depth > MAX_CONFIG_DEPTH:
+        raise NotAModelFile(
+            f"The YAML config is nested {depth} levels deep. Expected at most {MAX_CONFIG_DEPTH}. Received: "
+            f"filepath={path}. The file is damaged or hostile."
+        )
+    return _config_model(path, config, what="YAML")
+
+
+def _config_model(path, config, what="JSON"):
+    """A decoded ``to_json()``/``to_yaml()`` config as a :class:`StoredModel` (file type ``config``)."""
     if not (isinstance(config, dict) and "class_name" in config and "config" in config):
         raise NotAModelFile(
-            f"The JSON file is not a Keras model config. Expected an object with `class_name` and `config` "
+            f"The {what} file is not a Keras model config. Expected an object with `class_name` and `config` "
             f"keys, as `model.to_json()` writes it. Received: filepath={path} (top-level "
             f"{type(config).__name__}{' with keys ' + str(sorted(config)[:6]) if isinstance(config, dict) else ''})."
             f" Pass the architecture JSON that was saved beside the weights."

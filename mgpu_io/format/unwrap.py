@@ -6,7 +6,9 @@ outputs (:mod:`mgpu_io.keras.save`).
 
 from pathlib import Path
 
+from mgpu_io.errors import InvalidArgument
 from mgpu_io.format.plan import check_options, check_output, planned
+from mgpu_io.format.read import CONFIG
 from mgpu_io.format.write import write_plan
 
 
@@ -24,6 +26,12 @@ def unwrap_file(source, output, *, config=None, target="keras3", keep_config=Fal
                  folder_made_later=folder_made_later)
     with planned(source, output=output, config=config, target=target, keep_config=keep_config, cpu=cpu,
                  include_optimizer=include_optimizer, allow_plain=allow_plain) as plan:
+        if plan.file_type == CONFIG and output.suffix.lower() in (".yaml", ".yml"):
+            raise InvalidArgument(
+                f"A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML. Expected an output "
+                f"ending in .json. Received: output={output}. Name the output .json and load it with "
+                f"keras.models.model_from_json."
+            )
         if not dry_run:
             write_plan(plan, output, progress)
             plan.report.written = True

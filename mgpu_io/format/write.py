@@ -40,7 +40,7 @@ def write_plan(plan, output, progress=None):
     stored, report = plan.stored, plan.report
     with reading(stored.path, "copying the weights"), atomic_path(output) as temporary:
         if stored.file_type == CONFIG:
-            config = plan.config if report.config == "verbatim" else dict(plan.config, module="keras.models")
+            config = plan.config if report.config == "verbatim" else _for_model_from_json(plan.config)
             write_json_config(temporary, config)
             return
         provenance = json.dumps({
@@ -299,3 +299,10 @@ def group_bytes(group):
     group.visititems(lambda _, item: sizes.append(item.size * item.dtype.itemsize) if isinstance(item, h5py.Dataset)
                      else None)
     return sum(sizes)
+
+
+def _for_model_from_json(config):
+    """Keras 3's ``model_from_json`` resolves a top-level class through its ``module``: ``keras.models`` has
+    ``Model`` and ``Sequential`` but not TF 2.3's ``Functional`` (the same model, by another name)."""
+    name = "Model" if config.get("class_name") == "Functional" else config.get("class_name")
+    return dict(config, class_name=name, module="keras.models")
