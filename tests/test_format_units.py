@@ -308,3 +308,55 @@ def test_a_bare_model_config_is_read_as_the_keras_that_wrote_it(path, written_by
     assert is_keras1(None, json.loads(bare.read_text())) == written_by_keras1
     report = mgpu_io.unwrap(bare, tmp_path / "out.json", allow_plain=True)
     assert ("keras1-to-keras2" in report.config_changes) == written_by_keras1
+
+
+# --- conversions/arguments.py: arguments Keras 3 dropped, renamed or re-defaulted ---------------------------------
+
+
+def _one_layer(cls, settings):
+    return {"class_name": "Sequential", "config": {"name": "s", "layers": [
+        {"class_name": "InputLayer", "config": {"batch_input_shape": [None, 4, 3], "name": "i"}},
+        {"class_name": cls, "config": dict(settings, name="l")}]}}
+
+
+@pytest.mark.parametrize("cls, settings, rule, expected", [
+    ("LSTM", {"units": 2, "time_major": False}, "rnn-time-major", {"units": 2, "name": "l"}),
+    ("GRU", {"units": 2}, "gru-reset-before", {"units": 2, "reset_after": False, "name": "l"}),
+    ("SpatialDropout1D", {"rate": 0.1, "trainable": True, "noise_shape": None, "seed": None},
+     "spatial-dropout-arguments", {"rate": 0.1, "seed": None, "name": "l"}),
+    ("DepthwiseConv2D", {"kernel_size": [3, 3], "groups": 1}, "depthwise-groups", {"kernel_size": [3, 3], "name": "l"}),
+    ("ThresholdedReLU", {"theta": 0.5}, "thresholded-relu",
+     {"threshold": 0.5, "negative_slope": 0.0, "max_value": None, "name": "l"}),
+    ("Dense", {"units": 2, "W_regularizer": None, "kernel_regularizer": {"class_name": "WeightRegularizer",
+                                                                          "config": {"l1": 0, "l2": 0.01}}},
+     "weight-regularizer", {"units": 2, "W_regularizer": None,
+                            "kernel_regularizer": {"class_name": "L1L2", "config": {"l1": 0.0, "l2": 0.01}}, "name": "l"}),
+])
+def test_each_argument_rule_writes_what_keras3_reads(cls, settings, rule, expected):
+    from mgpu_io.format.conversions import Context, convert_config
+
+    config, changes = convert_config(_one_layer(cls, settings), Context())
+    assert rule in changes
+    assert config["config"]["layers"][1]["config"] == expected
+
+
+def test_a_grus_stored_reset_after_is_kept():
+    from mgpu_io.format.conversions import Context, convert_config
+
+    config, changes = convert_config(_one_layer("GRU", {"units": 2, "reset_after": True}), Context())
+    assert "gru-reset-before" not in changes and config["config"]["layers"][1]["config"]["reset_after"] is True
+
+
+@pytest.mark.parametrize("cls, settings, message", [
+    ("LSTM", {"units": 2, "time_major": True}, "Layer 'l' (LSTM) has time_major=True, which Keras 3 cannot express "
+                                               "(Keras 3's RNN layers take batch-major input)."),
+    ("DepthwiseConv2D", {"kernel_size": [3, 3], "groups": 3}, "Layer 'l' (DepthwiseConv2D) has groups=3, which "
+                                                              "Keras 3 cannot express"),
+])
+def test_an_argument_keras3_cannot_express_is_refused_by_name(cls, settings, message):
+    from mgpu_io.errors import UnsupportedModel
+    from mgpu_io.format.conversions import Context, convert_config
+
+    with pytest.raises(UnsupportedModel) as error:
+        convert_config(_one_layer(cls, settings), Context())
+    assert str(error.value).startswith(message)
