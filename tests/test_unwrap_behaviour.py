@@ -144,3 +144,20 @@ def test_progress_is_reported_in_bytes_up_to_the_total(tmp_path):
     total = calls[-1][1]
     assert calls[-1][0] == total > report.weight_bytes > 0  # the optimizer state is copied too
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+def test_weights_only_names_with_scopes_need_the_architecture_never_a_guess(tmp_path):
+    """keras_applications' DenseNet names weights `conv1/conv/kernel:0`: without the config the owning layer is a
+    guess, so the repair is refused with the fix, and inspect says why; with the config it is exact."""
+    from helpers import ROOT
+
+    from mgpu_io import InvalidArgument, inspect, unwrap
+
+    weights = ROOT / "fixtures" / "applications" / "k224_densenet_x2_weights.h5"
+    with pytest.raises(InvalidArgument, match=r"Which layer owns each weight cannot be told from these names.*"
+                                              r"e\.g\. 'conv1/conv/kernel:0'\. Pass config= "):
+        unwrap(weights, tmp_path / "w.h5")
+    assert not (tmp_path / "w.h5").exists()
+    assert "scoped-weight-names" in [f.kind for f in inspect(weights).findings]
+    report = unwrap(weights, tmp_path / "w.h5", config=weights.with_name("k224_densenet_x2_config.json"))
+    assert report.written and "layer-name-slash" in report.config_changes

@@ -18,6 +18,7 @@ from mgpu_io.format.extract import extract, template_outputs
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.weights import scoped_weight_names
 _SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
 #: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.
 SCAN_BUDGET = 256 << 20
@@ -130,6 +131,15 @@ def _inspect(stored, scan_weights):
                 "as they are. Unwrap with config= (the JSON saved beside them) to convert them for LSTM/GRU, or load "
                 "them with mgpu_io.transfer_weights into your model, which converts them.",
                 cudnn,
+            ))
+    if template is None and wrapper is not None:
+        scoped = scoped_weight_names([name for layer in layers for name in layer.names])
+        if scoped:
+            findings.append(Finding(
+                "scoped-weight-names",
+                "Weight names carry scopes (or layer names with '/'): which layer owns each cannot be told without "
+                "the architecture. Unwrap with config= (the JSON saved beside these weights).",
+                scoped[:20],
             ))
     if stored.file_type == "weights" and wrapper is not None:
         findings.append(Finding(

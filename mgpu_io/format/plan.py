@@ -27,7 +27,7 @@ from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.probe import probed
 from mgpu_io.format.extract import Extraction, extract, template_outputs
 from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, check_weight, open_stored, reading
-from mgpu_io.format.weights import LayerWeights
+from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 
 #: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
 TARGETS = (conversions.KERAS3, conversions.TF_KERAS)
@@ -177,6 +177,16 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
         changes += notes
         if normalise:
             warnings = _warnings(template, notes, context)
+    if template is None and extraction.weights_wrapper is not None:
+        scoped = scoped_weight_names([name for layer in layers for name in layer.names])
+        if scoped:
+            raise InvalidArgument(
+                f"Which layer owns each weight cannot be told from these names: they carry scopes (or layer names "
+                f"with '/'). Expected names of the form layer/weight, or the architecture. Received: "
+                f"{len(scoped)} such weights in filepath={stored.path}, e.g. {scoped[0]!r}. Pass config= (the JSON "
+                f"saved beside these weights, or the full model file), or load them with mgpu_io.transfer_weights "
+                f"into your model."
+            )
     if template is None and not keep_config:
         cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
         if cudnn:

@@ -126,6 +126,30 @@ def split_by_layer(template_config, weight_names, where="template") -> List[Laye
     return result
 
 
+_RNN_PARTS = re.compile(r"^(forward|backward)_|_cell(_\d+)?$")
+
+
+def scoped_weight_names(weight_names):
+    """The weight names whose owning layer cannot be told from the name alone: a scope before the layer name.
+
+    Keras names a weight ``layer/weight:0``; a Bidirectional's or an RNN cell's weights add ``forward_lstm_1/`` or
+    ``lstm_cell/`` after the layer. Any other middle part is a scope (keras_applications' NASNet:
+    ``normal_A_block_0/adjust_block/.../adjust_bn_0/beta:0``) or a layer name that holds a ``/`` (DenseNet's
+    ``conv1/conv``): the layer is then a guess, so a weights-only file needs its architecture.
+
+    Example:
+        >>> scoped_weight_names(["d1/kernel:0", "bidirectional_1/forward_lstm_1/kernel:0", "lstm/lstm_cell/bias:0",
+        ...                      "conv1/conv/kernel:0"])
+        ['conv1/conv/kernel:0']
+    """
+    scoped = []
+    for weight in weight_names:
+        parts = _stem(weight).split("/")
+        if len(parts) > 2 and not all(_RNN_PARTS.search(part) for part in parts[1:-1]):
+            scoped.append(weight)
+    return scoped
+
+
 def split_without_config(weight_names) -> List[LayerWeights]:
     """Group a weights-only file's flat template weights by their names' layer stems, in layer order.
 
