@@ -108,3 +108,38 @@ def test_an_optimizer_keras3_lacks_compiles_what_it_can_and_warns(tmp_path):
     with pytest.warns(MgpuIOWarning, match="The saved optimizer YellowFin cannot be rebuilt in Keras 3"):
         model = mgpu_io.load_model(path)
     assert set(model.loss) == {"out_a", "out_b"}
+
+
+def test_training_resumes_on_a_multi_output_template_with_one_metrics_list():
+    """Keras 2 applied `metrics=['accuracy']` to every output; Keras 3 needs one list per output, else the first
+    `fit` fails with 'tuple arity mismatch'."""
+    import numpy as np
+
+    model = mgpu_io.load_model(fixture_path({"file": "k224_functional_bn_x2_full.h5"}))
+    history = model.fit(np.ones((4, 6)), [np.eye(3)[[0, 1, 2, 0]], np.ones((4, 1))], verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def _with_losses(tmp_path, losses):
+    path = tmp_path / "losses.h5"
+    shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", path)
+    with h5py.File(path, "r+") as h5:
+        training = json.loads(h5.attrs["training_config"])
+        training["loss"] = losses
+        h5.attrs["training_config"] = json.dumps(training)
+    return path
+
+
+def test_a_custom_loss_name_loads_the_model_uncompiled_with_a_warning(tmp_path):
+    path = _with_losses(tmp_path, {"out_a": "my_custom_loss", "out_b": "mse"})
+    with pytest.warns(MgpuIOWarning, match=r"The model is loaded uncompiled: Keras 3 cannot rebuild its saved loss "
+                                           r"or metrics \(Could not interpret loss identifier: my_custom_loss\)"):
+        model = mgpu_io.load_model(path)
+    assert not model.compiled and model.get_layer("d1").get_weights()[0].any()
+
+
+def test_a_tf_keras_loss_object_with_reduction_auto_compiles(tmp_path):
+    path = _with_losses(tmp_path, {"out_a": "categorical_crossentropy", "out_b": {
+        "class_name": "MeanSquaredError", "config": {"reduction": "auto", "name": "mean_squared_error"}}})
+    model = mgpu_io.load_model(path)
+    assert model.compiled and "loss-reduction-auto" in mgpu_io.unwrap(path, tmp_path / "o.h5").config_changes

@@ -22,7 +22,7 @@ from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model
 from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.conversions.lambdas import template_lambdas
-from mgpu_io.format.conversions.training_config import rekey_training_config
+from mgpu_io.format.conversions.training_config import metrics_per_output, rekey_training_config
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.probe import probed
 from mgpu_io.format.extract import Extraction, extract, template_outputs
@@ -200,6 +200,7 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
         if not keep_config:
             training, training_changes = conversions.convert_training(training, context)
             changes += training_changes
+            changes += metrics_per_output(training, outputs)
     optimizer = "absent"
     if stored.optimizer_weights is not None:
         optimizer = "copied" if include_optimizer else "dropped"

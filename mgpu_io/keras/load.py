@@ -127,7 +127,8 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         if stored_optimizer is not None:
             arrays = [stored_optimizer[name][()] for name in read_str_list(stored_optimizer.attrs, "weight_names")]
         _compile(model, plan.training, arrays, custom_objects)
-        if arrays is None and getattr(model, "optimizer", None) is not None and not model.optimizer.built:
+        if arrays is None and getattr(model, "optimizer", None) is not None and model.compiled and \
+                not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)  # a fresh state that Keras saves and reloads whole
     return model
 
@@ -156,23 +157,65 @@ def _assign_weights(model, plan):
 
 
 def _compile(model, training_config, arrays, custom_objects):
-    """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout."""
-    optimizer_name = training_config["optimizer_config"]["class_name"]
+    """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout.
+
+    What Keras 3 cannot rebuild is said in a warning, never a failed load: an unknown optimizer gives Keras'
+    default one; an unknown loss or metric (a custom function's name) leaves the model uncompiled.
+    """
+    optimizer_name = (training_config.get("optimizer_config") or {}).get("class_name")
     try:
         arguments = compile_args_from_training_config(training_config, custom_objects)
-    except (ValueError, TypeError, KeyError) as error:
+    except _COMPILE_ERRORS as error:
+        fallback = dict(training_config, optimizer_config={"class_name": "RMSprop", "config": {}})
+        try:
+            arguments = compile_args_from_training_config(fallback, custom_objects)
+        except _COMPILE_ERRORS as loss_error:
+            return _uncompiled(loss_error)
         warnings.warn(
             f"The saved optimizer {optimizer_name} cannot be rebuilt in Keras 3 ({error}); the model is compiled "
             f"with Keras' default optimizer and the saved loss and metrics. Compile it again to choose one.",
             MgpuIOWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-        training_config = dict(training_config, optimizer_config={"class_name": "RMSprop", "config": {}})
-        arguments = compile_args_from_training_config(training_config, custom_objects)
         arrays = None
-    model.compile(**arguments)
+    try:
+        _check_resolvable(arguments, custom_objects)
+        model.compile(**arguments)
+    except _COMPILE_ERRORS as error:
+        return _uncompiled(error)
     if arrays is not None:
         _restore_optimizer_state(model, optimizer_name, arrays)
+
+
+_COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
+
+
+def _check_resolvable(arguments, custom_objects):
+    """Resolve every loss and metric named by a string now: Keras 3 would only fail at the first ``fit``."""
+    keras = import_keras()
+    for key, resolve in (("loss", keras.losses.get), ("metrics", keras.metrics.get),
+                         ("weighted_metrics", keras.metrics.get)):
+        stack = [arguments.get(key)]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                stack.extend(item)
+            elif isinstance(item, str) and item not in (custom_objects or {}) and \
+                    item not in ("accuracy", "acc", "crossentropy", "ce"):
+                with keras.utils.custom_object_scope(custom_objects or {}):
+                    resolve(item)
+
+
+def _uncompiled(error):
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    warnings.warn(
+        f"The model is loaded uncompiled: Keras 3 cannot rebuild its saved loss or metrics ({first}). Compile it "
+        f"yourself (model.compile(...)), passing your own functions; the weights are loaded.",
+        MgpuIOWarning,
+        stacklevel=5,
+    )
 
 
 def _restore_optimizer_state(model, optimizer_name, arrays):

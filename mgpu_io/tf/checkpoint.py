@@ -71,12 +71,7 @@ _DATA_SHARD = re.compile(r"^(?P<prefix>.+)\.data-\d{5}-of-\d{5}$")
 
 
 def import_tensorflow(what="Reading a SavedModel"):
-    """Import TensorFlow (quietly), or raise :class:`MissingDependency`.
-
-    Example:
-        >>> import_tensorflow().__name__
-        'tensorflow'
-    """
+    """Import TensorFlow (quietly), or raise :class:`MissingDependency` saying ``what`` needed it."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         import tensorflow as tf
@@ -114,37 +109,31 @@ def probed_tf(path, what, work):
         raise
 
 
+@contextlib.contextmanager
 def guarded(path, what):
     """Turn whatever a damaged or hostile file makes protobuf, TensorFlow or JSON raise into :class:`NotAModelFile`.
 
     Used around the reading of a file only (in the probe's child), never around a caller's code.
     """
-    return _Guard(path, what)
-
-
-class _Guard(contextlib.AbstractContextManager):
-    def __init__(self, path, what):
-        self.path, self.what = path, what
-
-    def __exit__(self, kind, error, traceback):
-        if error is None or isinstance(error, (MgpuIOError, KeyboardInterrupt, SystemExit)):
-            return False
-        if isinstance(error, MemoryError):
-            raise NotAModelFile(
-                f"The {self.what} declares more data than fits in memory. Expected the sizes TensorFlow writes. "
-                f"Received: filepath={self.path}. The file is damaged or hostile."
-            ) from None
-        if isinstance(error, RecursionError):
-            raise NotAModelFile(
-                f"The {self.what} is nested too deeply to read. Expected a structure as TensorFlow writes it. "
-                f"Received: filepath={self.path}. The file is damaged or hostile."
-            ) from None
-        if isinstance(error, Exception):
-            raise NotAModelFile(
-                f"The {self.what} is damaged and cannot be read. Expected a file as TensorFlow writes it. Received: "
-                f"filepath={self.path} ({type(error).__name__}: {_first_line(error)}). Restore it from its source."
-            ) from None
-        return False
+    try:
+        yield
+    except MgpuIOError:
+        raise
+    except MemoryError:
+        raise NotAModelFile(
+            f"The {what} declares more data than fits in memory. Expected the sizes TensorFlow writes. Received: "
+            f"filepath={path}. The file is damaged or hostile."
+        ) from None
+    except RecursionError:
+        raise NotAModelFile(
+            f"The {what} is nested too deeply to read. Expected a structure as TensorFlow writes it. Received: "
+            f"filepath={path}. The file is damaged or hostile."
+        ) from None
+    except Exception as error:  # noqa: BLE001 - in the probe's child: any failure to read is damage, said once
+        raise NotAModelFile(
+            f"The {what} is damaged and cannot be read. Expected a file as TensorFlow writes it. Received: "
+            f"filepath={path} ({type(error).__name__}: {_first_line(error)}). Restore it from its source."
+        ) from None
 
 
 def _first_line(error):
@@ -197,7 +186,7 @@ class Graph:
                 found[int(local[len(stem):])] = target
         if sorted(found) != list(range(len(found))):
             raise NotAModelFile(
-                f"The checkpoint's object graph is damaged: the children {stem}N of node {node} are not numbered "
+                f"The object graph is damaged: the children {stem or '#'}N of node {node} are not numbered "
                 f"0..{len(found) - 1}. Expected the numbering TensorFlow writes. Received: {sorted(found)[:10]} in "
                 f"filepath={path}. Restore it from its source."
             )
@@ -253,7 +242,7 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
     try:
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
-    except (tf.errors.OpError, ValueError, TypeError, RuntimeError) as error:
+    except reader_errors(tf) as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read. Expected a TensorFlow checkpoint (an .index table and its "
             f".data files). Received: filepath={path} ({_first_line(error)}). Restore it from its source."
@@ -270,7 +259,7 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
                      if p.is_file())
     try:
         raw = reader.get_tensor(OBJECT_GRAPH_KEY)
-    except (tf.errors.OpError, ValueError, TypeError, RuntimeError) as error:
+    except reader_errors(tf) as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read: its object graph cannot be loaded. Expected the .data "
             f"files that belong to the index. Received: filepath={path} ({_first_line(error)}). Copy the whole "
@@ -323,11 +312,16 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
                  data_bytes=data_bytes)
 
 
+def reader_errors(tf):
+    """What ``CheckpointReader`` raises on a damaged bundle (a short read surfaces as ``IndexError``)."""
+    return (tf.errors.OpError, ValueError, TypeError, RuntimeError, IndexError, OSError)
+
+
 def open_reader(tf, prefix, path, what="TF checkpoint"):
     """``tf.train.load_checkpoint(prefix)``, or :class:`NotAModelFile` with the reader's reason."""
     try:
         return tf.train.load_checkpoint(prefix)
-    except (tf.errors.OpError, ValueError, TypeError, RuntimeError) as error:
+    except reader_errors(tf) as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read. Expected a TensorFlow checkpoint (an .index table and its "
             f".data files). Received: filepath={path} ({_first_line(error)}). Restore it from its source."
@@ -335,14 +329,13 @@ def open_reader(tf, prefix, path, what="TF checkpoint"):
 
 
 def _declared_bytes(shape, dtype):
-    """Bytes a value of ``shape`` and ``dtype`` takes, or ``None`` for a dtype without a fixed size."""
-    sizes = {"float16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8, "bfloat16": 2, "int8": 1,
-             "uint8": 1, "int16": 2, "bool": 1, "complex64": 8, "complex128": 16}
-    if dtype == "string":
-        return 0
-    if dtype not in sizes or any(d < 0 for d in shape):
+    """Bytes a value of ``shape`` and ``dtype`` takes (0 for a dtype of no fixed size, such as a string), or
+    ``None`` for an impossible shape."""
+    sizes = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
+             "int32": 4, "int64": 8, "bool": 1, "complex64": 8, "complex128": 16}
+    if any(d < 0 for d in shape):
         return None
-    total = sizes[dtype]
+    total = sizes.get(dtype, 0)
     for d in shape:
         total *= d
     return total
@@ -371,8 +364,6 @@ def weight_of(graph, node, path, *, allowed=FLOAT_DTYPES, expected_name=None, ex
             f"float32 in the TensorFlow that wrote it and save it again."
         )
     nbytes = _declared_bytes(variable.shape, variable.dtype)
-    if nbytes is None and allowed is None:
-        nbytes = 0  # a value a legacy file never stores (a string): only a layer weight is ever read
     if nbytes is None or nbytes > graph.data_bytes:
         raise NotAModelFile(
             f"The weight {variable.full_name!r} declares {nbytes} bytes, more than the checkpoint's data files hold. "
@@ -472,7 +463,7 @@ def write_plan(tf, plan, output, path, what="TF checkpoint"):
     def value(weight):
         try:
             array = np.asarray(reader.get_tensor(weight.key))
-        except (tf.errors.OpError, ValueError, TypeError, RuntimeError) as error:
+        except reader_errors(tf) as error:
             raise NotAModelFile(
                 f"The {what} is damaged: the value of {weight.name!r} cannot be read. Expected the .data files that "
                 f"belong to the index, intact. Received: filepath={path} ({_first_line(error)}). Copy the whole "
@@ -555,6 +546,12 @@ def to_legacy_h5(path, output, *, config=None):
     """
     path = Path(path)
     prefix = checkpoint_prefix(path)
+    if not Path(prefix + ".index").is_file():
+        raise NotAModelFile(
+            f"The TF checkpoint has no index file. Expected {Path(prefix).name}.index beside its .data files. "
+            f"Received: filepath={path} (no {prefix}.index). Check the path; pass the .index file or the prefix "
+            f"given to save_weights."
+        )
     if config is None:
         raise _config_needed(path, prefix)
     tf = import_tensorflow("Reading a TF checkpoint")
@@ -572,19 +569,20 @@ def to_legacy_h5(path, output, *, config=None):
 
 
 def _config_needed(path, prefix):
-    beside = sorted(p.name for p in Path(prefix).parent.glob("*.json"))[:3] if Path(prefix).parent.is_dir() else []
-    hint = f" (beside it: {', '.join(beside)})" if beside else ""
+    folder = Path(prefix).parent
+    beside = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
+    hint = f" (beside it: {', '.join(beside)})" if 0 < len(beside) <= 3 else ""
     return InvalidArgument(
-        f"A TF checkpoint records no layer names, so its weights cannot be laid out without the model's "
-        f"architecture. Expected config= the JSON saved beside it (model.to_json()) or a full-model .h5 of the same "
-        f"model. Received: filepath={path}, config=None. Pass it: to_legacy_h5('{Path(path).name}', 'weights.h5', "
-        f"config='model.json'){hint}."
+        f"A TF checkpoint records no layer names (only its variables' own names, such as 'd1/kernel'), so its "
+        f"weights cannot be laid out as a Keras file without the model's architecture. Expected config= the JSON "
+        f"saved beside it (model.to_json()) or a full-model .h5 of the same model. Received: filepath={path}, "
+        f"config=None. Pass it: to_legacy_h5('{Path(path).name}', 'weights.h5', config='model.json'){hint}."
     )
 
 
 def _read_config(config):
     """The architecture to lay the weights out by (runs in the probe's child)."""
-    from mgpu_io.format.read import MODEL, WEIGHTS, open_stored
+    from mgpu_io.format.read import WEIGHTS, open_stored
 
     with open_stored(config) as stored:
         if stored.file_type == WEIGHTS:
@@ -594,7 +592,7 @@ def _read_config(config):
                 f"saved beside the checkpoint."
             )
         return {"model_config": stored.model_config, "keras_version": stored.keras_version,
-                "backend": stored.backend, "from_full_model": stored.file_type == MODEL}
+                "backend": stored.backend}
 
 
 def _plan(graph, stored, path):
@@ -657,9 +655,9 @@ def _ascii(text):
 
 
 def model_layers_of(model_config, path):
-    from mgpu_io.format.config import model_layers
-
-    layers = model_layers(model_config) if isinstance(model_config, dict) else None
+    """The layer entries of a model config, or :class:`NotAModelFile` when it lists none."""
+    config = model_config.get("config") if isinstance(model_config, dict) else None
+    layers = config if isinstance(config, list) else config.get("layers") if isinstance(config, dict) else None
     if not isinstance(layers, list) or not all(isinstance(layer, dict) and "class_name" in layer for layer in layers):
         raise NotAModelFile(
             f"The config describes no layers. Expected a Keras model config with a `layers` list. Received: "
@@ -715,6 +713,14 @@ def layer_weights(graph, node, layer, path, slotted=frozenset()):
             trainable += t
             frozen += n
         check_layers_with_weights(graph, node, [n for _, n in pairs], path)
+        own = set(graph.variables_under(node, skip=("optimizer", "keras_api"))) - set(trainable) - set(frozen)
+        if own:
+            raise UnsupportedModel(
+                f"The nested model {layer_name(layer)!r} holds variables of its own, outside its layers "
+                f"({', '.join(sorted(graph.variables[n].full_name for n in own)[:4])}), whose place among its "
+                f"weights the checkpoint does not record. Expected weights in layers only. Received: filepath={path}. "
+                f"Save the model in the TensorFlow that wrote it with model.save_weights('weights.h5') instead."
+            )
         return ([], trainable + frozen) if frozen_layer else (trainable, frozen)
     if config.get("renorm"):
         raise UnsupportedModel(

@@ -36,6 +36,8 @@ from pathlib import Path
 
 from mgpu_io.errors import NotAModelFile, UnsupportedModel, WeightsMismatch
 from mgpu_io.tf.checkpoint import (
+    COUNTER_DTYPES,
+    FLOAT_DTYPES,
     Graph,
     Plan,
     Weight,
@@ -340,10 +342,10 @@ def _optimizer(graph, training, trainable, folder):
                 f"source."
             )
         weights.append(Weight(variable.full_name + ":0", variable.key, variable.shape, variable.dtype))
-    if weights[0].dtype not in ("int64", "int32") or weights[0].shape != ():
+    if weights[0].dtype not in COUNTER_DTYPES or weights[0].shape != ():
         return None, "optimizer state left out: its step counter is not a scalar integer"
     for weight in weights[1:]:
-        if weight.dtype not in ("float16", "float32", "float64"):
+        if weight.dtype not in FLOAT_DTYPES:
             return None, f"optimizer state left out: slot {weight.name} is {weight.dtype}"
     return weights, None
 
@@ -372,7 +374,7 @@ def _plan(tf, folder):
         weights = [Weight(graph.variables[n].full_name + ":0", graph.variables[n].key, graph.variables[n].shape,
                           graph.variables[n].dtype) for n in nodes]
         for weight in weights:
-            if weight.dtype not in ("float16", "float32", "float64"):
+            if weight.dtype not in FLOAT_DTYPES:
                 raise UnsupportedModel(
                     f"The weight {weight.name!r} of layer {name!r} has dtype {weight.dtype}, which a legacy Keras "
                     f"file does not store. Expected float16, float32 or float64. Received: filepath={folder}. Cast "
@@ -421,31 +423,33 @@ def _plan(tf, folder):
 
 
 def _left_out(graph, meta, used, optimizer):
-    """Notes on the variables a legacy file has no place for: metric state, inner models' optimizers, others."""
+    """Notes on the variables a legacy file has no place for: metric state, optimizer hyper-parameters, inner
+    models' optimizers, and anything else."""
     written = set(used) | {n for n in graph.variables if optimizer and graph.variables[n].key in
                            {w.key for w in optimizer}}
-    notes = []
-    metrics = set()
-    keras_api = graph.child(0, "keras_api")
-    metric_list = graph.child(keras_api, "metrics") if keras_api is not None else None
-    if metric_list is not None:
-        metrics = set(graph.variables_under(metric_list, skip=()))
-    if metrics - written:
-        notes.append(f"metric state ({len(metrics - written)} variables) left out: a legacy file has no place for it")
-    optimizers = set()
+
+    def under(target):
+        return set(graph.variables_under(target, skip=())) | {slot for _, _, slot in graph.slots.get(target, [])}
+
+    root_optimizer, inner, metrics = set(), set(), set()
     for node, children in enumerate(graph.children):
         for local, target in children:
             if local == "optimizer":
-                optimizers |= set(graph.variables_under(target, skip=()))
-                optimizers |= {slot for _, _, slot in graph.slots.get(target, [])}
-    inner = optimizers - written
-    if inner and optimizer is not None:
-        notes.append(f"{len(inner)} variables of inner models' optimizers left out: a legacy file keeps the outermost "
-                     f"model's optimizer only")
-    elif inner:
-        notes.append(f"optimizer variables ({len(inner)}) not written")
+                (root_optimizer if node == 0 else inner).update(under(target))
+            elif local == "metrics":
+                metrics |= under(target)
+    notes = []
+    hyper = sorted(graph.variables[n].full_name for n in root_optimizer - written)
+    if optimizer is not None and hyper:
+        notes.append(f"optimizer hyper-parameters ({', '.join(hyper)}) not written as weights: training_config "
+                     f"holds their values, as in a legacy file")
+    if inner - written - root_optimizer:
+        notes.append(f"{len(inner - written - root_optimizer)} variables of inner models' optimizers left out: a "
+                     f"legacy file keeps the outermost model's optimizer only")
+    if metrics - written:
+        notes.append(f"metric state ({len(metrics - written)} variables) left out: a legacy file has no place for it")
     others = sorted(graph.variables[n].full_name or graph.variables[n].key
-                    for n in set(graph.variables) - written - metrics - optimizers)
+                    for n in set(graph.variables) - written - root_optimizer - inner - metrics)
     if others:
         notes.append(f"{len(others)} variables that belong to no layer left out: {', '.join(others[:5])}"
                      f"{', ...' if len(others) > 5 else ''}")

@@ -51,6 +51,28 @@ def rekey_training_config(training_config, merge_names, template_outputs):
     return config, renamed
 
 
+def metrics_per_output(training_config, outputs):
+    """One metrics list for a model of several outputs becomes one list per output, as Keras 2 applied it.
+
+    Keras 3 needs the metrics to match the outputs' structure; otherwise ``fit`` fails ("tuple arity mismatch").
+    Returns the rule names applied.
+
+    Example:
+        >>> config = {"metrics": ["accuracy"]}
+        >>> metrics_per_output(config, ["out_a", "out_b"]), config
+        (['metrics-per-output'], {'metrics': {'out_a': ['accuracy'], 'out_b': ['accuracy']}})
+    """
+    names = list(dict.fromkeys(outputs or []))
+    changes = []
+    for key in ("metrics", "weighted_metrics"):
+        value = training_config.get(key)
+        if len(names) > 1 and isinstance(value, list) and value and \
+                not any(isinstance(v, (list, dict)) for v in value):
+            training_config[key] = {name: list(value) for name in names}
+            changes.append("metrics-per-output")
+    return list(dict.fromkeys(changes))
+
+
 def _rename_losses(value):
     if isinstance(value, str):
         return _LOSS_RENAMES.get(value, value)
@@ -87,7 +109,25 @@ def normalize_training_config(training_config):
     if loss != config.get("loss"):
         config["loss"] = loss
         changes.append("loss-names")
+    if _auto_reduction(config.get("loss")):
+        changes.append("loss-reduction-auto")
     return config, list(dict.fromkeys(changes))
+
+
+def _auto_reduction(value):
+    """Give tf.keras loss objects' ``reduction='auto'`` its meaning, ``sum_over_batch_size``; say if any had it."""
+    found, stack = False, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            inner = item.get("config")
+            if "class_name" in item and isinstance(inner, dict) and inner.get("reduction") == "auto":
+                inner["reduction"] = "sum_over_batch_size"
+                found = True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 def _rewrite_training(training, context):
@@ -107,6 +147,12 @@ FAMILY = Family(
         Rule("loss-names", "loss aliases (`mse`, `mae`, `kld`, `logcosh`, `cosine_proximity`) get their full names",
              "Keras 3's legacy loader: `Could not deserialize 'keras.metrics.mse'`",
              ("keras122", "keras216", "keras224", "keras231", "tfkeras115")),
+        Rule("metrics-per-output", "one metrics list for a model of several outputs becomes one list per "
+             "output (Keras 2 applied every metric to every output)", "Keras 3: the first `fit` fails with "
+             "`tuple arity mismatch ... Invalid metrics`", ("keras224", "keras231", "tfkeras115")),
+        Rule("loss-reduction-auto", "tf.keras loss objects' `reduction='auto'` becomes `'sum_over_batch_size'`, "
+             "what `auto` meant outside distribution strategies",
+             "Keras 3: `Invalid value for argument reduction. Received: reduction=auto`: the whole load failed", ()),
     ),
     rewrite_training=_rewrite_training,
 )
