@@ -360,3 +360,19 @@ def test_an_argument_keras3_cannot_express_is_refused_by_name(cls, settings, mes
     with pytest.raises(UnsupportedModel) as error:
         convert_config(_one_layer(cls, settings), Context())
     assert str(error.value).startswith(message)
+
+
+def test_a_tf_op_layer_is_refused_by_name_and_its_flat_node_is_read():
+    """tf.keras 2.4+ writes TFOpLambda layers with one flat inbound node ([name, 0, 0, kwargs])."""
+    from mgpu_io.errors import UnsupportedModel
+    from mgpu_io.format.config import inbound_nodes
+    from mgpu_io.format.conversions import Context, convert_config
+
+    op = {"class_name": "TFOpLambda", "name": "tf.math.multiply", "config": {"name": "tf.math.multiply"},
+          "inbound_nodes": [["inp", 0, 0, {"y": 2.0}]]}
+    assert inbound_nodes(op) == [[("inp", 0, 0)]]
+    config = {"class_name": "Model", "config": {"name": "m", "layers": [op], "input_layers": [],
+                                                "output_layers": [["tf.math.multiply", 0, 0]]}}
+    with pytest.raises(UnsupportedModel, match=r"^Layer 'tf.math.multiply' is a TFOpLambda: a TensorFlow function "
+                                               r"that tf.keras 2.4\+ wrapped as a layer"):
+        convert_config(config, Context())

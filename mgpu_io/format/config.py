@@ -121,6 +121,8 @@ def inbound_nodes(layer, layers=None):
                 entries.append((name, index + 1 if nested else index, tensor))
             nodes.append(entries)
         else:
+            if node and isinstance(node[0], str):  # tf.keras 2.4+ op layers: one flat [name, node, tensor, kwargs]
+                node = [node]
             nodes.append([(entry[0], entry[1], entry[2]) for entry in node])
     return nodes
 

@@ -8,7 +8,8 @@ sees what changed. The rules work on plain dicts and never touch weights.
 import copy
 
 from mgpu_io.errors import UnsupportedModel
-from mgpu_io.format.config import FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, layer_name, model_layers
+from mgpu_io.format.config import (FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, layer_name, model_layers,
+                                   walk_layers)
 from mgpu_io.format.conversions.base import Family, Rule
 
 
@@ -213,7 +214,30 @@ def _inline(model, nested):
     model["config"]["output_layers"] = [outer(ref) for ref in model["config"]["output_layers"]]
 
 
+#: Layer classes that Keras 3 does not have, and what they were.
+REMOVED_CLASSES = {
+    "TensorFlowOpLayer": "a TensorFlow op that tf.keras 2.x wrapped as a layer when it was called on Keras tensors",
+    "TFOpLambda": "a TensorFlow function that tf.keras 2.4+ wrapped as a layer when it was called on Keras tensors",
+    "SlicingOpLambda": "a tensor slice that tf.keras 2.4+ wrapped as a layer",
+    "LocallyConnected1D": "a layer that Keras 3 removed",
+    "LocallyConnected2D": "a layer that Keras 3 removed",
+}
+
+
+def _refuse_removed_classes(config):
+    for layer in walk_layers(config, wrapped=True):
+        if isinstance(layer, dict) and layer.get("class_name") in REMOVED_CLASSES:
+            raise UnsupportedModel(
+                f"Layer {layer_name(layer)!r} is a {layer['class_name']}: "
+                f"{REMOVED_CLASSES[layer['class_name']]}, which Keras 3 does not have. Expected layers that Keras 3 "
+                f"builds. Received: class_name={layer['class_name']!r}. Rebuild the template in code (Keras 3 ops "
+                f"for TensorFlow calls) and load the weights with mgpu_io.transfer_weights, or pass "
+                f"keep_config=True and target='tf_keras' for tf_keras, which has the class."
+            )
+
+
 def _rewrite_config(config, context):
+    _refuse_removed_classes(config)
     changes = []
     _normalize_model(config, changes, top_level=True)
     return list(dict.fromkeys(changes))
