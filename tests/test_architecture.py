@@ -183,6 +183,8 @@ def test_every_known_lambda_function_has_its_registered_copy():
     from mgpu_io.format.conversions.lambdas import KNOWN_FUNCTIONS
     from mgpu_io.keras import known
 
-    assert sorted(known.FUNCTIONS) == sorted(k.registered for k in KNOWN_FUNCTIONS)
+    from mgpu_io.format.conversions.hard_sigmoid import KERAS2_HARD_SIGMOID
+
+    assert sorted(known.FUNCTIONS) == sorted([k.registered for k in KNOWN_FUNCTIONS] + [KERAS2_HARD_SIGMOID])
     for name, function in known.FUNCTIONS.items():
         assert keras.saving.get_registered_object(name) is function

@@ -335,3 +335,21 @@ def test_a_repaired_json_and_its_weights_build_in_plain_keras3(entry, tmp_path):
     model.load_weights(weights_out)
     xs, ys = fixture_batch(entry)
     assert_predictions_match(predict(model, xs), ys)
+
+
+def test_an_activation_layer_with_keras2_hard_sigmoid_computes_keras2s_function():
+    """Activation('hard_sigmoid') has no weights to rescale: it refers to mgpu-io's copy of Keras 2's function."""
+    import numpy as np
+
+    from mgpu_io.format.conversions import Context, convert_config
+    from mgpu_io.keras._compat import model_from_legacy_config
+
+    config = {"class_name": "Sequential", "config": {"name": "s", "layers": [
+        {"class_name": "InputLayer", "config": {"batch_input_shape": [None, 5], "name": "i"}},
+        {"class_name": "Activation", "config": {"name": "a", "activation": "hard_sigmoid"}}]}}
+    converted, changes = convert_config(config, Context())
+    assert changes == ["hard-sigmoid-keras2-function"]
+    importlib.import_module("mgpu_io.keras.known")
+    model = model_from_legacy_config(converted, None, True)
+    x = np.array([[-4.0, -1.0, 0.0, 1.0, 2.4]], dtype="float32")
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.clip(0.2 * x + 0.5, 0, 1), atol=1e-7)

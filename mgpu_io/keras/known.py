@@ -1,4 +1,5 @@
-"""The Lambda functions that Keras itself wrote into files, as mgpu-io's own registered copies.
+"""The functions that Keras itself wrote into files, as mgpu-io's own registered copies (and Keras 2's
+``hard_sigmoid``, which Keras 3 redefined).
 
 A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``format/conversions/lambdas.py`` recognises it
 from the file's metadata and lists it in ``KNOWN_FUNCTIONS``); importing this module registers each copy with Keras,
@@ -26,5 +27,17 @@ def inception_resnet_scale(inputs, scale):
     return inputs[0] + inputs[1] * scale
 
 
-#: mgpu-io's registered name -> function, for every function in KNOWN_FUNCTIONS.
-FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale}
+@keras.saving.register_keras_serializable(package="mgpu_io", name="hard_sigmoid")
+def hard_sigmoid(x):
+    """Keras 2's (and tf_keras') ``hard_sigmoid``: ``clip(0.2 x + 0.5, 0, 1)``; Keras 3's own has slope 1/6.
+
+    Example:
+        >>> [round(float(v), 6) for v in hard_sigmoid(keras.ops.convert_to_tensor([-3.0, 0.0, 1.0, 3.0]))]
+        [0.0, 0.5, 0.7, 1.0]
+    """
+    return keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)
+
+
+#: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
+#: Keras 2's hard_sigmoid (conversions/hard_sigmoid.py).
+FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale, "mgpu_io>hard_sigmoid": hard_sigmoid}

@@ -14,6 +14,9 @@ from mgpu_io.format.config import RECURRENT_GATES, walk_layers
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
 
 HARD_SIGMOID_SCALE = 1.2  # (1/6) * 1.2 == 0.2
+#: mgpu-io's registered copy of Keras 2's hard_sigmoid (mgpu_io/keras/known.py), for activations no weight scaling
+#: can make exact (an Activation layer, an RNN's `activation`).
+KERAS2_HARD_SIGMOID = "mgpu_io>hard_sigmoid"
 
 _RECURRENT_ACTIVATION_GATES = {"LSTM": (0, 1, 3), "GRU": (0, 1), "ConvLSTM2D": (0, 1, 3)}
 _LINEAR_PREACTIVATION = ("Dense", "Conv1D", "Conv2D", "Conv3D", "SeparableConv2D", "Conv2DTranspose")
@@ -50,15 +53,44 @@ def rescale_gates(count, gates):
     return rescale
 
 
+def _by_function(layer):
+    """The activation keys of ``layer`` that hold Keras 2's hard_sigmoid and no weight scaling makes exact."""
+    cls, config = layer.get("class_name"), layer.get("config")
+    if not isinstance(config, dict):
+        return []
+    keys = []
+    for key in ("activation", "recurrent_activation"):
+        if config.get(key) != "hard_sigmoid":
+            continue
+        if (key == "activation" and cls in _LINEAR_PREACTIVATION) or \
+                (key == "recurrent_activation" and cls in _RECURRENT_ACTIVATION_GATES):
+            continue  # made exact by scaling the weights
+        keys.append(key)
+    return keys
+
+
 def inexact_in_keras3(layer):
-    """Why a layer cannot be made exact in Keras 3 by converting weights, or ``None``."""
-    config = layer.get("config", {})
-    if config.get("activation") == "hard_sigmoid" and layer["class_name"] not in _LINEAR_PREACTIVATION:
+    """What Keras 3 computes differently for ``layer`` unless mgpu-io's copy of Keras 2's function is used."""
+    keys = _by_function(layer)
+    if keys:
         return (
-            f"{layer['class_name']} layer {config.get('name')!r} uses activation='hard_sigmoid', which Keras 3 "
-            f"computes with slope 1/6 instead of Keras 2's 0.2; its predictions will differ in Keras 3"
+            f"{layer['class_name']} layer {layer['config'].get('name')!r} uses {keys[0]}='hard_sigmoid', which "
+            f"Keras 3 computes with slope 1/6 instead of Keras 2's 0.2: it is written as {KERAS2_HARD_SIGMOID} "
+            f"(Keras 2's definition), which mgpu_io.load_model supplies and plain Keras 3 finds after "
+            f"`import mgpu_io.keras.known`"
         )
     return None
+
+
+def _rewrite_config(config, context):
+    if context.target != KERAS3:
+        return []
+    changes = []
+    for layer in walk_layers(config, wrapped=True):
+        for key in _by_function(layer):
+            layer["config"][key] = KERAS2_HARD_SIGMOID
+            changes.append("hard-sigmoid-keras2-function")
+    return changes
 
 
 def _check(template, context):
@@ -78,7 +110,11 @@ FAMILY = Family(
              ("keras224", "keras122")),
         Rule("hard-sigmoid-rescaled", "Dense and convolution layers with `activation='hard_sigmoid'` get their "
              "kernel and bias scaled by 1.2", "no error: predictions silently differ in Keras 3", ()),
+        Rule("hard-sigmoid-keras2-function", "any other `hard_sigmoid` activation (an `Activation` layer, an RNN's "
+             "`activation`) refers to mgpu-io's registered copy of Keras 2's function, `mgpu_io>hard_sigmoid`",
+             "no error: Keras 3's `hard_sigmoid` has slope 1/6, so predictions silently differ", ()),
     ),
+    rewrite_config=_rewrite_config,
     weight_steps=_weight_steps,
     check=_check,
     finding="hard-sigmoid",
