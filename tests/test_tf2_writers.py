@@ -70,7 +70,7 @@ def test_a_yaml_config_is_repaired_to_json_that_plain_keras3_builds(entry, tmp_p
     assert json.loads(config_out.read_text())["config"]["name"] == entry["template"]
 
 
-@pytest.mark.parametrize("entry", fixtures("yaml", manifest=TF2_MANIFEST))
+@pytest.mark.parametrize("entry", fixtures("yaml", manifest=TF2_MANIFEST, where=lambda e: beside(e, "_config.json")))
 def test_yaml_and_json_of_the_same_model_read_the_same(entry):
     from mgpu_io.format.read import open_stored
 
@@ -83,6 +83,17 @@ def test_keras_209_saved_only_weights_and_a_stub():
     with pytest.raises(FailedSaveStub):
         mgpu_io.unwrap(fixture_path(stub), fixture_path(stub).with_name("never.h5"))
     assert mgpu_io.inspect(fixture_path(stub)).file_type == "stub"
+
+
+def test_keras_216s_yaml_is_the_only_architecture_of_its_wrapper_and_it_repairs(tmp_path):
+    """Keras 2.1.6 on TF 1.15: save() and to_json() fail on the wrapper, to_yaml() writes the slice's closure over the
+    tensorflow module as a Python object. Read as the text '<module tensorflow>', nothing constructed."""
+    entry = next(e for e in TF2_MANIFEST if e["file"] == "k216_functional_bn_x2_config.yaml")
+    report = mgpu_io.inspect(fixture_path(entry))
+    assert (report.is_wrapper, report.template, report.outputs) == (True, "template", ["out_a", "out_b"])
+    model = mgpu_io.load_model(fixture_path(entry), weights=beside(entry, "_weights.h5"), compile=False)
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
 
 
 def test_a_repaired_config_is_json_even_from_yaml(tmp_path):

@@ -9,7 +9,10 @@ and any other Python tag is refused; nothing is ever constructed, imported or ru
 - ``!!python/object/apply:...data_structures.ListWrapper`` (tf.keras 2.0-2.3: BatchNormalization ``axis``) -> its
   list;
 - ``!!python/object/apply:...tensor_shape.TensorShape`` / ``...Dimension`` (TF 2.2: ``build_input_shape``) -> a list
-  of ints and nulls.
+  of ints and nulls;
+- ``!!python/object/new:tensorflow.python.util.module_wrapper.TFModuleWrapper {state: tensorflow}`` (Keras 2.1.6 on
+  TF 1.15: the slice Lambda's closure over the ``tensorflow`` module, which made its ``save()`` and ``to_json()``
+  fail) -> the text ``"<module tensorflow>"``; nothing is imported.
 
 YAML anchors and aliases (``&id001``/``*id001``, which the writers used for repeated shapes) are expanded, up to
 :data:`MAX_NODES` nodes in all, so that a few kilobytes of aliases cannot become gigabytes of config.
@@ -25,6 +28,9 @@ MAX_YAML_BYTES = 16 << 20
 MAX_NODES = 2_000_000
 
 _APPLY = "tag:yaml.org,2002:python/object/apply:"
+_NEW = "tag:yaml.org,2002:python/object/new:"
+#: Python objects the writers created with ``object/new`` (module objects, closed over by slice Lambdas).
+_KNOWN_NEW = ("tensorflow.python.util.module_wrapper.TFModuleWrapper",)
 #: The Python objects the old writers put in their YAML, and how each becomes plain data.
 _KNOWN_APPLY = {
     "builtins.dict": "mapping",
@@ -72,6 +78,13 @@ def _loader(path):
             return dict(args[0]) if args and isinstance(args[0], dict) else {}
         return args[0] if args else None
 
+    def new(loader, suffix, node):
+        if suffix not in _KNOWN_NEW:
+            return refuse(loader, suffix, node)
+        state = loader.construct_mapping(node, deep=True).get("state") if isinstance(node, yaml.MappingNode) \
+            else None
+        return f"<module {state if isinstance(state, str) else '?'}>"
+
     def refuse(loader, suffix, node):
         raise NotAModelFile(
             f"The YAML config holds a Python object tag. Expected only the tags of to_yaml(). Received: "
@@ -80,6 +93,7 @@ def _loader(path):
 
     KerasYamlLoader.add_constructor("tag:yaml.org,2002:python/tuple", as_list)
     KerasYamlLoader.add_multi_constructor(_APPLY, apply)
+    KerasYamlLoader.add_multi_constructor(_NEW, new)
     KerasYamlLoader.add_multi_constructor("tag:yaml.org,2002:python/", refuse)
     KerasYamlLoader.add_multi_constructor("!", refuse)
     return KerasYamlLoader
