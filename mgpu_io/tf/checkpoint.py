@@ -75,6 +75,8 @@ def import_tensorflow(what="Reading a SavedModel"):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         import tensorflow as tf
+        # The protocol buffer classes the probe's child parses with, imported once here rather than in each child.
+        from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2  # noqa: F401
     except ImportError as error:
         raise MissingDependency(
             f"{what} needs TensorFlow, which is not installed. Expected an importable `tensorflow`. Received: "
@@ -554,6 +556,12 @@ def to_legacy_h5(path, output, *, config=None):
         )
     if config is None:
         raise _config_needed(path, prefix)
+    if not Path(config).is_file():
+        raise InvalidArgument(
+            f"config= names no file. Expected the JSON config (model.to_json()) or full-model .h5 saved beside the "
+            f"checkpoint. Received: config={config} ({'a folder' if Path(config).is_dir() else 'nothing'} is "
+            f"there). Check the path."
+        )
     tf = import_tensorflow("Reading a TF checkpoint")
     check_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
 
@@ -629,7 +637,7 @@ def _plan(graph, stored, path):
                      f"{', ...' if len(others) > 5 else ''}")
     if not stored["keras_version"]:
         notes.append("keras_version and backend not written: the config does not record them")
-    versions = {"keras_version": _ascii(stored["keras_version"]), "backend": _ascii(stored["backend"])}
+    versions = {"keras_version": ascii_attr(stored["keras_version"]), "backend": ascii_attr(stored["backend"])}
     names = [name for name, _ in layers]
     summary = {
         "kind": "tf_checkpoint",
@@ -650,7 +658,8 @@ def _plan(graph, stored, path):
                 summary=summary)
 
 
-def _ascii(text):
+def ascii_attr(text):
+    """An attribute value stored as variable-length ASCII, as tf.keras 2.x stored most of them (``None`` stays)."""
     return str(text).encode("utf8") if text is not None else None
 
 

@@ -41,7 +41,7 @@ from mgpu_io.tf.checkpoint import (
     Graph,
     Plan,
     Weight,
-    _ascii,
+    ascii_attr,
     check_layers_with_weights,
     check_output,
     guarded,
@@ -71,7 +71,7 @@ SLOT_ORDER = {
     "Adagrad": ("accumulator",),
     "Adadelta": ("accum_grad", "accum_var"),
 }
-WHAT = "SavedModel"
+WHAT, VARIABLES = "SavedModel", "SavedModel's variables checkpoint"
 
 
 def to_legacy_h5(path, output):
@@ -104,7 +104,7 @@ def to_legacy_h5(path, output):
             return _plan(tf, folder)
 
     plan = probed_tf(folder, WHAT, work)
-    write_plan(tf, plan, output, folder, what="SavedModel's variables")
+    write_plan(tf, plan, output, folder, what=VARIABLES)
     return dict(plan.summary, output=str(output))
 
 
@@ -168,10 +168,11 @@ def _parse(folder):
             f"{str(error).strip() or type(error).__name__}). Copy the folder again from its source."
         ) from None
     if len(proto.meta_graphs) != 1:
+        fix = ("Copy the folder again from its source (truncated?)." if not proto.meta_graphs else
+               "Save the Keras model with model.save(dir) alone, or as model.save('model.h5').")
         raise NotAModelFile(
             f"The SavedModel holds {len(proto.meta_graphs)} meta graphs. Expected the one that Keras' "
-            f"model.save(dir, save_format='tf') writes. Received: filepath={folder}. "
-            f"{'Copy the folder again from its source (truncated?).' if not proto.meta_graphs else 'Save the Keras model with model.save(dir) alone.'}"
+            f"model.save(dir, save_format='tf') writes. Received: filepath={folder}. {fix}"
         )
     return proto.meta_graphs[0]
 
@@ -246,13 +247,15 @@ def _saved_graph(tf, meta, values, folder):
         saved = node.variable
         shape = None if saved.shape.unknown_rank else [d.size for d in saved.shape.dim]
         variable = weight_of(values, node_id, folder, allowed=None, expected_name=saved.name,
-                             expected_shape=shape, what="SavedModel's variables")
+                             expected_shape=shape, what=VARIABLES)
         dtype = tf.dtypes.as_dtype(saved.dtype).name if saved.dtype else variable.dtype
         if dtype != variable.dtype:
             raise WeightsMismatch(
                 f"The weight {saved.name!r} is {dtype} in saved_model.pb but {variable.dtype} in the variables. "
                 f"Expected one dtype. Received: filepath={folder}. Restore the folder from its source."
             )
+        if not variable.full_name and saved.name:
+            variable.full_name = saved.name  # the graph's own record of the name, where the checkpoint has none
         variables[node_id] = variable
     slots = {}
     for node_id, node in enumerate(nodes):
@@ -356,7 +359,7 @@ def _plan(tf, folder):
 
     meta = _parse(folder)
     metadata, model_config, training = _root_metadata(meta, folder)
-    values = read_graph(tf, str(folder / "variables" / "variables"), folder, what="SavedModel's variables")
+    values = read_graph(tf, str(folder / "variables" / "variables"), folder, what=VARIABLES)
     graph = _saved_graph(tf, meta, values, folder)
 
     pairs = pair_layers(graph, 0, model_layers_of(model_config, folder), model_config, folder)
@@ -370,6 +373,13 @@ def _plan(tf, folder):
                 f"filepath={folder}. Restore the folder from its source."
             )
         nodes = layer_weights(graph, node, folder)
+        unnamed = [n for n in nodes if not graph.variables[n].full_name]
+        if unnamed:
+            raise UnsupportedModel(
+                f"A weight of layer {name!r} has no name in the SavedModel. Expected every variable named, as a "
+                f"legacy HDF5 file keys weights by name. Received: filepath={folder} (object {unnamed[0]}). Save the "
+                f"model in the TensorFlow that wrote it with model.save('model.h5') instead."
+            )
         used.update(nodes)
         weights = [Weight(graph.variables[n].full_name + ":0", graph.variables[n].key, graph.variables[n].shape,
                           graph.variables[n].dtype) for n in nodes]
@@ -388,7 +398,7 @@ def _plan(tf, folder):
     trainable = _list(graph, 0, "trainable_variables", folder) or []
     optimizer, why_not = _optimizer(graph, training, trainable, folder)
     notes = [why_not] if why_not else []
-    notes += _left_out(graph, meta, used, optimizer)
+    notes += _left_out(graph, used, optimizer)
 
     keras_version, backend = metadata.get("keras_version"), metadata.get("backend")
     keras_version = keras_version if isinstance(keras_version, str) else None
@@ -418,11 +428,11 @@ def _plan(tf, folder):
         "notes": notes,
     }
     return Plan(prefix=graph.prefix, full_model=True, layers=layers, root_attrs=root_attrs,
-                weights_attrs={"keras_version": _ascii(keras_version), "backend": _ascii(backend)},
+                weights_attrs={"keras_version": ascii_attr(keras_version), "backend": ascii_attr(backend)},
                 optimizer=optimizer, summary=summary)
 
 
-def _left_out(graph, meta, used, optimizer):
+def _left_out(graph, used, optimizer):
     """Notes on the variables a legacy file has no place for: metric state, optimizer hyper-parameters, inner
     models' optimizers, and anything else."""
     written = set(used) | {n for n in graph.variables if optimizer and graph.variables[n].key in
