@@ -7,10 +7,41 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 from pathlib import Path
 
-from mgpu_io.format.inspect import InspectReport, inspect
+from mgpu_io.errors import InvalidArgument
+
+from mgpu_io.format.inspect import Finding, InspectReport
+from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.plan import KERAS_FORMAT, SAME_FORMAT, UnwrapReport, check_options
+from mgpu_io.tf import TF_CHECKPOINT, converted_note, detect, legacy_copy
 
 __all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
+
+
+def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=None) -> InspectReport:
+    """Inspect a legacy Keras file (see :func:`mgpu_io.format.inspect.inspect`), a TF 2.x SavedModel folder or a
+    TF-format checkpoint (with ``config``, the architecture saved beside it: a checkpoint records no layer names).
+
+    A SavedModel or checkpoint is read as data into the legacy layout first (:mod:`mgpu_io.tf`, which needs
+    TensorFlow); the report then says so in a ``tensorflow-format`` finding.
+
+    Example:
+        >>> report = inspect("fixtures/tf2/tf23_nested_depth2_savedmodel")
+        >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
+        ('model', 2, 'tensorflow-format')
+    """
+    kind = detect(path)
+    if kind is None:
+        if config is not None:
+            raise InvalidArgument(
+                f"config= applies to TF checkpoints when inspecting. Expected a TF checkpoint with config=. "
+                f"Received: filepath={path}. Leave out config=."
+            )
+        return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
+    with legacy_copy(path, config=config if kind == TF_CHECKPOINT else None) as (readable, converted):
+        report = _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite)
+    report.file = str(path)
+    report.findings.append(Finding("tensorflow-format", converted_note(converted)))
+    return report
 
 
 def unwrap(
@@ -38,11 +69,13 @@ def unwrap(
     file into the folder ``output`` (see :func:`mgpu_io.format.batch.unwrap_tree`).
 
     Args:
-        source: a full-model ``.h5``, a weights-only ``.h5`` or a JSON config written from a multi-GPU wrapper, or a
-            folder of them.
+        source: a full-model ``.h5``, a weights-only ``.h5``, a JSON or YAML config written from a multi-GPU wrapper,
+            a TF 2.x SavedModel folder or TF-format checkpoint of one (read as data; needs TensorFlow), or a
+            folder of legacy files.
         output: where to write the clean file (or folder).
-        config: for a weights-only ``source``, the architecture saved beside it (the wrapper's or the template's
-            JSON config, or a full-model file). The weights are then laid out and converted by that graph.
+        config: for a weights-only ``source`` (or a TF checkpoint), the architecture saved beside it (the wrapper's
+            or the template's JSON config, or a full-model file). The weights are then laid out and converted by
+            that graph.
         target: ``"keras3"`` (default) or ``"tf_keras"``: the Keras that will load the output. Both load either
             file; Keras 2's ``hard_sigmoid`` is made exact for the target only (Keras 3 changed its slope).
             A ``.keras`` output is for Keras 3 only.
@@ -82,6 +115,15 @@ def unwrap(
         (3, 'template', 'copied', True)
     """
     source, output = Path(source), Path(output)
+    kind = detect(source)
+    if kind is not None:  # a SavedModel folder or a TF checkpoint: read as data into the legacy layout, then as one
+        with legacy_copy(source, config=config if kind == TF_CHECKPOINT else None) as (readable, converted):
+            report = unwrap(readable, output, config=config, target=target, keep_config=keep_config, cpu=cpu,
+                            include_optimizer=include_optimizer, allow_plain=allow_plain, overwrite=overwrite,
+                            dry_run=dry_run, progress=progress, safe_mode=safe_mode, lambdas=lambdas)
+        report.source = str(source)
+        report.warnings.insert(0, converted_note(converted))
+        return report
     options = dict(config=config, target=target, keep_config=keep_config, cpu=cpu,
                    include_optimizer=include_optimizer, allow_plain=allow_plain, overwrite=overwrite)
     if source.is_dir():

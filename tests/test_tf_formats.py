@@ -367,3 +367,68 @@ def test_every_refusal_is_a_typed_error_in_the_keras_idiom(tmp_path):
         message = str(error.value)
         assert "Expected" in message and "Received: " in message and "filepath=" in message, message
     assert json.dumps(sorted(p.name for p in tmp_path.iterdir())) == '["w.index"]'  # nothing written
+
+
+# --- through every entry point: inspect, unwrap (.h5 and .keras), load_model, transfer_weights, the CLI ----------
+
+
+@pytest.mark.parametrize("entry", SAVEDMODELS)
+def test_every_entry_point_takes_a_savedmodel_folder_as_it_is(entry, tmp_path):
+    path = fixture_path(entry)
+    report = mgpu_io.inspect(path)
+    assert (report.file, report.depth, report.template) == (str(path), entry["depth"], entry["template"])
+    assert report.findings[-1].kind == "tensorflow-format"
+    xs, ys = fixture_batch(entry)
+    model = mgpu_io.load_model(path)
+    assert_close(predict(model, xs), ys)
+    assert int(model.optimizer.iterations) > 0
+    out = tmp_path / "model.h5"
+    unwrapped = mgpu_io.unwrap(path, out)
+    assert unwrapped.source == str(path) and unwrapped.optimizer == "copied" and unwrapped.depth == entry["depth"]
+    assert "read from a SavedModel" in unwrapped.warnings[0]
+    keras = pytest.importorskip("keras")
+    assert_close(predict(keras.models.load_model(out), xs), ys)
+    assert mgpu_io.unwrap(path, tmp_path / "model.keras").written
+
+
+@pytest.mark.parametrize("entry", CHECKPOINTS)
+def test_a_checkpoint_goes_with_its_architecture_everywhere(entry, tmp_path):
+    keras = pytest.importorskip("keras")
+    path, config = fixture_path(entry), beside(entry, "_config.json")
+    xs, ys = fixture_batch(entry)
+    assert_close(predict(mgpu_io.load_model(config, weights=path, compile=False), xs), ys)
+    assert mgpu_io.inspect(path, config=config).file_type == "weights"
+    weights_out, config_out = tmp_path / "weights.h5", tmp_path / "model.json"
+    assert mgpu_io.unwrap(path, weights_out, config=config).file_type == "weights"
+    mgpu_io.unwrap(config, config_out)
+    model = keras.models.model_from_json(config_out.read_text())
+    model.load_weights(weights_out)
+    assert_close(predict(model, xs), ys)
+    fresh = keras.models.model_from_json(config_out.read_text())
+    assert mgpu_io.transfer_weights(path, fresh, config=config).ok
+    assert_close(predict(fresh, xs), ys)
+    with pytest.raises(InvalidArgument, match=r"^A TF checkpoint holds weights only, no architecture"):
+        mgpu_io.load_model(path)
+
+
+def test_the_cli_reads_a_savedmodel_and_a_checkpoint(tmp_path):
+    from typer.testing import CliRunner
+
+    from mgpu_io.cli import app
+
+    saved = TF2 / "tf23_functional_bn_x2_savedmodel"
+    result = CliRunner().invoke(app, ["unwrap", str(saved), str(tmp_path / "m.h5"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["source"] == str(saved)
+    checkpoint = TF2 / "tf23_functional_bn_x2_ckpt.index"
+    result = CliRunner().invoke(app, ["inspect", str(checkpoint)])
+    assert result.exit_code == 1 and "--config" in result.stderr and result.stderr.count("\n") == 1
+    result = CliRunner().invoke(app, ["inspect", str(checkpoint), "--config",
+                                      str(TF2 / "tf23_functional_bn_x2_config.json"), "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["replicas"] == 2
+
+
+def assert_close(outputs, expected):
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    for got, want in zip(outputs, expected):
+        assert np.abs(np.asarray(got).reshape(want.shape) - want).max() <= TOLERANCE

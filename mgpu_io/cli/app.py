@@ -88,7 +88,8 @@ def main(
 
 @app.command()
 def inspect(
-    file: Annotated[Path, typer.Argument(help="A .h5 model or weights file, or a JSON config from to_json().")],
+    file: Annotated[Path, typer.Argument(help="A .h5 model or weights file, a JSON/YAML config, a TF 2.x SavedModel "
+                                         "folder or TF checkpoint.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
     scan_weights: Annotated[
         bool, typer.Option("--scan-weights/--no-scan-weights", help="Read every weight (or none) to look for "
@@ -98,6 +99,10 @@ def inspect(
         Path, typer.Option("--diagram", metavar="SVG", help="Also draw the wrapper next to its template as SVG.")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the --diagram file if it exists.")] = False,
+    config: Annotated[
+        Path, typer.Option("--config", metavar="ARCH", help="For a TF checkpoint: the architecture JSON saved "
+                           "beside it (a checkpoint records no layer names).")
+    ] = None,
 ):
     """Say what a Keras file holds: wrapper or not, nesting, replicas, template, inputs, outputs, findings.
 
@@ -110,7 +115,7 @@ def inspect(
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
     with _one_line_errors():
-        report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force)
+        report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force, config=config)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
         return
@@ -121,8 +126,8 @@ def inspect(
 
 @app.command()
 def unwrap(
-    source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file (.h5 model, .h5 weights, JSON), "
-                                            "or a folder of them.")],
+    source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file (.h5 model, .h5 weights, JSON, YAML, "
+                                            "SavedModel folder, TF checkpoint), or a folder of legacy files.")],
     output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the clean template file (or the "
                                            "output folder, for a folder IN).")],
     config: Annotated[
@@ -173,6 +178,10 @@ def unwrap(
 
       mgpu-io unwrap weights.h5 clean-weights.h5 --config model.json
 
+      mgpu-io unwrap saved_model_dir/ model.h5
+
+      mgpu-io unwrap ckpt-10.index clean-weights.h5 --config model.json
+
       mgpu-io unwrap parallel_model.h5 model.keras
 
       mgpu-io unwrap parallel_model.h5 model.keras --lambda preprocess=my_lambdas.py:preprocess
@@ -190,7 +199,10 @@ def unwrap(
     """
     from mgpu_io.cli.render import byte_progress, file_progress
 
-    if source.is_dir():
+    from mgpu_io.tf import detect
+
+    folder = source.is_dir() and detect(source) is None  # a SavedModel folder is one model
+    if folder:
         progress_bar = file_progress("repairing", enabled=not as_json)
     else:
         big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run)
@@ -214,7 +226,7 @@ def unwrap(
             )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
-    elif source.is_dir():
+    elif folder:
         from mgpu_io.cli.render import render_batch
 
         render_batch(report)
@@ -222,7 +234,7 @@ def unwrap(
         from mgpu_io.cli.render import render_unwrap
 
         render_unwrap(report)
-    if source.is_dir() and not report.ok:
+    if folder and not report.ok:
         raise typer.Exit(code=1)
 
 
@@ -258,6 +270,10 @@ def transfer(
                                          "the layers that match.")] = True,
     force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    config: Annotated[
+        Path, typer.Option("--config", metavar="ARCH", help="For a TF checkpoint SRC: the architecture JSON saved "
+                           "beside it.")
+    ] = None,
 ):
     """Build the base model with your code, load the wrapper's weights into it, print the report, save it.
 
@@ -271,7 +287,7 @@ def transfer(
       mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
     """
     with _one_line_errors():
-        result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force)
+        result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force, config=config)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:

@@ -23,6 +23,7 @@ from mgpu_io.format.read import CONFIG, WEIGHTS, reading
 from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
 from mgpu_io.keras.lambdas import lambda_objects, named
 from mgpu_io.keras.wrapper import non_finite_weights
+from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
 
 
 def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True, lambdas=None):
@@ -30,12 +31,13 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
 
     Args:
         path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model), a
-            JSON config (``model.to_json()``) together with ``weights``, or a Keras 3 ``.keras`` file (loaded by
-            Keras as it is).
+            TF 2.x SavedModel folder of one (read as data), a JSON or YAML config (``model.to_json()``) together
+            with ``weights``, or a Keras 3 ``.keras`` file (loaded by Keras as it is).
         custom_objects: passed to Keras for the template's own custom layers.
         compile: restore the training configuration (loss, metrics, loss weights keyed by the template's output
             names) and the optimizer state, so that ``fit`` continues where the old run stopped.
-        weights: the weights file saved beside a JSON config (a weights-only ``.h5``, wrapper or not).
+        weights: the weights saved beside a JSON config (a weights-only ``.h5``, wrapper or not, or a TF-format
+            checkpoint).
         safe_mode: Keras' safe mode, left as the caller sets it. Stored bytecode never reaches Keras: slice
             layers are removed and every other Lambda refers to a function by name (see ``lambdas``).
         lambdas: ``{layer name: function}``: the functions of the template's own Lambda layers (your code, which
@@ -61,6 +63,17 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """
     keras = import_keras()
     path = Path(path)
+    if detect(path) == TF_CHECKPOINT:
+        raise InvalidArgument(
+            f"A TF checkpoint holds weights only, no architecture to build a model from. Expected a full model "
+            f"(.h5 or SavedModel folder), or a JSON config with weights=. Received: filepath={path}. Pass the "
+            f"architecture: load_model('model.json', weights='{path.name}')."
+        )
+    if detect(path) is not None or (weights is not None and detect(weights) is not None):
+        with legacy_copy(path) as (readable, _), legacy_copy(weights, config=path) if weights is not None \
+                else contextlib.nullcontext((None, None)) as (readable_weights, _):
+            return load_model(readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode,
+                              lambdas=lambdas)
     if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
         if lambdas:
             custom_objects = dict(custom_objects or {}, **{name: named(name, fn) for name, fn in lambdas.items()})

@@ -23,6 +23,7 @@ from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
 from mgpu_io.keras.wrapper import find_template, legacy_weights
+from mgpu_io.tf import detect, legacy_copy
 
 
 @dataclass
@@ -76,7 +77,7 @@ class _Layer:
     shapes: List[tuple]
 
 
-def transfer_weights(source, model, *, strict=True):
+def transfer_weights(source, model, *, strict=True, config=None):
     """Load the template weights of ``source`` into ``model``, matching weighted layers in order.
 
     Args:
@@ -85,6 +86,8 @@ def transfer_weights(source, model, *, strict=True):
         model: the freshly built base model (Keras 3, or tf_keras).
         strict: raise :class:`WeightsMismatch` listing every mismatch, and load nothing; with ``strict=False``
             load the layers that match and return the report.
+        config: for a TF-format checkpoint ``source`` only: the architecture saved beside it (a checkpoint records
+            no layer names). A SavedModel folder needs none.
 
     Returns:
         A :class:`TransferReport`.
@@ -97,6 +100,11 @@ def transfer_weights(source, model, *, strict=True):
         >>> report.ok, report.loaded, [m["source"] for m in report.matched]
         (True, 2, ['d1', 'out'])
     """
+    if isinstance(source, (str, Path)) and detect(source) is not None:
+        with legacy_copy(source, config=config) as (readable, _):
+            report = transfer_weights(readable, model, strict=strict)
+        report.source = str(source)
+        return report
     targets = [layer for layer in model.layers if legacy_weights(layer)]
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
@@ -232,7 +240,7 @@ class TransferResult:
         return dict(self.report.to_dict(), output=self.output, written=self.written)
 
 
-def transfer(source, output, builder, *, strict=True, overwrite=False):
+def transfer(source, output, builder, *, strict=True, overwrite=False, config=None):
     """Build the base model with the user's code, load ``source``'s template weights into it, save it to ``output``.
 
     Args:
@@ -242,6 +250,7 @@ def transfer(source, output, builder, *, strict=True, overwrite=False):
             (the module is imported from the current folder first).
         strict: see :func:`transfer_weights`; with ``strict=False`` the layers that match are loaded and saved.
         overwrite: replace an existing ``output``.
+        config: for a TF-format checkpoint ``source``: the architecture saved beside it.
 
     Returns:
         A :class:`TransferResult`; its ``report`` lists what matched, was converted, is missing or left over.
@@ -259,7 +268,7 @@ def transfer(source, output, builder, *, strict=True, overwrite=False):
     source, output = Path(source), Path(output)
     check_output(source, output, overwrite)
     model = build_model(builder)
-    report = transfer_weights(source, model, strict=strict)
+    report = transfer_weights(source, model, strict=strict, config=config)
     with atomic_path(output, suffix=output.suffix or ".keras") as temporary:
         model.save(temporary)
     return TransferResult(report=report, output=str(output), written=True)

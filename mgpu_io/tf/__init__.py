@@ -17,13 +17,16 @@ Example:
     True
 """
 
+import contextlib
+import shutil
+import tempfile
 from pathlib import Path
 
 SAVEDMODEL, TF_CHECKPOINT = "savedmodel", "tf_checkpoint"
 #: Most bytes of an ``.index`` file searched for the object graph's key (index files of huge models are a few MB).
 _INDEX_SCAN_BYTES = 64 << 20
 
-__all__ = ["SAVEDMODEL", "TF_CHECKPOINT", "detect", "to_legacy_h5"]
+__all__ = ["SAVEDMODEL", "TF_CHECKPOINT", "detect", "legacy_copy", "to_legacy_h5"]
 
 
 def detect(path):
@@ -126,3 +129,38 @@ def to_legacy_h5(path, output, *, config=None):
         f"or a checkpoint's .index file (or its prefix). Received: filepath={path} ({what}). Check the path; "
         f".h5 and JSON files need no conversion."
     )
+
+
+@contextlib.contextmanager
+def legacy_copy(path, config=None):
+    """Yield ``(path to read, what was converted)``: ``path`` itself when it is no TensorFlow format, else a private
+    temporary legacy ``.h5`` of it (see :func:`to_legacy_h5`), removed afterwards.
+
+    This is how ``inspect``, ``unwrap``, ``load_model`` and ``transfer_weights`` accept SavedModels and TF
+    checkpoints: converted once, then read like every other wrapper file.
+
+    Example:
+        >>> with legacy_copy("fixtures/files/k224_functional_bn_x2_full.h5") as (readable, converted):
+        ...     readable.name, converted
+        ('k224_functional_bn_x2_full.h5', None)
+    """
+    path = Path(path)
+    if detect(path) is None:
+        yield path, None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="mgpu-io-tf-"))
+    try:
+        output = folder / (path.name.replace(".index", "") + ".h5")
+        converted = to_legacy_h5(path, output, config=config)
+        yield output, converted
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def converted_note(converted):
+    """One line for reports: what a TensorFlow format was read as, and what it did not hold."""
+    kind = "SavedModel" if converted["kind"] == SAVEDMODEL else "TF checkpoint"
+    version = f" (TensorFlow {converted['tensorflow_version']})" if converted.get("tensorflow_version") else ""
+    notes = "; ".join(converted.get("notes") or [])
+    return (f"read from a {kind}{version} as data (its protocol buffers and variables; nothing in it was run)"
+            + (f": {notes}" if notes else ""))

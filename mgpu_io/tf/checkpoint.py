@@ -584,7 +584,7 @@ def _config_needed(path, prefix):
         f"A TF checkpoint records no layer names (only its variables' own names, such as 'd1/kernel'), so its "
         f"weights cannot be laid out as a Keras file without the model's architecture. Expected config= the JSON "
         f"saved beside it (model.to_json()) or a full-model .h5 of the same model. Received: filepath={path}, "
-        f"config=None. Pass it: to_legacy_h5('{Path(path).name}', 'weights.h5', config='model.json'){hint}."
+        f"config=None. Pass the architecture: config='model.json'{hint}."
     )
 
 
