@@ -101,3 +101,12 @@ def test_the_anatomy_pictures_are_drawn_by_the_current_code():
             svg = wrapper_svg(stored.model_config)
         assert (ROOT / "docs" / picture).read_text() == svg, (
             f"docs/{picture} is stale: mgpu-io inspect fixtures/files/{fixture} --diagram docs/{picture}")
+
+
+def test_the_writer_format_table_is_the_fixtures_own_and_has_no_gap():
+    from writer_formats import table
+
+    page = (ROOT / "docs" / "writers-formats.md").read_text()
+    written = page.split("<!-- writers-formats -->\n", 1)[1].split("\n<!-- /writers-formats -->", 1)[0]
+    assert written == table(), "docs/writers-formats.md is stale: paste `python tests/writer_formats.py`"
+    assert "NOT COVERED" not in written
