@@ -55,7 +55,8 @@ def test_a_file_that_is_not_hdf5(tmp_path):
     result = run("unwrap", notes, tmp_path / "out.h5")
     assert_clean_failure(result, tmp_path, (
         f"Error: The file is neither HDF5 nor a JSON config. Expected a Keras .h5 file or the JSON of "
-        f"`model.to_json()`. Received: filepath={notes} (text that is not JSON, 20 bytes). Check the path; "
+        f"`model.to_json()` (or the YAML of `to_yaml()`). Received: filepath={notes} (text that is not JSON, 20 "
+        f"bytes). Check the path; "
         f"a Keras 3 `.keras` file is a zip archive that needs no repair."))
 
 
