@@ -7,7 +7,9 @@ LEGACY_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions
 DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
 DEMO_OUT := build/demo/template.h5
 
-.PHONY: demo test fixtures clean legacy-env bench fuzz
+.PHONY: demo test fixtures clean legacy-env jax-env bench fuzz
+JAX_VENV := .venv-jax
+JAX_STAMP := $(JAX_VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +29,16 @@ legacy-env:
 	@if [ -n "$(LEGACY_PYTHON)" ]; then LEGACY_PYTHON=$(LEGACY_PYTHON) bash fixtures/generate/run.sh --install-only; \
 	else echo "no Python 3.7: the legacy-stack test will skip"; fi
 
-test: $(STAMP) legacy-env
+# Keras 3 on JAX with no TensorFlow: tests/test_backends.py loads every fixture there (KERAS_BACKEND=jax).
+$(JAX_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(JAX_VENV)
+	$(JAX_VENV)/bin/python -m pip install -q --upgrade pip
+	$(JAX_VENV)/bin/python -m pip install -q -e ".[jax]" pytest
+	touch $(JAX_STAMP)
+
+jax-env: $(JAX_STAMP)
+
+test: $(STAMP) legacy-env $(JAX_STAMP)
 	$(BIN)/python -m pytest -q
 
 # Regenerate fixtures/files with the real historical writers (Python 3.7, TF 1.15, Keras 1.2.2/2.1.6/2.2.4/2.3.1).

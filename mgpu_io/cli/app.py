@@ -71,6 +71,44 @@ def _interrupt(signum, frame):
     raise Interrupted(signum)
 
 
+@contextlib.contextmanager
+def _quiet_native_logs():
+    """Send file descriptor 2 to /dev/null while TensorFlow starts: its C++ start-up lines (cudart, cuInit, absl)
+    bypass Python and TF_CPP_MIN_LOG_LEVEL. Python's own sys.stderr is left alone."""
+    import sys as _sys
+
+    _sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _start_keras():
+    """Import Keras (and its backend) and touch a device quietly, before a command that builds a model."""
+    with _quiet_native_logs():
+        try:
+            import keras
+
+            keras.ops.zeros((1,))
+        except Exception:  # noqa: BLE001 - a missing or broken Keras is reported by the library, in one line
+            pass
+
+
+def _start_tensorflow():
+    """Import TensorFlow quietly, before reading a SavedModel or a TF checkpoint."""
+    with _quiet_native_logs():
+        try:
+            import tensorflow  # noqa: F401
+        except Exception:  # noqa: BLE001 - reported by mgpu_io.tf as MissingDependency
+            pass
+
+
 def _version(value: bool):
     if value:
         typer.echo(f"mgpu-io {__version__}")
@@ -114,6 +152,10 @@ def inspect(
 
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
+    from mgpu_io.tf import detect
+
+    if detect(file) is not None:
+        _start_tensorflow()
     with _one_line_errors():
         report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force, config=config)
     if as_json:
@@ -202,6 +244,10 @@ def unwrap(
     from mgpu_io.tf import detect
 
     folder = source.is_dir() and detect(source) is None  # a SavedModel folder is one model
+    if detect(source) is not None:
+        _start_tensorflow()
+    if output.suffix == ".keras" and not dry_run:
+        _start_keras()
     if folder:
         progress_bar = file_progress("repairing", enabled=not as_json)
     else:
@@ -286,6 +332,7 @@ def transfer(
 
       mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
     """
+    _start_keras()
     with _one_line_errors():
         result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force, config=config)
     if as_json:
@@ -319,6 +366,7 @@ def verify(
 
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
     """
+    _start_keras()
     with _one_line_errors():
         report = mgpu_io.verify(a, b, tolerance=tolerance, lambdas=_lambda_options(lambda_))
     if as_json:
@@ -332,7 +380,13 @@ def verify(
 
 
 def run():
-    """The console script: the app, with Ctrl-C and SIGTERM turned into one line and exit code 130 or 143."""
+    """The console script: the app, with Ctrl-C and SIGTERM turned into one line and exit code 130 or 143.
+
+    TensorFlow's and CUDA's start-up logging (``cuInit``, oneDNN, absl lines) is silenced unless the user set
+    ``TF_CPP_MIN_LOG_LEVEL`` themselves: commands print their answer only.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
