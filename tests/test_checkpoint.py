@@ -175,3 +175,17 @@ def test_a_process_killed_in_the_middle_of_a_save_leaves_the_previous_checkpoint
     assert saved.name == "template"
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "ckpt.keras"]
     assert len(leftovers) == 1 and leftovers[0].startswith(".ckpt.keras.")  # the half-written temporary file
+
+
+def test_a_monitor_missing_from_the_logs_is_handled_as_keras3s_model_checkpoint_does(tmp_path):
+    """Keras 3.x warns and saves every time (tf_keras and Keras 2 skip): the callback follows the Keras it runs in."""
+    x, y = data()
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for folder, make in ((ours, mgpu_io.BaseModelCheckpoint), (theirs, keras.callbacks.ModelCheckpoint)):
+        model = template(keras)
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss="categorical_crossentropy")
+        callback = make(str(folder / "m-{epoch}.keras"), monitor="val_not_logged", mode="min",
+                        save_best_only=True)
+        with pytest.warns(UserWarning, match="Can save best model only with val_not_logged available"):
+            model.fit(x, y, batch_size=48, epochs=2, verbose=0, shuffle=False, callbacks=[callback])
+    assert sorted(os.listdir(ours)) == sorted(os.listdir(theirs)) == ["m-1.keras", "m-2.keras"]

@@ -18,6 +18,7 @@ Example (docs/checkpoint.md has a complete one for each Keras)::
 
 import os
 import tempfile
+import sys
 import warnings
 
 from mgpu_io.errors import AmbiguousTemplate, BaseModelCheckpointError
@@ -117,6 +118,12 @@ class BaseModelCheckpoint(object):
 
     on_batch_end = on_train_batch_end  # Keras 2 calls this one
 
+    def _runs_on_keras3(self):
+        """Keras 3's ModelCheckpoint saves when ``monitor`` is missing from the logs; Keras 2's and tf_keras' skip."""
+        module = type(self.model).__module__ if self.model is not None else ""
+        keras = sys.modules.get("keras")
+        return module.startswith("keras.") and str(getattr(keras, "__version__", "")).startswith("3")
+
     def _implements_train_batch_hooks(self):
         return self.save_freq != "epoch"
 
@@ -139,16 +146,20 @@ class BaseModelCheckpoint(object):
         if self.save_best_only:
             current = logs.get(self.monitor)
             if current is None or isinstance(current, (list, tuple)):
-                warnings.warn("Can save best model only with {} available, skipping.".format(self.monitor))
-                return
-            if not self._is_improvement(current):
+                if not self._runs_on_keras3():  # Keras 2 and tf_keras skip the save
+                    warnings.warn("Can save best model only with {} available, skipping.".format(self.monitor))
+                    return
+                warnings.warn("Can save best model only with {} available.".format(self.monitor))  # Keras 3 saves
+                current = None
+            if current is not None and not self._is_improvement(current):
                 if self.verbose:
                     print("\nEpoch {}: {} did not improve from {}".format(epoch + 1, self.monitor, self.best))
                 return
-            if self.verbose:
+            if self.verbose and current is not None:
                 print("\nEpoch {}: {} improved from {} to {:.5f}, saving base model to {}".format(
                     epoch + 1, self.monitor, self.best, current, path))
-            self.best = current
+            if current is not None:
+                self.best = current
         elif self.verbose:
             print("\nEpoch {}: saving base model to {}".format(epoch + 1, path))
         broken = non_finite_weights(self.base_model)
