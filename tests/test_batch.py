@@ -101,3 +101,12 @@ def test_repaired_weights_are_the_stored_ones(checkpoints, tmp_path):
     unwrap_tree(checkpoints, tmp_path / "out", jobs=1)
     with h5py.File(checkpoints / "weights-01.h5", "r") as src, h5py.File(tmp_path / "out" / "weights-01.h5") as dst:
         np.testing.assert_array_equal(dst["d1/d1/kernel:0"][()], src["template/d1/kernel:0"][()])
+
+
+def test_a_large_folder_shows_its_failures_and_a_summary_not_a_row_per_file(tmp_path):
+    quiet = runner.invoke(app, ["unwrap", str(FIXTURES), str(tmp_path / "a"), "--dry-run"])
+    assert "the 1 failure of 51 files (--verbose lists every file)" in quiet.stdout
+    assert "k216_failed_save_stub.h5" in quiet.stdout and "k224_siamese_x2_full.h5" not in quiet.stdout
+    assert quiet.stdout.rstrip().endswith("Would write: 50 repaired, 1 failed")
+    verbose = runner.invoke(app, ["unwrap", str(FIXTURES), str(tmp_path / "b"), "--dry-run", "--verbose"])
+    assert "k224_siamese_x2_full.h5" in verbose.stdout

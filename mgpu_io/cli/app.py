@@ -199,6 +199,8 @@ def unwrap(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for a folder IN (default: the "
                                       "machine's cores).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="For a folder IN: list every file, not only "
+                                          "the failures (always every file with --json).")] = False,
     lambda_: Annotated[
         List[str], typer.Option("--lambda", metavar="LAYER=MODULE:FUNCTION", help="For a .keras OUT: the function "
                                 "of the template's own Lambda layer LAYER (your code: MODULE imported from the "
@@ -275,7 +277,7 @@ def unwrap(
     elif folder:
         from mgpu_io.cli.render import render_batch
 
-        render_batch(report)
+        render_batch(report, verbose=verbose)
     else:
         from mgpu_io.cli.render import render_unwrap
 

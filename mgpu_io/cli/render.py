@@ -204,12 +204,22 @@ def file_progress(description, enabled):
         yield lambda done, total, result: bar.update(task, completed=done, total=total, last=escape(result.path))
 
 
-def render_batch(report):
+#: A folder report lists every file up to this many; above it, only the failures (all with --verbose or --json).
+ALL_ROWS_UP_TO = 30
+
+
+def render_batch(report, verbose=False):
     counts = report.counts()
-    table = Table(title=f"{escape(report.source)} -> {escape(report.output)}")
+    every = verbose or len(report.files) <= ALL_ROWS_UP_TO
+    shown = report.files if every else [r for r in report.files if r.status == "failed"]
+    title = f"{escape(report.source)} -> {escape(report.output)}"
+    if not every:
+        title += f": the {len(shown)} failure{'s' if len(shown) != 1 else ''} of {len(report.files)} files " \
+                 f"(--verbose lists every file)"
+    table = Table(title=title)
     for column in ("file", "status", "detail"):
         table.add_column(column)
-    for result in report.files:
+    for result in shown:
         if result.status == "failed":  # the first sentence: what is wrong (the whole message is in --json)
             detail, style = escape(to_flags((result.reason or "").split(". ")[0].rstrip(".") + ".")), "red"
         elif result.status == "skipped":
@@ -218,6 +228,7 @@ def render_batch(report):
             detail = f"{result.depth} wrapper level{'s' if result.depth != 1 else ''} removed" if result.depth else ""
             style = None
         table.add_row(escape(result.path), result.status, detail, style=style)
-    _console.print(table)
+    if shown:
+        _console.print(table)
     prefix = "Would write: " if report.dry_run else ""
     _console.print(prefix + ", ".join(f"{count} {status}" for status, count in counts.items()))
