@@ -49,3 +49,18 @@ def test_dash_h_is_help_too():
     for args in (["-h"], ["unwrap", "-h"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 0 and "Usage:" in result.stdout
+
+
+def test_deep_nesting_collapses_and_never_loses_the_templates_line(capsys):
+    from mgpu_io.cli.render import render_inspect
+    from mgpu_io.format.inspect import InspectReport
+
+    levels = [{"name": f"model_{i}", "variant": "keras", "replicas": 2, "merge_layers": ["out"]} for i in range(10)]
+    report = InspectReport(file="deep.h5", file_type="model", is_wrapper=True, variant="keras", replicas=2, depth=10,
+                           template="template", inputs=["inp"], outputs=["out"], keras_version="2.2.4",
+                           backend="tensorflow", has_optimizer_weights=False, levels=levels)
+    render_inspect(report)
+    lines = capsys.readouterr().out.splitlines()
+    assert "└── 10 levels of keras.utils.multi_gpu_model, 2 replicas each" in lines
+    assert "    └── template (template): inputs: inp; outputs: out" in lines
+    assert max(len(line) for line in lines) <= 80

@@ -93,6 +93,17 @@ def _names(names):
     return escape(", ".join(str(name) for name in names))
 
 
+def _level_runs(levels):
+    """Consecutive wrapper levels of the same writer and replica count, grouped."""
+    runs = []
+    for level in levels:
+        if runs and (runs[-1][0]["variant"], runs[-1][0]["replicas"]) == (level["variant"], level["replicas"]):
+            runs[-1].append(level)
+        else:
+            runs.append([level])
+    return runs
+
+
 def render_inspect(report):
     _console.print(f"[bold]{escape(report.file)}[/bold]: {FILE_TYPES[report.file_type]}")
     if report.file_type != "stub":
@@ -101,11 +112,17 @@ def render_inspect(report):
         version = escape(report.keras_version or "?")
         _console.print(f"  {kind}; written by Keras {version} ({escape(report.backend or 'no backend recorded')})")
         tree = node = Tree(escape(report.file))
-        for level in report.levels:
-            node = node.add(
-                f"{escape(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, "
-                f"{level['replicas'] or '?'} replicas, merges: {_names(level['merge_layers'])}"
-            )
+        for run in _level_runs(report.levels):
+            level = run[0]
+            if len(run) > 2:  # repeated nesting collapses to one line, so the template's line is never cut off
+                node = node.add(f"{len(run)} levels of {_writer(level['variant'])}, {level['replicas'] or '?'} "
+                                f"replicas each")
+                continue
+            for level in run:
+                node = node.add(
+                    f"{escape(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, "
+                    f"{level['replicas'] or '?'} replicas, merges: {_names(level['merge_layers'])}"
+                )
         outputs = _names(report.outputs) if report.outputs is not None else "not recorded"
         node.add(f"[bold]{escape(report.template or '?')}[/bold] (template): inputs: {_names(report.inputs)}; "
                  f"outputs: {outputs}")

@@ -73,8 +73,16 @@ def walk_models(model_config):
 
 
 def model_name(model_config):
+    """A model config's name; for a Keras <= 2.2 list-form Sequential, the name its layer entry has in the parent.
+
+    Example:
+        >>> model_name({"class_name": "Sequential", "name": "sequential_1", "config": [{"class_name": "Dense"}]})
+        'sequential_1'
+    """
     config = model_config["config"]
-    return config.get("name") if isinstance(config, dict) else None
+    if isinstance(config, dict) and config.get("name"):
+        return config["name"]
+    return model_config.get("name")
 
 
 def model_refs(model_config, key):
