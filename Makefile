@@ -7,7 +7,7 @@ LEGACY_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions
 DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
 DEMO_OUT := build/demo/template.h5
 
-.PHONY: demo test fixtures clean legacy-env jax-env bench fuzz
+.PHONY: demo test fixtures clean legacy-env jax-env bench fuzz matrix
 JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 
@@ -60,6 +60,11 @@ FUZZ_COUNT ?= 2000
 fuzz: $(STAMP)
 	@mkdir -p build
 	$(BIN)/python tests/fuzz/harness.py --seed 0 --count $(FUZZ_COUNT) --jobs 2 --json build/fuzz.json
+
+# The version matrix (noxfile.py): the core on Python 3.9-3.13, the Keras floor on each Keras 3 minor (JAX).
+matrix: $(STAMP)
+	$(BIN)/python -m pip install -q nox
+	$(BIN)/python -m nox
 
 clean:
 	rm -rf build .pytest_cache

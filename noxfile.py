@@ -1,0 +1,33 @@
+"""The version matrix (`make matrix`; not part of `make test`): what mgpu-io claims to run on, run.
+
+- ``core``: the format core and the CLI (no Keras, no TensorFlow) on every supported Python, 3.9-3.13.
+- ``keras``: the Keras floor on each supported Keras 3 minor, on JAX (the light backend), Python 3.11.
+
+docs/matrix.md lists what passed, and when. The callback's Keras 2.2.4 / Python 3.7 promise is tested by
+`make test` itself (tests/test_checkpoint_stacks.py in .venv-legacy).
+"""
+
+import nox
+
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["core", "keras"]
+
+PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
+KERAS_MINORS = ["3.12", "3.13", "3.14", "3.15"]
+#: The tests that need neither Keras nor TensorFlow: reading, planning, writing, the CLI, errors.
+CORE_TESTS = ["tests/test_format_units.py", "tests/test_cli.py", "tests/test_inspect.py", "tests/test_errors.py",
+              "tests/test_unwrap_behaviour.py", "tests/test_batch.py", "mgpu_io/format"]
+
+
+@nox.session(python=PYTHONS)
+def core(session):
+    session.install("-e", ".", "pytest")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *CORE_TESTS)
+
+
+@nox.session(python="3.11")
+@nox.parametrize("keras", KERAS_MINORS)
+def keras(session, keras):
+    session.install("-e", ".", "pytest", f"keras~={keras}.0", "jax[cpu]")
+    session.env.update(KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    session.run("python", "tests/backends/check_backend.py", "--check", silent=False)
