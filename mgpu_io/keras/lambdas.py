@@ -49,14 +49,7 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
             f"{sorted(layers) or 'none (the template has no Lambda layers)'}. Received: {unknown}. "
             f"Pass lambdas= keyed by the Lambda layers' names (`mgpu-io inspect` lists them)."
         )
-    for name, function in lambdas.items():
-        if isinstance(function, str):
-            function = import_function(function, f"lambdas[{name!r}]")
-        if not callable(function):
-            raise InvalidArgument(
-                f"A Lambda's function must be callable. Expected a function for layer {name!r}. Received: "
-                f"{type(function).__name__}. Pass the function itself, e.g. lambdas={{{name!r}: my_function}}."
-            )
+    for name, function in resolved(lambdas).items():
         reference = layers[name].reference or name
         objects[reference] = named(reference, function)
     missing = [lam for lam in needed_functions(config) if lam.reference not in objects]
@@ -71,6 +64,25 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
             [lam.layer for lam in missing],
         )
     return objects
+
+
+def resolved(lambdas):
+    """``lambdas`` with every ``"module:function"`` imported, every value checked to be callable.
+
+    Raises:
+        InvalidArgument: a value is not callable, or its module or function cannot be found.
+    """
+    functions = {}
+    for name, function in (lambdas or {}).items():
+        if isinstance(function, str):
+            function = import_function(function, f"lambdas[{name!r}]")
+        if not callable(function):
+            raise InvalidArgument(
+                f"A Lambda's function must be callable. Expected a function for layer {name!r}. Received: "
+                f"{type(function).__name__}. Pass the function itself, e.g. lambdas={{{name!r}: my_function}}."
+            )
+        functions[name] = function
+    return functions
 
 
 def named(name, function):

@@ -21,7 +21,7 @@ from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.plan import planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, reading
 from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
-from mgpu_io.keras.lambdas import lambda_objects, named
+from mgpu_io.keras.lambdas import lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import non_finite_weights
 from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
 
@@ -75,8 +75,9 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
             return load_model(readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode,
                               lambdas=lambdas)
     if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
-        if lambdas:
-            custom_objects = dict(custom_objects or {}, **{name: named(name, fn) for name, fn in lambdas.items()})
+        if lambdas:  # a .keras file saved each function under its layer name (keras/lambdas.py's `named`)
+            custom_objects = dict(custom_objects or {},
+                                  **{name: named(name, fn) for name, fn in resolved(lambdas).items()})
         model = keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
         _warn_non_finite(model, path)
         return model

@@ -1,7 +1,6 @@
 """Compare two model files tensor by tensor and on a batch of inputs: the check after a repair."""
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import List
 
 import numpy as np
@@ -27,20 +26,10 @@ class VerifyReport:
 
 
 def load_any(path, lambdas=None):
-    """Load a ``.keras`` file with Keras, anything else with :func:`mgpu_io.load_model` (uncompiled); ``lambdas``
-    as :func:`mgpu_io.load_model` takes them."""
-    from mgpu_io.keras._compat import import_keras
+    """Load any model file uncompiled with :func:`mgpu_io.load_model` (a ``.keras`` file by Keras as it is);
+    ``lambdas`` as it takes them."""
     from mgpu_io.keras.load import load_model
 
-    keras = import_keras()
-
-    path = Path(path)
-    if path.suffix == ".keras":
-        from mgpu_io.keras.lambdas import import_function, named
-
-        objects = {name: named(name, import_function(fn, f"lambdas[{name!r}]") if isinstance(fn, str) else fn)
-                   for name, fn in (lambdas or {}).items()}
-        return keras.models.load_model(path, compile=False, custom_objects=objects or None)
     return load_model(path, compile=False, lambdas=lambdas)
 
 

@@ -224,6 +224,22 @@ def checkpoint_prefix(path):
     return match.group("prefix") if match else text
 
 
+def node_edges(nodes, what, path):
+    """Each object-graph node's ``(local name, child id)`` edges, refusing an edge that points outside the graph
+    (the same check for a checkpoint's TrackableObjectGraph and a SavedModel's SavedObjectGraph)."""
+    count = len(nodes)
+    children = []
+    for node_id, node in enumerate(nodes):
+        edges = [(child.local_name, child.node_id) for child in node.children]
+        if any(not 0 <= target < count for _, target in edges):
+            raise NotAModelFile(
+                f"The {what}'s object graph is damaged: node {node_id} points outside the graph. Expected node ids "
+                f"below {count}. Received: filepath={path}. Restore it from its source."
+            )
+        children.append(edges)
+    return children
+
+
 def read_graph(tf, prefix, path, what="TF checkpoint"):
     """Open the tensor bundle at ``prefix`` and read its object graph and key table (meant for the probe's child).
 
@@ -287,16 +303,8 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
             f"The file is damaged; restore it from its source."
         )
     keys = {key: (tuple(int(d) for d in shape), dtypes[key].name) for key, shape in shapes.items()}
-    count = len(proto.nodes)
-    children, variables, slots = [], {}, {}
+    children, variables, slots = node_edges(proto.nodes, what, path), {}, {}
     for node_id, node in enumerate(proto.nodes):
-        edges = [(child.local_name, child.node_id) for child in node.children]
-        if any(not 0 <= target < count for _, target in edges):
-            raise NotAModelFile(
-                f"The {what}'s object graph is damaged: node {node_id} points outside the graph. Expected node ids "
-                f"below {count}. Received: filepath={path}. Restore it from its source."
-            )
-        children.append(edges)
         for attribute in node.attributes:
             if attribute.name == VARIABLE_VALUE:
                 if attribute.checkpoint_key not in keys:

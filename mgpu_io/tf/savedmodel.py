@@ -37,6 +37,7 @@ from pathlib import Path
 from mgpu_io.errors import NotAModelFile, UnsupportedModel, WeightsMismatch
 from mgpu_io.tf.checkpoint import (
     COUNTER_DTYPES,
+    node_edges,
     FLOAT_DTYPES,
     Graph,
     Plan,
@@ -222,15 +223,7 @@ def _saved_graph(tf, meta, values, folder):
     checkpoint (``values``), whose object graph must be the same graph, node for node."""
     nodes = meta.object_graph_def.nodes
     count = len(nodes)
-    children = []
-    for node_id, node in enumerate(nodes):
-        edges = [(child.local_name, child.node_id) for child in node.children]
-        if any(not 0 <= target < count for _, target in edges):
-            raise NotAModelFile(
-                f"The SavedModel's object graph is damaged: node {node_id} points outside the graph. Expected node "
-                f"ids below {count}. Received: filepath={folder}. Restore the folder from its source."
-            )
-        children.append(edges)
+    children = node_edges(nodes, "SavedModel", folder)
     if len(values.children) > count or any(
             not set(edges) <= set(children[node_id]) for node_id, edges in enumerate(values.children)):
         raise NotAModelFile(
