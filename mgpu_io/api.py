@@ -8,7 +8,6 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument
-
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.plan import KERAS_FORMAT, SAME_FORMAT, UnwrapReport, check_options

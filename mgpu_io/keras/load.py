@@ -63,13 +63,14 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """
     keras = import_keras()
     path = Path(path)
-    if detect(path) == TF_CHECKPOINT:
+    kind = detect(path)
+    if kind == TF_CHECKPOINT:
         raise InvalidArgument(
             f"A TF checkpoint holds weights only, no architecture to build a model from. Expected a full model "
             f"(.h5 or SavedModel folder), or a JSON config with weights=. Received: filepath={path}. Pass the "
             f"architecture: load_model('model.json', weights='{path.name}')."
         )
-    if detect(path) is not None or (weights is not None and detect(weights) is not None):
+    if kind is not None or (weights is not None and detect(weights) is not None):
         with legacy_copy(path) as (readable, _), legacy_copy(weights, config=path) if weights is not None \
                 else contextlib.nullcontext((None, None)) as (readable_weights, _):
             return load_model(readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode,
