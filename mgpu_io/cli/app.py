@@ -75,9 +75,7 @@ def _interrupt(signum, frame):
 def _quiet_native_logs():
     """Send file descriptor 2 to /dev/null while TensorFlow starts: its C++ start-up lines (cudart, cuInit, absl)
     bypass Python and TF_CPP_MIN_LOG_LEVEL. Python's own sys.stderr is left alone."""
-    import sys as _sys
-
-    _sys.stderr.flush()
+    sys.stderr.flush()
     saved = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
@@ -89,23 +87,18 @@ def _quiet_native_logs():
         os.close(devnull)
 
 
-def _start_keras():
-    """Import Keras (and its backend) and touch a device quietly, before a command that builds a model."""
+def _start_quietly(module):
+    """Import ``"keras"`` (and touch a device) or ``"tensorflow"`` quietly, before a command that needs it. A missing
+    or broken package is left for the library to report, in one line."""
     with _quiet_native_logs():
         try:
-            import keras
+            if module == "keras":
+                import keras
 
-            keras.ops.zeros((1,))
-        except Exception:  # noqa: BLE001 - a missing or broken Keras is reported by the library, in one line
-            pass
-
-
-def _start_tensorflow():
-    """Import TensorFlow quietly, before reading a SavedModel or a TF checkpoint."""
-    with _quiet_native_logs():
-        try:
-            import tensorflow  # noqa: F401
-        except Exception:  # noqa: BLE001 - reported by mgpu_io.tf as MissingDependency
+                keras.ops.zeros((1,))
+            else:
+                import tensorflow  # noqa: F401
+        except Exception:  # noqa: BLE001 - reported by the library (MissingDependency)
             pass
 
 
@@ -155,7 +148,7 @@ def inspect(
     from mgpu_io.tf import detect
 
     if detect(file) is not None:
-        _start_tensorflow()
+        _start_quietly("tensorflow")
     with _one_line_errors():
         report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force, config=config)
     if as_json:
@@ -245,11 +238,12 @@ def unwrap(
 
     from mgpu_io.tf import detect
 
-    folder = source.is_dir() and detect(source) is None  # a SavedModel folder is one model
-    if detect(source) is not None:
-        _start_tensorflow()
+    tensorflow_format = detect(source) is not None
+    folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
+    if tensorflow_format:
+        _start_quietly("tensorflow")
     if output.suffix == ".keras" and not dry_run:
-        _start_keras()
+        _start_quietly("keras")
     if folder:
         progress_bar = file_progress("repairing", enabled=not as_json)
     else:
@@ -334,7 +328,7 @@ def transfer(
 
       mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
     """
-    _start_keras()
+    _start_quietly("keras")
     with _one_line_errors():
         result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force, config=config)
     if as_json:
@@ -368,7 +362,7 @@ def verify(
 
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
     """
-    _start_keras()
+    _start_quietly("keras")
     with _one_line_errors():
         report = mgpu_io.verify(a, b, tolerance=tolerance, lambdas=_lambda_options(lambda_))
     if as_json:
