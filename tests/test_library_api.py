@@ -181,3 +181,21 @@ def test_damaged_attributes_are_typed_errors(tmp_path):
     with pytest.raises(NotAModelFile, match="The attribute 'keras_version' is damaged"):
         mgpu_io.inspect(path)
     assert issubclass(NotAModelFile, MgpuIOError)
+
+
+def test_every_report_prints_readably_not_as_a_dataclass(tmp_path):
+    source = FIXTURES / "k224_nested_depth3_full.h5"
+    inspected = str(mgpu_io.inspect(source))
+    assert inspected.splitlines()[:2] == [f"{source}: full model file",
+                                          "  multi-GPU wrapper, 3 levels; written by Keras 2.2.4 (tensorflow)"]
+    unwrapped = str(mgpu_io.unwrap(source, tmp_path / "out.h5"))
+    assert unwrapped.splitlines()[:2] == [f"Wrote {tmp_path / 'out.h5'}: template 'template', 10 weights in 4 layers",
+                                          "  removed 3 wrapper levels (2 replicas innermost); outputs: out_a, out_b"]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(source, folder / "a.h5")
+    batch = str(mgpu_io.unwrap(folder, tmp_path / "repaired", jobs=1))
+    assert batch.splitlines()[1:] == ["  file  status    detail", "  a.h5  repaired  3 wrapper levels removed",
+                                      "1 repaired, 0 failed"]
+    for text in (inspected, unwrapped, batch):
+        assert "Report(" not in text

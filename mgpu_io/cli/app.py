@@ -27,36 +27,64 @@ app = typer.Typer(
     "  mgpu-io inspect parallel_model.h5\n\n"
     "  mgpu-io unwrap parallel_model.h5 model.h5",
     no_args_is_help=True,
-    add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
 
 
-def _fail(error):
-    from mgpu_io.cli.render import printable, to_flags
+#: Set by the global options: ``--quiet`` prints errors only; ``--verbose`` shows a bug's traceback.
+_settings = {"quiet": False, "verbose": False}
 
-    typer.echo(f"Error: {printable(to_flags(str(error)))}", err=True)
+
+def _error_object(error):
+    """An error as ``--json`` prints it."""
+    from mgpu_io.cli.render import to_flags
+
+    return {"error": {"type": type(error).__name__, "message": to_flags(str(error))}}
+
+
+def _fail(error, as_json=False):
+    """One line on stderr naming the fix in flags, or with ``--json`` one JSON object on stdout; exit code 1."""
+    from mgpu_io.format.text import printable
+
+    if as_json:
+        typer.echo(json.dumps(_error_object(error), indent=2))
+    else:
+        typer.echo(f"Error: {printable(_error_object(error)['error']['message'])}", err=True)
     raise typer.Exit(code=1)
 
 
+def _reported(error):
+    """The error to report: a library error as it is; a bug of ours as one line, unless ``--verbose`` or
+    MGPU_IO_TRACEBACK=1 asks for its traceback (then it is raised)."""
+    if isinstance(error, MgpuIOError):
+        return error
+    if _settings["verbose"] or os.environ.get("MGPU_IO_TRACEBACK"):
+        raise error
+    first = str(error).splitlines()[0] if str(error) else ""
+    return RuntimeError(f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
+                        f"partial was written. Rerun with --verbose to see where, and report it.")
+
+
 @contextlib.contextmanager
-def _one_line_errors():
-    """A library error becomes one ``Error:`` line and exit code 1; so does a bug, unless MGPU_IO_TRACEBACK=1."""
+def _one_line_errors(as_json=False):
+    """A library error becomes one ``Error:`` line (a JSON object with ``--json``) and exit code 1; so does a bug
+    (see :func:`_reported`)."""
     try:
         yield
-    except MgpuIOError as error:
-        _fail(error)
-    except Exception as error:  # noqa: BLE001 - a bug of ours: still one line, never a traceback
-        if os.environ.get("MGPU_IO_TRACEBACK"):
-            raise
-        from mgpu_io.cli.render import printable
+    except typer.Exit:
+        raise
+    except Exception as error:  # noqa: BLE001 - every error is said in one line, never as a traceback
+        _fail(_reported(error), as_json)
 
-        first = printable(str(error).splitlines()[0] if str(error) else "")
-        typer.echo(f"Error: internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
-                   f"partial was written. Rerun with MGPU_IO_TRACEBACK=1 to see where, and report it.", err=True)
-        raise typer.Exit(code=1)
+
+def _show(report, **options):
+    """Print a report readably, unless ``--quiet``."""
+    if not _settings["quiet"]:
+        from mgpu_io.cli.render import show
+
+        show(report, **options)
 
 
 class Interrupted(BaseException):
@@ -113,14 +141,19 @@ def main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print errors only (the exit code tells the rest); "
+                                        "--json output is still printed.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Show the traceback of an internal error (a bug), and "
+                                          "every file of a folder.")] = False,
 ):
     """Rescue Keras models saved from multi-GPU data-parallel wrappers."""
+    _settings.update(quiet=quiet, verbose=verbose)
 
 
 @app.command()
 def inspect(
-    file: Annotated[Path, typer.Argument(help="A .h5 model or weights file, a JSON/YAML config, a TF 2.x SavedModel "
-                                         "folder or TF checkpoint.")],
+    files: Annotated[List[Path], typer.Argument(metavar="FILE...", help="One or more .h5 model or weights files, "
+                                                "JSON/YAML configs, TF 2.x SavedModel folders or TF checkpoints.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
     scan_weights: Annotated[
         bool, typer.Option("--scan-weights/--no-scan-weights", help="Read every weight (or none) to look for "
@@ -145,18 +178,36 @@ def inspect(
 
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
+    from mgpu_io.errors import InvalidArgument
+    from mgpu_io.format.text import printable
     from mgpu_io.tf import detect
 
-    if detect(file) is not None:
+    if diagram is not None and len(files) > 1:
+        _fail(InvalidArgument(f"--diagram draws one file. Expected one FILE with --diagram. Received: "
+                              f"{len(files)} files. Inspect them one at a time to draw each."), as_json)
+    if any(detect(file) is not None for file in files):
         _start_quietly("tensorflow")
-    with _one_line_errors():
-        report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force, config=config)
+    entries, failed = [], False
+    for file in files:
+        try:
+            report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force, config=config)
+        except Exception as error:  # noqa: BLE001 - said in one line; the other files go on
+            if len(files) == 1:
+                _fail(_reported(error), as_json)
+            error = _reported(error)
+            entries.append(dict(file=str(file), **_error_object(error)))
+            failed = True
+            if not as_json:
+                typer.echo(f"Error: {printable(str(file))}: {printable(_error_object(error)['error']['message'])}",
+                           err=True)
+            continue
+        entries.append(report.to_dict())
+        if not as_json:
+            _show(report)
     if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2))
-        return
-    from mgpu_io.cli.render import render_inspect
-
-    render_inspect(report)
+        typer.echo(json.dumps(entries[0] if len(files) == 1 else entries, indent=2))
+    if failed:
+        raise typer.Exit(code=1)
 
 
 @app.command()
@@ -249,7 +300,7 @@ def unwrap(
     else:
         big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run)
         progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
-    with _one_line_errors():
+    with _one_line_errors(as_json):
         with progress_bar as progress:
             report = mgpu_io.unwrap(
                 source,
@@ -269,13 +320,9 @@ def unwrap(
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     elif folder:
-        from mgpu_io.cli.render import render_batch
-
-        render_batch(report, verbose=verbose)
+        _show(report, verbose=verbose or _settings["verbose"])
     else:
-        from mgpu_io.cli.render import render_unwrap
-
-        render_unwrap(report)
+        _show(report)
     if folder and not report.ok:
         raise typer.Exit(code=1)
 
@@ -288,10 +335,10 @@ def _lambda_options(values):
     for value in values or []:
         layer, sep, spec = value.partition("=")
         if not sep or not layer or not spec:
-            _fail(InvalidArgument(
+            raise InvalidArgument(
                 f"--lambda takes LAYER=MODULE:FUNCTION. Expected e.g. --lambda preprocess=my_lambdas:preprocess. "
                 f"Received: --lambda {value}. Name the Lambda layer, then the function."
-            ))
+            )
         mapping[layer] = spec
     return mapping or None
 
@@ -329,14 +376,12 @@ def transfer(
       mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
     """
     _start_quietly("keras")
-    with _one_line_errors():
+    with _one_line_errors(as_json):
         result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force, config=config)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
-        from mgpu_io.cli.render import render_transfer
-
-        render_transfer(result)
+        _show(result)
     if not result.ok:
         raise typer.Exit(code=1)
 
@@ -363,14 +408,12 @@ def verify(
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
     """
     _start_quietly("keras")
-    with _one_line_errors():
+    with _one_line_errors(as_json):
         report = mgpu_io.verify(a, b, tolerance=tolerance, lambdas=_lambda_options(lambda_))
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        from mgpu_io.cli.render import render_verify
-
-        render_verify(report)
+        _show(report)
     if not report.agree:
         raise typer.Exit(code=1)
 

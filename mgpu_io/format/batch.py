@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError
+from mgpu_io.format.text import columns, plural, printable
 
 #: File suffixes that may hold a Keras model: legacy HDF5 files and JSON configs.
 MODEL_SUFFIXES = (".h5", ".hdf5", ".json")
@@ -51,6 +52,36 @@ class BatchReport:
 
     def to_dict(self):
         return dict(asdict(self), counts=self.counts(), ok=self.ok)
+
+    def __str__(self):
+        return self.describe()
+
+    def describe(self, verbose=False):
+        """The summary, as ``mgpu-io unwrap DIR OUT`` prints it: every file up to :data:`ALL_ROWS_UP_TO` files (or
+        with ``verbose``), else the failures only."""
+        every = verbose or len(self.files) <= ALL_ROWS_UP_TO
+        shown = self.files if every else [r for r in self.files if r.status == FAILED]
+        title = f"{printable(self.source)} -> {printable(self.output)}"
+        if not every:
+            title += f": the {plural(len(shown), 'failure')} of {len(self.files)} files (verbose=True lists every file)"
+        lines = [title] if shown else []
+        if shown:
+            lines += columns(("file", "status", "detail"), [(r.path, r.status, _detail(r)) for r in shown])
+        prefix = "Would write: " if self.dry_run else ""
+        lines.append(prefix + ", ".join(f"{count} {status}" for status, count in self.counts().items()))
+        return "\n".join(lines)
+
+
+#: A folder report lists every file up to this many; above it, only the failures (all with ``verbose``).
+ALL_ROWS_UP_TO = 30
+
+
+def _detail(result):
+    if result.status == FAILED:  # the first sentence: what is wrong (the whole message is in to_dict())
+        return (result.reason or "").split(". ")[0].rstrip(".") + "."
+    if result.status == SKIPPED:
+        return result.reason or ""
+    return f"{plural(result.depth, 'wrapper level')} removed" if result.depth else ""
 
 
 def model_files(folder):

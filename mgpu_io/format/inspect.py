@@ -18,7 +18,9 @@ from mgpu_io.format.extract import extract, template_outputs
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import scoped_weight_names
+from mgpu_io.format.writers import BY_NAME
 _SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
 #: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.
 SCAN_BUDGET = 256 << 20
@@ -56,6 +58,84 @@ class InspectReport:
 
     def to_dict(self):
         return asdict(self)
+
+    def __str__(self):
+        """What the file holds, as ``mgpu-io inspect`` prints it."""
+        lines = [f"{printable(self.file)}: {FILE_TYPES[self.file_type]}"]
+        if self.file_type != "stub":
+            kind = f"multi-GPU wrapper, {plural(self.depth, 'level')}" if self.is_wrapper else \
+                "plain model (not a wrapper)"
+            lines.append(f"  {kind}; written by Keras {printable(self.keras_version or '?')} "
+                         f"({printable(self.backend or 'no backend recorded')})")
+            lines.append(f"  {printable(self.file)}")
+            depth = 0
+            for run in _level_runs(self.levels):
+                if len(run) > 2:  # repeated nesting collapses to one line, so the template's line is never cut off
+                    entries = [f"{len(run)} levels of {_writer(run[0]['variant'])}, {run[0]['replicas'] or '?'} "
+                               f"replicas each"]
+                else:
+                    entries = [f"{printable(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, "
+                               f"{level['replicas'] or '?'} replicas, merges: {names(level['merge_layers'])}"
+                               for level in run]
+                for entry in entries:
+                    lines.append("  " + "    " * depth + "└── " + entry)
+                    depth += 1
+            outputs = names(self.outputs) if self.outputs is not None else "not recorded"
+            lines.append("  " + "    " * depth + f"└── {printable(self.template or '?')} (template): inputs: "
+                         f"{names(self.inputs)}; outputs: {outputs}")
+            lines.append(f"  weights: {self.weights}; optimizer state: "
+                         f"{'yes' if self.has_optimizer_weights else 'no'}")
+            lines += lambda_lines(self.lambdas)
+        for finding in self.findings:
+            shown = finding.layers[:6] + (["..."] if len(finding.layers) > 6 else [])
+            layers = f" ({names(shown)})" if finding.layers else ""
+            lines.append(f"  ! {finding.kind}: {printable(finding.message)}{layers}")
+        return "\n".join(lines)
+
+
+#: How ``str(report)`` names each kind of file.
+FILE_TYPES = {
+    "stub": "failed-save stub (no model inside)",
+    "config": "model config (to_json/to_yaml)",
+    "weights": "weights-only file",
+    "model": "full model file",
+}
+
+
+def _writer(variant):
+    return BY_NAME[variant].display if variant in BY_NAME else "writer not recorded"
+
+
+def _level_runs(levels):
+    """Consecutive wrapper levels of the same writer and replica count, grouped."""
+    runs = []
+    for level in levels:
+        if runs and (runs[-1][0]["variant"], runs[-1][0]["replicas"]) == (level["variant"], level["replicas"]):
+            runs[-1].append(level)
+        else:
+            runs.append([level])
+    return runs
+
+
+_LAMBDA_KINDS = {"user": "(your code)", "keras": "(Keras' own)", "reference": "(by name)"}
+
+
+def lambda_lines(lambdas):
+    """The template's Lambda layers, one line each, as read from the file (never run)."""
+    if not lambdas:
+        return []
+    lines = [f"  Lambda layers ({len(lambdas)}, read as data, never run):"]
+    for lam in lambdas:
+        code = lam.get("code") or {}
+        what = [f"{code['function_name']}" if code.get("function_name") else None,
+                f"from {code['source_file']}" if code.get("source_file") else None,
+                f"names: {', '.join(code['names'][:8])}" if code.get("names") else None,
+                f"function {lam['known'] or lam['reference']!r}" if lam["kind"] != "user" else None,
+                f"arguments: {lam['arguments']}" if lam.get("arguments") else None,
+                f"inputs: {', '.join(lam['inbound'])}" if lam.get("inbound") else None]
+        lines.append(f"    {printable(lam['layer'])} {_LAMBDA_KINDS[lam['kind']]}: "
+                     f"{printable('; '.join(part for part in what if part))}")
+    return lines
 
 
 def inspect(path, scan_weights=None, *, diagram=None, overwrite=False) -> InspectReport:

@@ -9,11 +9,11 @@ re-keyed training config and what happens to the optimizer state.
 
 import contextlib
 import os
-
-import h5py
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
+
+import h5py
 
 from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.format import conversions
@@ -24,9 +24,10 @@ from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.conversions.lambdas import template_lambdas
 from mgpu_io.format.conversions.training_config import metrics_per_output, rekey_training_config
 from mgpu_io.format.detect import WrapperLevel, unroll
-from mgpu_io.format.probe import probed
 from mgpu_io.format.extract import Extraction, extract, template_outputs
+from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, check_weight, open_stored, reading
+from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 
 #: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
@@ -61,6 +62,27 @@ class UnwrapReport:
 
     def to_dict(self):
         return asdict(self)
+
+    def __str__(self):
+        """What was (or would be) written, as ``mgpu-io unwrap`` prints it."""
+        verb = "Wrote" if self.written else "Would write"
+        what = f"template {printable(repr(self.template))}" if self.was_wrapper else "plain model (copied through)"
+        held = "config only (its weights are in their own file)" if self.file_type == "config" else \
+            f"{self.weights} weights in {len(self.layers)} layers"
+        lines = [f"{verb} {printable(self.output)}: {what}, {held}"]
+        if self.was_wrapper:
+            outputs = names(self.outputs) if self.outputs is not None else "not recorded (weights only)"
+            lines.append(f"  removed {plural(self.depth, 'wrapper level')} ({self.replicas or '?'} replicas "
+                         f"innermost); outputs: {outputs}")
+        changes = f" ({names(self.config_changes)})" if self.config_changes else ""
+        lines.append(f"  config: {self.config}{changes}")
+        if self.file_type == "model":
+            lines.append(f"  optimizer state: {self.optimizer}")
+        if self.renamed_outputs:
+            lines.append("  training config re-keyed: "
+                         + printable(", ".join(f"{old} -> {new}" for old, new in self.renamed_outputs.items())))
+        lines += [f"  ! {printable(warning)}" for warning in self.warnings]
+        return "\n".join(lines)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import List
 
 import numpy as np
 
+from mgpu_io.format.text import names, plural, printable
 from mgpu_io.keras._compat import import_keras
 from mgpu_io.keras.wrapper import is_model
 
@@ -30,6 +31,14 @@ class RecalibrationReport:
     def to_dict(self):
         return {"layers": self.layers, "samples": self.samples, "unrecoverable": self.unrecoverable,
                 "skipped": self.skipped}
+
+    def __str__(self):
+        lines = [f"Recomputed the moving statistics of {plural(len(self.layers), 'BatchNormalization layer')} "
+                 f"from {plural(self.samples, 'sample')}" + (f": {names(self.layers)}" if self.layers else "")]
+        if self.unrecoverable:
+            lines.append(f"  ! learned weights still NaN/Inf (retrain these layers): {names(self.unrecoverable)}")
+        lines += [f"  ! skipped {printable(reason)}" for reason in self.skipped]
+        return "\n".join(lines)
 
 
 def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):

@@ -20,6 +20,7 @@ from mgpu_io.format.extract import extract
 from mgpu_io.format.plan import check_output
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
 from mgpu_io.keras.wrapper import find_template, legacy_weights
@@ -46,12 +47,8 @@ class TransferReport:
     def to_dict(self):
         return dict(asdict(self), ok=self.ok)
 
-    def __rich__(self):
-        from rich.table import Table
-
-        table = Table(title=f"{self.source} -> {self.model}: {self.loaded} layers loaded")
-        for column in ("#", "model layer", "source layer", "shapes", "status"):
-            table.add_column(column)
+    def __str__(self):
+        """Every weighted layer, matched or not, as ``mgpu-io transfer`` prints it."""
         converted = {c["layer"]: ", ".join(c["conversions"]) for c in self.converted}
         rows = [(m["index"], m["target"], m["source"], _shapes(m["shapes"]),
                  "converted: " + converted[m["target"]] if m["target"] in converted else "matched")
@@ -61,9 +58,9 @@ class TransferReport:
         rows += [(m["index"], m["layer"], "-", _shapes(m["shapes"]), "MISSING in source") for m in self.missing]
         rows += [(m["index"], "-", m["layer"], _shapes(m["shapes"]), "UNEXPECTED in source")
                  for m in self.unexpected]
-        for row in sorted(rows, key=lambda r: r[0]):
-            table.add_row(str(row[0]), *[str(cell) for cell in row[1:]])
-        return table
+        title = f"{printable(self.source)} -> {printable(self.model)}: {self.loaded} layers loaded"
+        return "\n".join([title] + columns(("#", "model layer", "source layer", "shapes", "status"),
+                                           [tuple(map(str, row)) for row in sorted(rows, key=lambda r: r[0])]))
 
 
 def _shapes(shapes):
@@ -238,6 +235,15 @@ class TransferResult:
 
     def to_dict(self):
         return dict(self.report.to_dict(), output=self.output, written=self.written)
+
+    def __str__(self):
+        report = self.report
+        if report.ok:
+            last = f"Saved {printable(self.output)}: all {report.loaded} weighted layers loaded"
+        else:
+            last = (f"! Saved {printable(self.output)} with {report.loaded} layers loaded; "
+                    f"{len(report.mismatched) + len(report.missing)} did not match")
+        return f"{report}\n{last}"
 
 
 def transfer(source, output, builder, *, strict=True, overwrite=False, config=None):

@@ -5,6 +5,8 @@ from typing import List
 
 import numpy as np
 
+from mgpu_io.format.text import printable
+
 
 @dataclass
 class VerifyReport:
@@ -23,6 +25,15 @@ class VerifyReport:
 
     def to_dict(self):
         return dict(asdict(self), agree=self.agree)
+
+    def __str__(self):
+        """The verdict and every problem, as ``mgpu-io verify`` prints it."""
+        verdict = "agree" if self.agree else "DIFFER"
+        predictions = f", predictions differ by {self.prediction_difference:.2g}" \
+            if self.prediction_difference is not None else ""
+        lines = [f"{printable(self.a)} and {printable(self.b)} {verdict} (tolerance {self.tolerance:g}): "
+                 f"{len(self.weights)} weight tensors compared{predictions}"]
+        return "\n".join(lines + [f"  ! {printable(problem)}" for problem in self.problems])
 
 
 def load_any(path, lambdas=None):
