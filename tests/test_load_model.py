@@ -98,6 +98,17 @@ def test_a_weights_only_file_alone_is_refused_with_the_fix():
         mgpu_io.load_model(FIXTURES / "k224_functional_bn_x2_weights.h5")
 
 
+def test_a_full_model_file_as_weights_is_refused_in_the_callers_terms():
+    full = FIXTURES / "k224_functional_bn_x2_full.h5"
+    with pytest.raises(InvalidArgument) as raised:
+        mgpu_io.load_model(FIXTURES / "k224_functional_bn_x2_config.json", weights=full)
+    assert str(raised.value) == (
+        f"weights= takes a weights-only file. Expected the file of save_weights() (or a weights checkpoint). "
+        f"Received: weights={full} (a model file, which carries its own architecture). Load it alone: "
+        f"load_model('k224_functional_bn_x2_full.h5')."
+    )
+
+
 def test_an_optimizer_keras3_lacks_compiles_what_it_can_and_warns(tmp_path):
     path = tmp_path / "custom_optimizer.h5"
     shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", path)

@@ -19,7 +19,7 @@ from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.plan import planned
-from mgpu_io.format.read import CONFIG, WEIGHTS, reading
+from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
 from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
 from mgpu_io.keras.lambdas import lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import non_finite_weights
@@ -96,6 +96,14 @@ def _planned(path, weights):
             raise InvalidArgument(
                 f"weights= goes with a JSON config. Expected a JSON config as the first argument. Received: "
                 f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."
+            )
+        with open_stored(weights) as stored:
+            weights_type = stored.file_type
+        if weights_type != WEIGHTS:
+            raise InvalidArgument(
+                f"weights= takes a weights-only file. Expected the file of save_weights() (or a weights "
+                f"checkpoint). Received: weights={weights} (a {weights_type} file, which carries its own "
+                f"architecture). Load it alone: load_model('{Path(weights).name}')."
             )
         with planned(weights, config=path, allow_plain=True) as plan:
             yield plan
