@@ -16,8 +16,8 @@ def import_keras():
     except ImportError as error:
         raise MissingDependency(
             f"This needs Keras 3, which is not installed. Expected an importable `keras` (3.x) with a backend. "
-            f"Received: {error}. Install it: pip install 'mgpu-io[keras]' (Keras with TensorFlow), or Keras with "
-            f"JAX or PyTorch as its backend."
+            f"Received: {error}. Install Keras with one backend: pip install 'mgpu-io[jax]' (the light one), "
+            f"'mgpu-io[tensorflow]' or 'mgpu-io[torch]'."
         ) from None
     if not str(getattr(keras, "__version__", "3")).startswith("3"):
         raise MissingDependency(

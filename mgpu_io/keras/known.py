@@ -11,7 +11,9 @@ so that Keras 3 resolves the reference with its safe mode on::
 :func:`mgpu_io.load_model` imports it itself. Each copy is the writer's own source, in Keras 3 operations.
 """
 
-import keras
+from mgpu_io.keras._compat import import_keras
+
+keras = import_keras()  # a core-only install gets MissingDependency, naming the extra to install
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="inception_resnet_scale")
