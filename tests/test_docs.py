@@ -1,14 +1,13 @@
 """The docs describe the code that exists: every --json key is documented, every documented command runs."""
 
 import re
-
-import pytest
+import sys
 from pathlib import Path
 
+import pytest
 from helpers import FIXTURES, ROOT
 
-from mgpu_io import inspect
-from mgpu_io import UnwrapReport
+from mgpu_io import UnwrapReport, inspect
 
 CLI_DOC = (ROOT / "docs" / "cli.md").read_text()
 
@@ -80,10 +79,15 @@ def test_the_quickstart_runs_verbatim_from_the_repository_root():
 
     text = (ROOT / "docs" / "quickstart.md").read_text()
     script = "set -e\n" + "\n".join(re.findall(r"```bash\n(.*?)```", text, re.S))
+    python = "\n".join(re.findall(r"```python\n(.*?)```", text, re.S))
     shutil.rmtree(ROOT / "build" / "quickstart", ignore_errors=True)
     try:
         result = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        continued = subprocess.run([sys.executable, "-c", python], cwd=ROOT, capture_output=True, text=True,
+                                   timeout=600)
+        assert continued.returncode == 0, continued.stderr[-3000:]
+        assert int(continued.stdout.split("optimizer steps:")[1]) > 1  # the stored state, plus this epoch
         assert "multi-GPU wrapper, 3 levels" in result.stdout
         assert "agree" in result.stdout and "all 4 weighted layers loaded" in result.stdout
         assert (ROOT / "build" / "quickstart" / "model-from-weights.keras").is_file()
@@ -110,3 +114,16 @@ def test_the_writer_format_table_is_the_fixtures_own_and_has_no_gap():
     written = page.split("<!-- writers-formats -->\n", 1)[1].split("\n<!-- /writers-formats -->", 1)[0]
     assert written == table(), "docs/writers-formats.md is stale: paste `python tests/writer_formats.py`"
     assert "NOT COVERED" not in written
+
+
+@pytest.mark.parametrize("section", ["## Keras 3", "## tf_keras"])
+def test_the_checkpoint_guides_examples_run_as_written(section, tmp_path):
+    """Each is whole: it builds a wrapper, trains it with BaseModelCheckpoint and loads what it saved."""
+    import subprocess
+
+    text = (ROOT / "docs" / "checkpoint.md").read_text()
+    body = text[text.index(section):]
+    code = re.search(r"```python\n(.*?)```", body, re.S).group(1)
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "template" in result.stdout
