@@ -111,7 +111,7 @@ def unwrap(
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "clean.h5"
         >>> report = unwrap("fixtures/files/k224_nested_depth3_full.h5", out)
         >>> report.depth, report.template, report.optimizer, report.written
-        (3, 'template', 'copied', True)
+        (3, 'template', 'copied aside', True)
     """
     source, output = Path(source), Path(output)
     kind = detect(source)

@@ -199,7 +199,7 @@ def test_the_repaired_savedmodel_unwraps_like_any_legacy_file(converted, tmp_pat
     entry = next(p.values[0] for p in SAVEDMODELS if p.values[0]["file"] == "tf22_nested_depth2_savedmodel")
     out, _ = converted(entry)
     report = mgpu_io.unwrap(out, tmp_path / "clean.h5")
-    assert (report.depth, report.template, report.optimizer) == (2, "template", "copied")
+    assert (report.depth, report.template, report.optimizer) == (2, "template", "copied aside")
 
 
 def test_config_does_not_apply_to_a_savedmodel(tmp_path):
@@ -384,7 +384,7 @@ def test_every_entry_point_takes_a_savedmodel_folder_as_it_is(entry, tmp_path):
     assert int(model.optimizer.iterations) > 0
     out = tmp_path / "model.h5"
     unwrapped = mgpu_io.unwrap(path, out)
-    assert unwrapped.source == str(path) and unwrapped.optimizer == "copied" and unwrapped.depth == entry["depth"]
+    assert unwrapped.source == str(path) and unwrapped.optimizer == "copied aside" and unwrapped.depth == entry["depth"]
     assert "read from a SavedModel" in unwrapped.warnings[0]
     keras = pytest.importorskip("keras")
     assert_close(predict(keras.models.load_model(out), xs), ys)

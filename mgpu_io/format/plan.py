@@ -30,6 +30,14 @@ from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, check_weight, open_store
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 
+#: What happens to the optimizer state (``UnwrapReport.optimizer``). Keras 3's own ``load_model`` of a ``.h5`` file
+#: that holds ``optimizer_weights`` builds its optimizer on none of the model's variables (Keras 3.12-3.15): it
+#: restores only the step count, and the first ``fit`` fails ("Unknown variable"). So a ``.h5`` repaired for Keras 3
+#: keeps the state beside that group (:data:`ASIDE_GROUP`), where plain Keras 3 starts a fresh optimizer and trains,
+#: and :func:`mgpu_io.load_model` restores it; a ``.keras`` output holds it where Keras 3 restores it.
+COPIED, COPIED_ASIDE, DROPPED, ABSENT = "copied", "copied aside", "dropped", "absent"
+ASIDE_GROUP = "mgpu_io_optimizer_weights"
+
 #: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
 TARGETS = (conversions.KERAS3, conversions.TF_KERAS)
 #: What an output path's suffix asks for: Keras 3's native format, or a file of the input's own kind.
@@ -54,7 +62,7 @@ class UnwrapReport:
     layers: List[Dict] = field(default_factory=list)
     weights: int = 0
     weight_bytes: int = 0
-    optimizer: str = "absent"
+    optimizer: str = ABSENT
     renamed_outputs: Dict[str, str] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
     lambdas: List[Dict] = field(default_factory=list)
@@ -77,7 +85,10 @@ class UnwrapReport:
         changes = f" ({names(self.config_changes)})" if self.config_changes else ""
         lines.append(f"  config: {self.config}{changes}")
         if self.file_type == "model":
-            lines.append(f"  optimizer state: {self.optimizer}")
+            lines.append(f"  optimizer state: {self.optimizer}" + (
+                " (mgpu_io.load_model restores it; Keras 3's own load_model cannot restore a .h5's and starts "
+                "a fresh one; a .keras output keeps it for Keras 3)"
+                if self.optimizer == COPIED_ASIDE else ""))
         if self.renamed_outputs:
             lines.append("  training config re-keyed: "
                          + printable(", ".join(f"{old} -> {new}" for old, new in self.renamed_outputs.items())))
@@ -120,7 +131,13 @@ class Plan:
     @property
     def optimizer_weights(self):
         """The stored optimizer group when the plan carries it over, else ``None``."""
-        return self.stored.optimizer_weights if self.report.optimizer == "copied" else None
+        return self.stored.optimizer_weights if self.report.optimizer in (COPIED, COPIED_ASIDE) else None
+
+    @property
+    def optimizer_group(self):
+        """Where the written file keeps the optimizer state: ``optimizer_weights``, or beside it (see
+        :data:`COPIED_ASIDE`)."""
+        return ASIDE_GROUP if self.report.optimizer == COPIED_ASIDE else "optimizer_weights"
 
     def converted(self, layer):
         """``(name, dataset)`` pairs of one planned layer, or ``(name, array)`` where a conversion rewrites them."""
@@ -223,9 +240,9 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
             training, training_changes = conversions.convert_training(training, context)
             changes += training_changes
             changes += metrics_per_output(training, outputs)
-    optimizer = "absent"
+    optimizer = ABSENT
     if stored.optimizer_weights is not None:
-        optimizer = "copied" if include_optimizer else "dropped"
+        optimizer = COPIED if include_optimizer else DROPPED
         if include_optimizer:
             group = stored.optimizer_weights
             if not isinstance(group, h5py.Group):
@@ -241,10 +258,13 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
                         f"leave the optimizer state out."
                     )
                 check_weight(group[name], name, stored.path, counter=True)
-        if optimizer == "copied" and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
-            optimizer = "dropped"
+        if optimizer == COPIED and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
+            optimizer = DROPPED
             warnings.append("the optimizer state is left out: its slots have the CuDNN layout of the weights, "
                             "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state")
+    if optimizer == COPIED and normalise and target == conversions.KERAS3 and stored.file_type == MODEL and \
+            (output is None or Path(output).suffix != ".keras"):
+        optimizer = COPIED_ASIDE  # Keras 3's own load_model would build its optimizer on no variables
     levels = extraction.levels
     lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
     for lam in lambdas:

@@ -76,10 +76,12 @@ class StoredModel:
 
     @property
     def optimizer_weights(self):
-        """The ``optimizer_weights`` group of a full-model file, or ``None``."""
+        """The ``optimizer_weights`` group of a full-model file (or the one a repair for Keras 3 kept beside it,
+        ``mgpu_io_optimizer_weights``: see :data:`mgpu_io.format.plan.COPIED_ASIDE`), or ``None``."""
         if self.h5 is None or self.file_type != MODEL:
             return None
-        return self.h5.get("optimizer_weights")
+        found = self.h5.get("optimizer_weights")
+        return found if found is not None else self.h5.get("mgpu_io_optimizer_weights")
 
 
 @contextlib.contextmanager

@@ -50,8 +50,10 @@ def write_plan(plan, output, progress=None):
             "config": report.config,
         })
         versions = {"keras_version": plan.keras_version, "backend": stored.backend or "tensorflow"}
-        optimizer = plan.optimizer_weights
-        total = report.weight_bytes + (group_bytes(optimizer) if optimizer is not None else 0)
+        group = plan.optimizer_weights
+        optimizer = [(name, group[name]) for name in read_str_list(group.attrs, "weight_names")] \
+            if group is not None else None
+        total = report.weight_bytes + sum(value.size * value.dtype.itemsize for _, value in optimizer or [])
         tick = _byte_counter(progress, total) if progress else None
         if stored.file_type == MODEL:
             by_name = {layer.layer: layer for layer in plan.layers}
@@ -60,7 +62,7 @@ def write_plan(plan, output, progress=None):
             attrs = dict(versions, model_config=json.dumps(plan.config), mgpu_io=provenance,
                          training_config=json.dumps(plan.training) if plan.training is not None else None)
             write_legacy_h5(temporary, layers, root_attrs=attrs, weights_root_attrs=versions, layer_order=order,
-                            optimizer_group=optimizer, progress=tick)
+                            optimizer=optimizer, optimizer_group=plan.optimizer_group, progress=tick)
         else:
             layers = [(layer.layer, plan.converted(layer)) for layer in plan.layers if layer.names]
             write_legacy_h5(temporary, layers, weights_root="/", root_attrs=dict(versions, mgpu_io=provenance),
@@ -199,7 +201,7 @@ def write_json_config(destination, model_config):
 
 
 def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=None, weights_root_attrs=None,
-                    layer_order=None, optimizer_group=None, progress=None):
+                    layer_order=None, optimizer=None, optimizer_group="optimizer_weights", progress=None):
     """Write a legacy Keras HDF5 file.
 
     Args:
@@ -209,7 +211,8 @@ def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=No
         root_attrs: file attributes (``str`` values are stored as UTF-8 bytes, as Keras 2 did; ``None`` skips).
         weights_root_attrs: attributes of the weights root (``keras_version``, ``backend``).
         layer_order: every layer name for ``layer_names`` (weightless layers too); default: ``layers``' names.
-        optimizer_group: a source ``optimizer_weights`` group to carry over, or ``None``.
+        optimizer: the optimizer state to write, as ``(name, source dataset or array)`` pairs, or ``None``.
+        optimizer_group: the group that holds it (``optimizer_weights``, where Keras reads it).
         progress: called with the number of bytes of each dataset written.
     """
     raw = []  # (destination offset, source dataset, bytes) copied by the kernel once the structure is written
@@ -227,12 +230,11 @@ def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=No
                 raw += _put(group, weight_name, value, progress)
         write_str_list(root.attrs, "layer_names", layer_order if layer_order is not None else [n for n, _ in layers])
         _set_attrs(root.attrs, weights_root_attrs)
-        if optimizer_group is not None:
-            group = h5.create_group("optimizer_weights")
-            names = read_str_list(optimizer_group.attrs, "weight_names")
-            write_str_list(group.attrs, "weight_names", names)
-            for weight_name in names:
-                raw += _put(group, weight_name, optimizer_group[weight_name], progress)
+        if optimizer is not None:
+            group = h5.create_group(optimizer_group)
+            write_str_list(group.attrs, "weight_names", [weight_name for weight_name, _ in optimizer])
+            for weight_name, value in optimizer:
+                raw += _put(group, weight_name, value, progress)
     _copy_raw(raw, path)
 
 
@@ -291,14 +293,6 @@ def _copy_range(source, source_offset, destination, destination_offset, nbytes):
             chunk = os.pread(source, min(_COPY_CHUNK, nbytes - done), source_offset + done)
             os.pwrite(destination, chunk, destination_offset + done)
             done += len(chunk)
-
-
-def group_bytes(group):
-    """The bytes of all datasets under an HDF5 group."""
-    sizes = []
-    group.visititems(lambda _, item: sizes.append(item.size * item.dtype.itemsize) if isinstance(item, h5py.Dataset)
-                     else None)
-    return sum(sizes)
 
 
 def _for_model_from_json(config):

@@ -147,8 +147,9 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     if compile and plan.training is not None:
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None
-        if stored_optimizer is not None:
-            arrays = [stored_optimizer[name][()] for name in read_str_list(stored_optimizer.attrs, "weight_names")]
+        if stored_optimizer is not None:  # (name, array) pairs: tf_keras and Keras 3 say each slot's role by name
+            arrays = [(name, stored_optimizer[name][()])
+                      for name in read_str_list(stored_optimizer.attrs, "weight_names")]
         _compile(model, plan.training, arrays, custom_objects)
         if arrays is None and getattr(model, "optimizer", None) is not None and model.compiled and \
                 not model.optimizer.built:
@@ -241,9 +242,10 @@ def _uncompiled(error):
     )
 
 
-def _restore_optimizer_state(model, optimizer_name, arrays):
+def _restore_optimizer_state(model, optimizer_name, stored):
     variables = model.trainable_variables
-    state = read_optimizer_state(optimizer_name, arrays, [tuple(v.shape) for v in variables])
+    state = read_optimizer_state(optimizer_name, [array for _, array in stored], [tuple(v.shape) for v in variables],
+                                 names=[name for name, _ in stored])
     if state.problem is None:
         optimizer = model.optimizer
         optimizer.build(variables)

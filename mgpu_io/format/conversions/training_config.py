@@ -13,6 +13,11 @@ from mgpu_io.format.outputs import rekey
 _PER_OUTPUT_KEYS = ("loss", "metrics", "weighted_metrics", "loss_weights", "sample_weight_mode")
 # Optimizer arguments that Keras 2 spelled differently from Keras 3 (Keras 3 rejects the old names).
 _OPTIMIZER_RENAMES = {"lr": "learning_rate"}
+# Keras' own optimizers, which tf_keras (TF >= 2.11) writes as "Custom>Adam" in an HDF5 file's training config.
+_BUILTIN_OPTIMIZERS = {"Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "Ftrl", "Lion", "Nadam",
+                       "RMSprop", "SGD"}
+# Arguments of tf_keras' optimizers that Keras 3's do not take ("Argument(s) not recognized: {'jit_compile': ...}").
+_TF_KERAS_ONLY_ARGUMENTS = ("jit_compile", "is_legacy_optimizer")
 # Loss aliases that Keras 3's legacy loader cannot resolve, and the names that Keras 3 and tf_keras share.
 _LOSS_RENAMES = {
     "mse": "mean_squared_error",
@@ -96,7 +101,16 @@ def normalize_training_config(training_config):
     """
     config = copy.deepcopy(training_config)
     changes = []
-    optimizer = (config.get("optimizer_config") or {}).get("config")
+    optimizer_config = config.get("optimizer_config") or {}
+    name = optimizer_config.get("class_name") if isinstance(optimizer_config, dict) else None
+    if isinstance(name, str) and name.startswith("Custom>") and name[len("Custom>"):] in _BUILTIN_OPTIMIZERS:
+        optimizer_config["class_name"] = name[len("Custom>"):]
+        arguments = optimizer_config.get("config")
+        for argument in _TF_KERAS_ONLY_ARGUMENTS:
+            if isinstance(arguments, dict):
+                arguments.pop(argument, None)
+        changes.append("optimizer-custom-prefix")
+    optimizer = optimizer_config.get("config") if isinstance(optimizer_config, dict) else None
     if isinstance(optimizer, dict):
         for old, new in _OPTIMIZER_RENAMES.items():
             if old in optimizer:
@@ -144,6 +158,10 @@ FAMILY = Family(
         Rule("optimizer-arguments", "optimizer `lr` becomes `learning_rate`; a zero `decay` is dropped",
              "Keras 3: `Argument(s) not recognized: {'lr': ...}`; `decay` is no longer an argument (a non-zero one is "
              "kept and Keras 3 ignores it with a warning)", ("keras122", "keras216", "keras224", "keras231", "tfkeras115")),
+        Rule("optimizer-custom-prefix", "tf_keras' `Custom>Adam` (its name for Keras' own optimizers) becomes "
+             "`Adam`, without the `jit_compile` and `is_legacy_optimizer` arguments Keras 3 does not take",
+             "a tf_keras checkpoint compiled with Keras' default optimizer and a fresh state (\"Argument(s) not "
+             "recognized: {'jit_compile': False}\")", ()),
         Rule("loss-names", "loss aliases (`mse`, `mae`, `kld`, `logcosh`, `cosine_proximity`) get their full names",
              "Keras 3's legacy loader: `Could not deserialize 'keras.metrics.mse'`",
              ("keras122", "keras216", "keras224", "keras231", "tfkeras115")),
