@@ -2,6 +2,8 @@
 
 - ``core``: the format core and the CLI (no Keras, no TensorFlow) on every supported Python, 3.9-3.13.
 - ``keras``: the Keras floor on each supported Keras 3 minor, on JAX (the light backend), Python 3.11.
+- ``torch``: the Keras floor on the newest Keras 3 with PyTorch as its backend (a large download: run it by name,
+  ``nox -s torch``; it is not in the default sessions).
 
 docs/matrix.md lists what passed, and when. The callback's Keras 2.2.4 / Python 3.7 promise is tested by
 `make test` itself (tests/test_checkpoint_stacks.py in .venv-legacy).
@@ -30,4 +32,11 @@ def core(session):
 def keras(session, keras):
     session.install("-e", ".", "pytest", f"keras~={keras}.0", "jax[cpu]")
     session.env.update(KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    session.run("python", "tests/backends/check_backend.py", "--check", silent=False)
+
+
+@nox.session(python="3.11")
+def torch(session):
+    session.install("-e", ".[torch]", "pytest")
+    session.env.update(KERAS_BACKEND="torch")
     session.run("python", "tests/backends/check_backend.py", "--check", silent=False)
