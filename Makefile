@@ -43,12 +43,14 @@ test: $(STAMP) legacy-env $(JAX_STAMP)
 
 # Regenerate every fixture with the real historical writers: fixtures/files (Python 3.7, TF 1.15, Keras
 # 1.2.2/2.1.6/2.2.4/2.3.1), fixtures/applications (keras.applications and Lambda templates), fixtures/tf2 (TF 2.0-2.3,
-# Keras 2.3.1 on TF 2, Keras 2.0.9, and the TF 1.15 writers' YAML, SavedModel and checkpoint files). Each script
-# installs the environments it needs; together about an hour on 2 cores.
+# Keras 2.3.1 on TF 2, Keras 2.0.9, and the TF 1.15 writers' YAML, SavedModel and checkpoint files), fixtures/layers
+# (the layer sweep: every public layer class of ten writers; it uses the environments the others install). Each
+# script installs the environments it needs; together about an hour and a quarter on 2 cores.
 fixtures:
 	LEGACY_PYTHON=$(LEGACY_PYTHON) bash fixtures/generate/run.sh
 	bash fixtures/generate/applications/run.sh
 	bash fixtures/generate/tf2/run.sh
+	bash fixtures/generate/layers/run.sh
 
 # Speed and memory against cp and Keras' own loader; writes docs/benchmarks.md (about 10 minutes, 10 GB of disk).
 bench: $(STAMP)
