@@ -179,6 +179,20 @@ def _inspect_file(path, scan_weights):
         return _inspect(stored, scan_weights)
 
 
+def _layout_config(template, keras1):
+    """The config that lays out the weights: a Keras 1 one in its Keras 2 spelling, where its layers convert
+    (Keras 1 kept a Sequential's merged branches inside its Merge layer), else as stored."""
+    if template is None or not keras1:
+        return template
+    from mgpu_io.errors import UnsupportedModel
+    from mgpu_io.format.conversions.keras1 import convert_config
+
+    try:
+        return convert_config(template)
+    except UnsupportedModel:
+        return template
+
+
 def _draw(stored, diagram):
     from mgpu_io.format.diagram import wrapper_svg
     from mgpu_io.format.write import atomic_path
@@ -194,12 +208,12 @@ def _draw(stored, diagram):
 
 def _inspect(stored, scan_weights):
     extraction = extract(stored)
-    layers = extraction.layout() if stored.file_type != CONFIG else []
     template = extraction.template_config
+    keras1 = is_keras1(stored.keras_version, template)
+    layers = extraction.layout(_layout_config(template, keras1)) if stored.file_type != CONFIG else []
     levels = [level.to_dict() for level in extraction.levels]
     wrapper = extraction.weights_wrapper
     findings = []
-    keras1 = is_keras1(stored.keras_version, template)
     if template is not None:
         findings += _config_findings(template, conversions.Context(keras1=keras1))
     if template is None:

@@ -202,8 +202,10 @@ def check_shapes(layer_config, names, shapes, where):
     bias; the input size is not known without building the model.
     """
     expected = _expected_shapes(layer_config)
-    if expected is None or len(expected) != len(shapes):
-        return  # another layout (Keras 1's per-gate arrays): converted, then checked by Keras itself
+    if expected is None or len(expected) != len(shapes) or \
+            any(want is not None and len(shape) != len(want) for shape, want in zip(shapes, expected)):
+        return  # another layout (Keras 1's per-gate arrays, its (k, 1, in, out) Conv1D kernels): converted, then
+        # checked by Keras itself when the weights are assigned
     for name, shape, want in zip(names, shapes, expected):
         if want is None:
             continue
