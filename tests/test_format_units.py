@@ -175,8 +175,8 @@ def test_keras1_configs_are_renamed_and_unknown_classes_refused_by_name():
         {"class_name": "Dense", "config": {"name": "d", "output_dim": 2, "init": "glorot_uniform",
                                            "batch_input_shape": [None, 3]}}]}, Context(keras1=True))
     assert changes[0] == "keras1-to-keras2" and config["config"]["layers"][1]["config"]["units"] == 2
-    with pytest.raises(UnsupportedModel, match="Received: class_name='Embedding'"):
-        convert_config({"class_name": "Sequential", "config": [{"class_name": "Embedding", "config": {
+    with pytest.raises(UnsupportedModel, match="Received: class_name='MyLayer'"):
+        convert_config({"class_name": "Sequential", "config": [{"class_name": "MyLayer", "config": {
             "name": "e"}}]}, Context(keras1=True))
 
 
@@ -376,3 +376,21 @@ def test_a_tf_op_layer_is_refused_by_name_and_its_flat_node_is_read():
     with pytest.raises(UnsupportedModel, match=r"^Layer 'tf.math.multiply' is a TFOpLambda: a TensorFlow function "
                                                r"that tf.keras 2.4\+ wrapped as a layer"):
         convert_config(config, Context())
+
+
+def test_hard_sigmoid_inside_time_distributed_is_rescaled_like_the_layer_alone():
+    dense = {"class_name": "Dense", "config": {"name": "d", "units": 2, "activation": "hard_sigmoid"}}
+    wrapped = {"class_name": "TimeDistributed", "config": {"name": "t", "layer": dense}}
+    conversion = conversions.weight_conversion(wrapped, [(3, 2), (2,)], Context())
+    assert conversion.notes == ["hard-sigmoid-rescaled"]
+    _, (kernel, bias) = conversion.apply(["k", "b"], [np.ones((3, 2)), np.ones(2)])
+    np.testing.assert_allclose(kernel, 1.2)
+    np.testing.assert_allclose(bias, 1.2)
+
+
+def test_a_separable_convolutions_hard_sigmoid_scales_its_pointwise_kernel_and_bias_only():
+    separable = {"class_name": "SeparableConv2D", "config": {"name": "s", "filters": 2, "activation": "hard_sigmoid"}}
+    conversion = conversions.weight_conversion(separable, [(3, 3, 1, 1), (1, 1, 1, 2), (2,)], Context())
+    _, (depthwise, pointwise, bias) = conversion.apply(
+        ["d", "p", "b"], [np.ones((3, 3, 1, 1)), np.ones((1, 1, 1, 2)), np.ones(2)])
+    assert (depthwise == 1.0).all() and np.allclose(pointwise, 1.2) and np.allclose(bias, 1.2)

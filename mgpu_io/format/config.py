@@ -31,12 +31,17 @@ def is_model(layer):
 
 
 def wrapped_layers(layer):
-    """The layer configs held inside ``layer`` (a Bidirectional's ``layer`` and ``backward_layer``, a cell)."""
+    """The layer configs held inside ``layer`` (a Bidirectional's ``layer`` and ``backward_layer``, an RNN's cell,
+    a StackedRNNCells' ``cells``)."""
     config = layer.get("config")
     if not isinstance(config, dict):
         return []
-    return [config[key] for key in WRAPPED_LAYER_KEYS
+    held = [config[key] for key in WRAPPED_LAYER_KEYS
             if isinstance(config.get(key), dict) and "class_name" in config[key]]
+    cells = config.get("cells")
+    if isinstance(cells, list):
+        held += [cell for cell in cells if isinstance(cell, dict) and "class_name" in cell]
+    return held
 
 
 def walk_layers(model_config, wrapped=False):

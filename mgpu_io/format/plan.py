@@ -207,7 +207,8 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
     cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
     keras1 = normalise and is_keras1(stored.keras_version, template)
     context = conversions.Context(keras1=keras1, target=target if normalise else conversions.TF_KERAS,
-                                  cpu_only=cpu_only, weights_file=stored.file_type == WEIGHTS)
+                                  cpu_only=cpu_only, weights_file=stored.file_type == WEIGHTS,
+                                  keras_version=str(stored.keras_version or ""))
     if normalise or cpu_only:
         template, changes = conversions.convert_config(template, context)
     layers = extraction.layout(template)

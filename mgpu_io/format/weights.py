@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from mgpu_io.errors import WeightsMismatch
-from mgpu_io.format.config import MODEL_CLASSES, RECURRENT_GATES, layer_name, model_layers, walk_layers
+from mgpu_io.format.config import MODEL_CLASSES, RECURRENT_GATES, layer_name, model_layers, model_name, walk_layers
 
 # Layers that never own weights; a weight attributed to one of them means the attribution is wrong.
 WEIGHTLESS = frozenset(
@@ -96,7 +96,7 @@ def split_by_layer(template_config, weight_names, where="template") -> List[Laye
         if owner is None:
             raise WeightsMismatch(
                 f"A stored weight belongs to no layer of the template. Expected names that start with a layer "
-                f"name of `{template_config['config'].get('name')}`. Received: weight={weight!r} in group "
+                f"name of `{model_name(template_config)}`. Received: weight={weight!r} in group "
                 f"{where!r}. The config and the weights come from different models; pair the weights with the "
                 f"config they were saved with."
             )

@@ -40,6 +40,101 @@ def hard_sigmoid(x):
     return keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)
 
 
+class _LocallyConnected(keras.layers.Layer):
+    """Keras 2's and tf.keras' ``LocallyConnected1D/2D`` (``implementation=1``, ``padding='valid'``), which Keras 3
+    removed: an unshared convolution, one kernel per output position, with the old weight layout (kernel
+    ``(positions, window * channels, filters)``; bias one per output position and filter), so the stored weights
+    load as they are. Each window is flattened as tf.keras did: (rows, columns, channels), or channels first."""
+
+    rank = None
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, activation=None,
+                 use_bias=True, implementation=1, **kwargs):
+        for key in [k for k in kwargs if k.endswith(("_initializer", "_regularizer", "_constraint"))]:
+            kwargs.pop(key)  # the stored weights replace the initial ones; training options are not kept
+        super().__init__(**kwargs)
+        pair = (lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v,) * self.rank)
+        self.filters, self.kernel_size, self.strides = filters, pair(kernel_size), pair(strides)
+        self.padding, self.implementation = padding, implementation
+        self.data_format = data_format or "channels_last"
+        self.activation, self.use_bias = keras.activations.get(activation), use_bias
+
+    def build(self, input_shape):
+        first = self.data_format == "channels_first"
+        spatial = input_shape[2:] if first else input_shape[1:-1]
+        channels = input_shape[1] if first else input_shape[-1]
+        self.outputs = tuple((size - k) // s + 1 for size, k, s in zip(spatial, self.kernel_size, self.strides))
+        positions = 1
+        for size in self.outputs:
+            positions *= size
+        window = channels
+        for k in self.kernel_size:
+            window *= k
+        self.kernel = self.add_weight(name="kernel", shape=(positions, window, self.filters))
+        if self.use_bias:
+            bias = (self.filters,) + self.outputs if first and self.rank == 2 else self.outputs + (self.filters,)
+            self.bias = self.add_weight(name="bias", shape=bias)
+
+    def call(self, inputs):
+        first = self.data_format == "channels_first"
+        windows = []
+        for position in _positions(self.outputs):
+            index = [slice(None)] * len(inputs.shape)
+            for axis, (i, k, s) in enumerate(zip(position, self.kernel_size, self.strides)):
+                index[axis + (2 if first else 1)] = slice(i * s, i * s + k)
+            windows.append(keras.ops.reshape(inputs[tuple(index)], (-1, self.kernel.shape[1])))
+        outputs = keras.ops.einsum("bpf,pfo->bpo", keras.ops.stack(windows, axis=1), self.kernel)
+        outputs = keras.ops.reshape(outputs, (-1,) + self.outputs + (self.filters,))
+        if first and self.rank == 2:
+            outputs = keras.ops.transpose(outputs, (0, 3, 1, 2))
+        if self.use_bias:
+            outputs = outputs + self.bias
+        return self.activation(outputs)
+
+    def compute_output_shape(self, input_shape):
+        if self.data_format == "channels_first" and self.rank == 2:
+            return (input_shape[0], self.filters) + self.outputs
+        return (input_shape[0],) + self.outputs + (self.filters,)
+
+    def get_config(self):
+        return dict(super().get_config(), filters=self.filters, kernel_size=self.kernel_size, strides=self.strides,
+                    padding=self.padding, data_format=self.data_format, use_bias=self.use_bias,
+                    activation=keras.activations.serialize(self.activation), implementation=self.implementation)
+
+
+def _positions(outputs):
+    """Every output position, rows first: ``[(0, 0), (0, 1), ...]``."""
+    positions = [()]
+    for size in outputs:
+        positions = [p + (i,) for p in positions for i in range(size)]
+    return positions
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="LocallyConnected1D")
+class LocallyConnected1D(_LocallyConnected):
+    """``LocallyConnected1D`` as Keras 2 computed it (see :class:`_LocallyConnected`).
+
+    Example:
+        >>> import numpy as np
+        >>> layer = LocallyConnected1D(1, 2, use_bias=False)
+        >>> layer.build((None, 3, 1))
+        >>> _ = layer.kernel.assign(np.ones((2, 2, 1)))
+        >>> np.asarray(layer(np.array([[[1.0], [2.0], [3.0]]]))).ravel().tolist()
+        [3.0, 5.0]
+    """
+
+    rank = 1
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="LocallyConnected2D")
+class LocallyConnected2D(_LocallyConnected):
+    """``LocallyConnected2D`` as Keras 2 and tf.keras computed it (see :class:`_LocallyConnected`)."""
+
+    rank = 2
+
+
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
 #: Keras 2's hard_sigmoid (conversions/hard_sigmoid.py).
 FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale, "mgpu_io>hard_sigmoid": hard_sigmoid}
+#: mgpu-io's registered name -> layer class: the layers Keras 3 removed that conversions/arguments.py rebuilds.
+LAYERS = {"mgpu_io>LocallyConnected1D": LocallyConnected1D, "mgpu_io>LocallyConnected2D": LocallyConnected2D}

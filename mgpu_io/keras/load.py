@@ -85,6 +85,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     with _planned(path, weights) as plan:
         model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
     _warn_non_finite(model, path)
+    _warn_channels_first_on_cpu(model, keras)
     return model
 
 
@@ -272,6 +273,35 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         f"{optimizer_name} state.",
         MgpuIOWarning,
         stacklevel=4,
+    )
+
+
+def _warn_channels_first_on_cpu(model, keras):
+    """Keras 3 on TensorFlow cannot run channels_first convolutions on a CPU: TensorFlow's CPU kernels fail, or
+    (Conv3D, SeparableConv2D: measured on the layer sweep) compute something else. Say so, never silently."""
+    if keras.backend.backend() != "tensorflow":
+        return
+    found, stack = [], list(getattr(model, "layers", []))
+    while stack:
+        layer = stack.pop()
+        stack += list(getattr(layer, "layers", [])) + [inner for inner in (getattr(layer, "layer", None),
+                                                                           getattr(layer, "forward_layer", None))
+                                                       if inner is not None]
+        if "Conv" in type(layer).__name__ and getattr(layer, "data_format", None) == "channels_first":
+            found.append(layer.name)
+    if not found:
+        return
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        return
+    warnings.warn(
+        f"Layers {sorted(found)} compute with data_format='channels_first', which Keras 3 on TensorFlow cannot run "
+        f"on a CPU: TensorFlow's CPU kernels fail (UnimplementedError) or, for Conv3D and SeparableConv2D, give "
+        f"other results. Run the model on a GPU, or with Keras 3's JAX backend (KERAS_BACKEND=jax), where these "
+        f"layers compute what the old Keras did.",
+        MgpuIOWarning,
+        stacklevel=3,
     )
 
 

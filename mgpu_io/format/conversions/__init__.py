@@ -103,6 +103,8 @@ def weight_conversion(layer, shapes, context):
             return f_names + b_names, f_arrays + b_arrays
 
         return Conversion(list(dict.fromkeys(forward.notes + backward.notes)), [both])
+    if layer["class_name"] == "TimeDistributed" and isinstance(layer["config"].get("layer"), dict):
+        return weight_conversion(layer["config"]["layer"], shapes, context)  # the wrapped layer's own weights
     conversion = Conversion()
     for family in _active(context):
         if family.weight_steps is not None:

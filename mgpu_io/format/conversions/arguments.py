@@ -7,9 +7,15 @@ refused by name (:class:`~mgpu_io.errors.UnsupportedModel`), never dropped.
 
 from mgpu_io.errors import UnsupportedModel
 from mgpu_io.format.config import layer_name, walk_layers
-from mgpu_io.format.conversions.base import Family, Rule
+from mgpu_io.format.conversions.base import KERAS3, Family, Rule
 
-RNN_CLASSES = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "RNN")
+RNN_CLASSES = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "RNN", "CuDNNLSTM", "CuDNNGRU")
+ATTENTION = ("Attention", "AdditiveAttention")
+LOCALLY_CONNECTED = ("LocallyConnected1D", "LocallyConnected2D")
+#: Convolutions whose tf.keras/tf_keras configs carry the Conv base class's `groups`, which Keras 3's do not take.
+NO_GROUPS = ("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "Conv1DTranspose",
+             "Conv2DTranspose", "Conv3DTranspose")
+_MHA_BUILD_ARGUMENTS = ("query_shape", "key_shape", "value_shape", "softmax_robust_masking")
 SPATIAL_DROPOUT = ("SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D")
 
 
@@ -40,11 +46,43 @@ def _rewrite_config(config, context):
             settings.pop("trainable", None)  # no weights to train
             settings.pop("noise_shape", None)  # Keras 2's SpatialDropout ignored it (its own per-channel shape)
             changes.append("spatial-dropout-arguments")
-        if cls == "DepthwiseConv2D" and "groups" in settings:
+        if cls in NO_GROUPS and "groups" in settings:
             if settings["groups"] != 1:
-                _refuse(layer, "groups", settings["groups"], "DepthwiseConv2D has no groups in Keras 3")
+                _refuse(layer, "groups", settings["groups"], f"{cls} has no groups in Keras 3")
             del settings["groups"]
             changes.append("depthwise-groups")
+        if cls == "MultiHeadAttention" and any(key in settings for key in _MHA_BUILD_ARGUMENTS):
+            if settings.get("softmax_robust_masking"):
+                _refuse(layer, "softmax_robust_masking", True, "Keras 3's MultiHeadAttention masks one way only")
+            for key in _MHA_BUILD_ARGUMENTS:
+                settings.pop(key, None)  # the shapes it was built for: Keras 3 builds it when it is called
+            changes.append("multi-head-attention-shapes")
+        if cls == "UpSampling2D" and settings.get("interpolation") == "bilinear" and context.standalone_keras2:
+            raise UnsupportedModel(
+                f"Layer {layer_name(layer)!r} (UpSampling2D) resizes with TensorFlow 1's bilinear "
+                f"resize_images (no half-pixel centres), as standalone Keras {context.keras_version} did; Keras 3's "
+                f"bilinear UpSampling2D samples at half-pixel centres, so its predictions would differ. Expected "
+                f"interpolation='nearest', or a tf.keras file. Received: interpolation='bilinear'. Rebuild the "
+                f"layer in code (on TensorFlow: a Lambda calling tf.compat.v1.image.resize_bilinear with "
+                f"half_pixel_centers=False) and load the weights with mgpu_io.transfer_weights."
+            )
+        if cls == "ConvRNN2D":
+            _conv_lstm2d(layer, settings)
+            changes.append("conv-rnn2d-cell")
+            cls, settings = layer["class_name"], layer["config"]
+        if cls == "SyncBatchNormalization" and context.target == KERAS3:
+            layer["class_name"] = "BatchNormalization"
+            settings["synchronized"] = True  # across replicas when training; the same layer when predicting
+            changes.append("sync-batch-normalization")
+        if cls in LOCALLY_CONNECTED and context.target == KERAS3:
+            _locally_connected(layer, settings)
+            changes.append("locally-connected")
+        if cls in ATTENTION and "causal" in settings:
+            if settings["causal"]:
+                _refuse(layer, "causal", settings["causal"], "Keras 3 takes the causal mask as a call argument, "
+                        "use_causal_mask, which a config cannot hold")
+            del settings["causal"]
+            changes.append("attention-causal")
         if cls == "ThresholdedReLU":
             theta = settings.pop("theta", 1.0)
             layer["class_name"] = "ReLU"
@@ -60,11 +98,118 @@ def _rewrite_config(config, context):
     return changes
 
 
+def _locally_connected(layer, settings):
+    """``LocallyConnected1D/2D``, which Keras 3 removed, as mgpu-io's registered copy of the same computation and
+    weight layout (``mgpu_io/keras/known.py``); the layouts of ``implementation=2`` and ``3`` are refused."""
+    cls = layer["class_name"]
+    implementation = settings.get("implementation", 1)
+    channels_last = settings.get("data_format", "channels_last") == "channels_last"
+    if implementation not in (1, 2, 3) or (implementation != 1 and not channels_last) or \
+            settings.get("padding", "valid") != "valid":
+        raise UnsupportedModel(
+            f"Layer {layer_name(layer)!r} is a {cls} with implementation={implementation!r}, "
+            f"padding={settings.get('padding', 'valid')!r}: Keras 3 removed the class, and mgpu-io rebuilds only "
+            f"its forms with padding='valid' and implementation=1 (or 2 and 3, channels_last), whose weight "
+            f"layouts it reads. Expected implementation=1. Received: implementation={implementation!r}. Rebuild the layer in code and load the "
+            f"weights with mgpu_io.transfer_weights, or pass keep_config=True and target='tf_keras' for tf_keras."
+        )
+    if cls == "LocallyConnected1D" and settings.get("data_format", "channels_last") != "channels_last":
+        _refuse(layer, "data_format", settings["data_format"], "mgpu-io's LocallyConnected1D reads channels_last")
+    layer["class_name"] = f"mgpu_io>{cls}"
+
+
+def _weight_steps(layer, shapes, context):
+    """tf.keras' ``implementation=2`` keeps a dense, masked kernel over every input and output position; mgpu-io's
+    LocallyConnected reads the ``implementation=1`` layout, one (window, filters) block per output position."""
+    config = layer.get("config") or {}
+    if layer["class_name"] in ("mgpu_io>LocallyConnected1D", "mgpu_io>LocallyConnected2D") and \
+            config.get("implementation") in (2, 3) and shapes:
+        unmask = unmask_kernel(config["kernel_size"], config.get("strides", 1))
+        if config["implementation"] == 2:
+            return [("locally-connected", unmask)]
+        return [("locally-connected", lambda names, arrays: unmask(names, [
+            densify_kernel(arrays[0], arrays[1].shape, config["kernel_size"], config.get("strides", 1))]
+            + list(arrays[1:])))]
+    return []
+
+
+def densify_kernel(values, output_shape, kernel_size, strides):
+    """An ``implementation=3`` kernel (the connected entries only, in the order of tf.keras' sorted
+    ``conv_kernel_idxs``: (output index, input index) pairs) as the dense ``implementation=2`` one, over the input
+    rows the windows cover (a valid convolution's uncovered last rows have no entries).
+
+    Example:
+        >>> import numpy as np
+        >>> densify_kernel(np.arange(4.0), (2, 1), [2], [1])[:, 0, :, 0].tolist()  # length 3, window 2
+        [[0.0, 0.0], [1.0, 2.0], [0.0, 3.0]]
+    """
+    import numpy as np
+
+    rank = len(output_shape) - 1
+    sizes = list(kernel_size) if isinstance(kernel_size, (list, tuple)) else [kernel_size] * rank
+    steps = list(strides) if isinstance(strides, (list, tuple)) else [strides] * rank
+    outputs, filters = tuple(output_shape[:-1]), output_shape[-1]
+    inputs = tuple((o - 1) * s + k for o, s, k in zip(outputs, steps, sizes))
+    channels = int(np.asarray(values).size // (int(np.prod(outputs)) * int(np.prod(sizes)) * filters))
+    connected = np.zeros(outputs + (filters,) + inputs + (channels,), dtype=bool)
+    for position in np.ndindex(*outputs):
+        window = tuple(slice(p * s, p * s + k) for p, s, k in zip(position, steps, sizes))
+        connected[position + (slice(None),) + window + (slice(None),)] = True
+    dense = np.zeros(connected.shape, dtype=np.asarray(values).dtype)
+    dense[connected] = np.asarray(values).reshape(-1)  # C order: sorted (output index, input index), as stored
+    first_input = rank + 1  # to (input positions, channels, output positions, filters)
+    return dense.transpose(tuple(range(first_input, 2 * rank + 2)) + tuple(range(first_input)))
+
+
+def unmask_kernel(kernel_size, strides):
+    """The step that turns an ``implementation=2`` kernel (input positions, channels, output positions, filters)
+    into the ``implementation=1`` one (output positions, window * channels, filters); the bias is unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> dense = np.arange(3 * 1 * 2 * 1, dtype="float32").reshape(3, 1, 2, 1)  # 1D: length 3, window 2
+        >>> unmask_kernel([2], [1])(["k"], [dense])[1][0][:, :, 0].tolist()
+        [[0.0, 2.0], [3.0, 5.0]]
+    """
+    import numpy as np
+
+    def step(names, arrays):
+        dense, rest = np.asarray(arrays[0]), arrays[1:]
+        rank = (dense.ndim - 2) // 2
+        sizes = list(kernel_size) if isinstance(kernel_size, (list, tuple)) else [kernel_size] * rank
+        steps = list(strides) if isinstance(strides, (list, tuple)) else [strides] * rank
+        outputs, filters = dense.shape[rank + 1:-1], dense.shape[-1]
+        blocks = []
+        for position in np.ndindex(*outputs):
+            window = tuple(slice(p * s, p * s + k) for p, s, k in zip(position, steps, sizes))
+            block = dense[window + (slice(None),) + tuple(position) + (slice(None),)]
+            blocks.append(block.reshape(-1, filters))
+        return names, [np.stack(blocks)] + list(rest)
+
+    return step
+
+
+def _conv_lstm2d(layer, settings):
+    """``ConvRNN2D(cell=ConvLSTM2DCell(...))`` as the ``ConvLSTM2D`` it computes (the same weights, in place)."""
+    cell = settings.get("cell") if isinstance(settings.get("cell"), dict) else {}
+    if cell.get("class_name") != "ConvLSTM2DCell" or not isinstance(cell.get("config"), dict):
+        raise UnsupportedModel(
+            f"Layer {layer_name(layer)!r} is a ConvRNN2D over a {cell.get('class_name')!r} cell: Keras 3 has no "
+            f"ConvRNN2D, and only its ConvLSTM2DCell form has a Keras 3 equivalent (ConvLSTM2D). Expected "
+            f"cell=ConvLSTM2DCell. Received: cell={cell.get('class_name')!r}. Rebuild the layer in code and load "
+            f"the weights with mgpu_io.transfer_weights."
+        )
+    merged = {key: value for key, value in cell["config"].items() if key not in ("name", "trainable")}
+    merged.update({key: value for key, value in settings.items() if key not in ("cell", "unroll")})
+    layer["class_name"], layer["config"] = "ConvLSTM2D", merged
+
+
 FAMILY = Family(
     name="arguments",
     summary="layer arguments that Keras 3 dropped, renamed or changed the default of",
     rules=(
-        Rule("rnn-time-major", "`time_major=False` (tf.keras 1.13-2.x RNN configs) is dropped; `True` is refused",
+        Rule("rnn-time-major", "`time_major=False` (tf.keras 1.13-2.x RNN and CuDNN RNN configs) is dropped; "
+             "`True` is refused",
              "Keras 3: `Unrecognized keyword arguments passed to LSTM: {'time_major': False}`", ()),
         Rule("gru-reset-before", "a Keras 2 GRU config without `reset_after` (Keras <= 2.1) gets "
              "`reset_after=False`, the only GRU those versions had",
@@ -72,9 +217,26 @@ FAMILY = Family(
         Rule("spatial-dropout-arguments", "`SpatialDropout1D/2D/3D` configs lose `trainable` (no weights) and "
              "`noise_shape` (Keras 2 ignored it: the noise is per channel)",
              "Keras 3: `SpatialDropout1D.__init__() got an unexpected keyword argument 'trainable'`", ()),
-        Rule("depthwise-groups", "`DepthwiseConv2D(groups=1)` (tf.keras 2.4+ configs) loses `groups`; other "
-             "values are refused", "Keras 3: `DepthwiseConv2D.__init__() got an unexpected keyword argument "
-             "'groups'`", ()),
+        Rule("depthwise-groups", "`groups=1` on depthwise, separable and transposed convolutions (tf.keras 2.3+ and "
+             "tf_keras configs) is dropped; other values are refused", "Keras 3: `Unrecognized keyword arguments "
+             "passed to SeparableConv2D: {'groups': 1}`", ()),
+        Rule("multi-head-attention-shapes", "tf_keras `MultiHeadAttention` configs lose the shapes it was built "
+             "for (`query_shape`, `key_shape`, `value_shape`) and `softmax_robust_masking=False`; `True` is refused",
+             "Keras 3: `Unrecognized keyword arguments passed to MultiHeadAttention: {'query_shape': ...}`", ()),
+        Rule("locally-connected", "`LocallyConnected1D/2D` (`padding='valid'`), which Keras 3 "
+             "removed, becomes mgpu-io's registered copy `mgpu_io>LocallyConnected1D/2D`: the same computation "
+             "and weight layout (plain Keras 3 finds it after `import mgpu_io.keras.known`); tf.keras' "
+             "`implementation=2` and `3` kernels are laid out as `1`'s (target keras3 only)", "Keras 3: `Unknown layer: 'LocallyConnected2D'`",
+             ()),
+        Rule("sync-batch-normalization", "tf.keras' `experimental.SyncBatchNormalization` becomes Keras 3's "
+             "`BatchNormalization(synchronized=True)`, the same layer (target keras3 only)",
+             "Keras 3: `Unknown layer: 'SyncBatchNormalization'`", ()),
+        Rule("conv-rnn2d-cell", "`ConvRNN2D(cell=ConvLSTM2DCell(...))` (Keras 2.2-2.3) becomes the `ConvLSTM2D` it "
+             "computes, with the same weights; other cells are refused", "Keras 3: `Unknown layer: 'ConvRNN2D'`",
+             ()),
+        Rule("attention-causal", "`Attention`/`AdditiveAttention(causal=False)` (tf.keras 1.15-2.x) loses "
+             "`causal`; `causal=True` is refused (Keras 3 takes it when the layer is called)",
+             "Keras 3: `Unrecognized keyword arguments passed to Attention: {'causal': False}`", ()),
         Rule("thresholded-relu", "`ThresholdedReLU(theta)` becomes `ReLU(threshold=theta)`: equal everywhere "
              "except at x == theta exactly (0 before, theta now)", "Keras 3: `Unknown layer: 'ThresholdedReLU'`",
              ()),
@@ -82,4 +244,5 @@ FAMILY = Family(
              "Keras 3: `Could not locate class 'WeightRegularizer'`", ()),
     ),
     rewrite_config=_rewrite_config,
+    weight_steps=_weight_steps,
 )

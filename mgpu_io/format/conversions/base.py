@@ -35,12 +35,26 @@ class Context:
         target: ``"keras3"`` or ``"tf_keras"``, the Keras that will load the result.
         cpu_only: ``keep_config`` with ``cpu``: only the families marked ``cpu`` run (the old Keras on a CPU).
         weights_file: the input is a weights-only file (the result is loaded into a model built in code).
+        keras_version: the writer's ``keras_version`` (``"2.2.4"``; tf.keras ``"2.2.4-tf"``), where recorded.
     """
 
     keras1: bool = False
     target: str = KERAS3
     cpu_only: bool = False
     weights_file: bool = False
+    keras_version: str = ""
+
+    @property
+    def standalone_keras2(self):
+        """Written by standalone Keras 2.0-2.3 (with its own backend functions), not by tf.keras (``-tf``, or 2.4+:
+        TF 2.3 wrote ``2.4.0``, and standalone Keras 2.4 was tf.keras).
+
+        Example:
+            >>> [Context(keras_version=v).standalone_keras2 for v in ("2.2.4", "2.3.1", "2.2.4-tf", "2.4.0", "")]
+            [True, True, False, False, False]
+        """
+        version = self.keras_version or ""
+        return version[:4] in ("2.0.", "2.1.", "2.2.", "2.3.") and not version.endswith("-tf")
 
 
 @dataclass(frozen=True)

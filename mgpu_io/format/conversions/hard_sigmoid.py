@@ -19,7 +19,8 @@ HARD_SIGMOID_SCALE = 1.2  # (1/6) * 1.2 == 0.2
 KERAS2_HARD_SIGMOID = "mgpu_io>hard_sigmoid"
 
 _RECURRENT_ACTIVATION_GATES = {"LSTM": (0, 1, 3), "GRU": (0, 1), "ConvLSTM2D": (0, 1, 3)}
-_LINEAR_PREACTIVATION = ("Dense", "Conv1D", "Conv2D", "Conv3D", "SeparableConv2D", "Conv2DTranspose")
+_LINEAR_PREACTIVATION = ("Dense", "Conv1D", "Conv2D", "Conv3D", "SeparableConv1D", "SeparableConv2D",
+                         "Conv2DTranspose")
 
 
 def _weight_steps(layer, shapes, context):
@@ -29,7 +30,10 @@ def _weight_steps(layer, shapes, context):
     if cls in _RECURRENT_ACTIVATION_GATES and config.get("recurrent_activation") == "hard_sigmoid":
         return [("hard-sigmoid-gates-rescaled", rescale_gates(RECURRENT_GATES[cls], _RECURRENT_ACTIVATION_GATES[cls]))]
     if cls in _LINEAR_PREACTIVATION and config.get("activation") == "hard_sigmoid":
-        return [("hard-sigmoid-rescaled", lambda names, arrays: (names, [a * HARD_SIGMOID_SCALE for a in arrays]))]
+        # A separable convolution's pre-activation is linear in its pointwise kernel and bias, not in both kernels.
+        first = 1 if cls.startswith("Separable") else 0
+        return [("hard-sigmoid-rescaled", lambda names, arrays: (
+            names, arrays[:first] + [a * HARD_SIGMOID_SCALE for a in arrays[first:]]))]
     return []
 
 
@@ -82,13 +86,21 @@ def inexact_in_keras3(layer):
     return None
 
 
+#: The registered function as Keras 3 serialises it: what a layer held by another layer (an RNN's cell, a
+#: wrapper's layer) needs, since Keras 3 builds those with its new deserializer, which resolves no string name.
+KERAS2_HARD_SIGMOID_OBJECT = {"module": "builtins", "class_name": "function", "config": KERAS2_HARD_SIGMOID,
+                              "registered_name": "function"}
+
+
 def _rewrite_config(config, context):
     if context.target != KERAS3:
         return []
     changes = []
+    in_the_graph = {id(layer) for layer in walk_layers(config)}
     for layer in walk_layers(config, wrapped=True):
         for key in _by_function(layer):
-            layer["config"][key] = KERAS2_HARD_SIGMOID
+            layer["config"][key] = KERAS2_HARD_SIGMOID if id(layer) in in_the_graph else \
+                dict(KERAS2_HARD_SIGMOID_OBJECT)
             changes.append("hard-sigmoid-keras2-function")
     return changes
 

@@ -10,7 +10,7 @@ import copy
 from mgpu_io.errors import UnsupportedModel
 from mgpu_io.format.config import (FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, layer_name, model_layers,
                                    walk_layers)
-from mgpu_io.format.conversions.base import Family, Rule
+from mgpu_io.format.conversions.base import KERAS3, Family, Rule
 
 
 SEPARABLE_CLASSES = ("SeparableConv1D", "SeparableConv2D")
@@ -32,7 +32,7 @@ def normalize_for_keras3(model_config):
     return config, list(dict.fromkeys(changes))
 
 
-def _normalize_model(model, changes, top_level):
+def _normalize_model(model, changes, top_level, keras3=True):
     _rename_scoped_layers(model, changes)
     if model["class_name"] == "Sequential":
         if isinstance(model["config"], list):
@@ -40,17 +40,52 @@ def _normalize_model(model, changes, top_level):
             changes.append("sequential-list-config")
         _explicit_sequential_input(model, changes)
     for layer in model_layers(model):
-        _normalize_layer(layer, changes, in_functional=model["class_name"] in FUNCTIONAL_CLASSES)
+        _normalize_layer(layer, changes, in_functional=model["class_name"] in FUNCTIONAL_CLASSES, keras3=keras3)
         if model["class_name"] in FUNCTIONAL_CLASSES and layer["class_name"] == "Sequential":
             _sequential_to_functional(layer, changes)
     if model["class_name"] in FUNCTIONAL_CLASSES:
         _inline_consumed_models(model, changes)
+        names = {layer_name(layer) for layer in model_layers(model)}
+        for layer in model_layers(model) if keras3 else []:  # tf_keras reads its own node format
+            _tensor_keywords(layer, names, changes)
 
 
-def _normalize_layer(layer, changes, in_functional):
+def _tensor_keywords(layer, names, changes):
+    """A call with tensors among its keywords (tf.keras 2.x: ``MultiHeadAttention(query, value=v)``) in Keras 3's
+    node format: its legacy one passes ``['input_2', 0, 0]`` to the layer as a plain list."""
+    nodes = layer.get("inbound_nodes")
+    if not isinstance(nodes, list):
+        return
+    for index, node in enumerate(nodes):
+        if not (isinstance(node, list) and node and all(isinstance(entry, list) and len(entry) in (3, 4)
+                                                         for entry in node)):
+            continue
+        keywords = next((entry[3] for entry in node if len(entry) == 4 and isinstance(entry[3], dict)), {})
+        if not any(_is_history(value, names) for value in keywords.values()):
+            continue
+        inputs = [_keras_tensor(entry[:3]) for entry in node]
+        nodes[index] = {"args": [inputs[0] if len(inputs) == 1 else inputs],
+                        "kwargs": {key: _keras_tensor(value) if _is_history(value, names) else value
+                                   for key, value in keywords.items()}}
+        changes.append("node-tensor-keywords")
+
+
+def _is_history(value, names):
+    return isinstance(value, list) and len(value) == 3 and value[0] in names and \
+        all(isinstance(v, int) for v in value[1:])
+
+
+def _keras_tensor(history):
+    """Keras 3's serialised reference to a layer's output tensor (its shape is a placeholder: the tensor is looked
+    up by its history when the model is rebuilt)."""
+    return {"class_name": "__keras_tensor__", "config": {"shape": [], "dtype": "float32",
+                                                          "keras_history": list(history)}}
+
+
+def _normalize_layer(layer, changes, in_functional, keras3=True):
     config = layer.get("config")
     if layer["class_name"] in MODEL_CLASSES:
-        _normalize_model(layer, changes, top_level=False)
+        _normalize_model(layer, changes, top_level=False, keras3=keras3)
         return
     if not isinstance(config, dict):
         return
@@ -58,6 +93,14 @@ def _normalize_layer(layer, changes, in_functional):
         for key in _UNUSED_KERNEL_ARGUMENTS:  # tf.keras' Conv base class wrote them; the layer never used them
             config.pop(key, None)
         changes.append("separable-kernel-arguments")
+    axis = config.get("axis")
+    if keras3 and isinstance(axis, list) and len(axis) > 1 and "module" not in layer:
+        layer["module"] = "keras.layers"  # Keras 3's legacy reader keeps only one axis; its native one keeps all
+        changes.append("several-axes")
+    if keras3 and layer["class_name"] == "Attention" and isinstance(config.get("score_mode"), str) and \
+            "module" not in layer:
+        layer["module"] = "keras.layers"  # the legacy reader turns the string 'dot' into the function keras.ops.dot
+        changes.append("attention-score-mode")
     if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
         del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
         changes.append("functional-drop-batch-input-shape")
@@ -66,10 +109,15 @@ def _normalize_layer(layer, changes, in_functional):
             if key in WRAPPED_LAYER_KEYS:
                 value.setdefault("module", "keras.layers")
                 changes.append("nested-layer-module")
-                _normalize_layer(value, changes, in_functional=False)
+                _normalize_layer(value, changes, in_functional=False, keras3=keras3)
             elif "dtype" in value["config"] and key.endswith(("_initializer", "_regularizer", "_constraint")):
                 del value["config"]["dtype"]
                 changes.append("initializer-dtype")
+    for cell in config.get("cells") if isinstance(config.get("cells"), list) else []:  # StackedRNNCells
+        if isinstance(cell, dict) and "class_name" in cell and isinstance(cell.get("config"), dict):
+            cell.setdefault("module", "keras.layers")
+            changes.append("nested-layer-module")
+            _normalize_layer(cell, changes, in_functional=False, keras3=keras3)
 
 
 def _rename_scoped_layers(model, changes):
@@ -219,27 +267,35 @@ REMOVED_CLASSES = {
     "TensorFlowOpLayer": "a TensorFlow op that tf.keras 2.x wrapped as a layer when it was called on Keras tensors",
     "TFOpLambda": "a TensorFlow function that tf.keras 2.4+ wrapped as a layer when it was called on Keras tensors",
     "SlicingOpLambda": "a tensor slice that tf.keras 2.4+ wrapped as a layer",
-    "LocallyConnected1D": "a layer that Keras 3 removed",
-    "LocallyConnected2D": "a layer that Keras 3 removed",
+    "Highway": "a Keras 1 layer (kept in Keras 2.0-2.3 as a legacy layer)",
+    "RandomFourierFeatures": "an experimental tf.keras layer (tf.keras.layers.experimental)",
+    "MaxoutDense": "a Keras 1 layer (kept in Keras 2.0-2.3 as a legacy layer)",
+    "Merge": "Keras 1's merge layer (kept in Keras 2.0-2.1 as a legacy layer; Keras 2.2 and 3 have Add, "
+             "Concatenate, Multiply, Average, Maximum and Dot instead)",
 }
+
+
+#: The removed classes that tf_keras still builds.
+TF_KERAS_HAS = ("TensorFlowOpLayer", "TFOpLambda", "SlicingOpLambda")
 
 
 def _refuse_removed_classes(config):
     for layer in walk_layers(config, wrapped=True):
         if isinstance(layer, dict) and layer.get("class_name") in REMOVED_CLASSES:
+            cls = layer["class_name"]
+            elsewhere = ", or pass keep_config=True and target='tf_keras' for tf_keras, which has the class" \
+                if cls in TF_KERAS_HAS else ""
             raise UnsupportedModel(
-                f"Layer {layer_name(layer)!r} is a {layer['class_name']}: "
-                f"{REMOVED_CLASSES[layer['class_name']]}, which Keras 3 does not have. Expected layers that Keras 3 "
-                f"builds. Received: class_name={layer['class_name']!r}. Rebuild the template in code (Keras 3 ops "
-                f"for TensorFlow calls) and load the weights with mgpu_io.transfer_weights, or pass "
-                f"keep_config=True and target='tf_keras' for tf_keras, which has the class."
+                f"Layer {layer_name(layer)!r} is a {cls}: {REMOVED_CLASSES[cls]}, which Keras 3 does not have. "
+                f"Expected layers that Keras 3 builds. Received: class_name={cls!r}. Rebuild the template in code "
+                f"(Keras 3 ops for TensorFlow calls) and load the weights with mgpu_io.transfer_weights{elsewhere}."
             )
 
 
 def _rewrite_config(config, context):
     _refuse_removed_classes(config)
     changes = []
-    _normalize_model(config, changes, top_level=True)
+    _normalize_model(config, changes, top_level=True, keras3=context.target == KERAS3)
     return list(dict.fromkeys(changes))
 
 
@@ -254,8 +310,19 @@ FAMILY = Family(
              ("keras224", "keras231", "tfkeras115")),
         Rule("functional-drop-batch-input-shape", "`batch_input_shape` on non-input layers of a functional model "
              "is dropped (the InputLayer carries it)", "the same second batch axis", ()),
-        Rule("nested-layer-module", "a `Bidirectional`/`TimeDistributed` layer's inner layer config gets "
-             "`module: keras.layers`", "Keras 3: `Could not locate class 'LSTM'`", ("keras224",)),
+        Rule("nested-layer-module", "a `Bidirectional`/`TimeDistributed` layer's inner layer config (and an "
+             "`RNN`'s cells) gets `module: keras.layers`", "Keras 3: `Could not locate class 'LSTM'`", ("keras224",)),
+        Rule("several-axes", "a layer with a list of several axes (`LayerNormalization(axis=[1, 2])`) gets "
+             "`module: keras.layers`, so that Keras 3 builds it with its native reader",
+             "Keras 3's legacy reader drops an `axis` list of more than one axis (the layer normalises the last "
+             "axis only): a weight-shape mismatch, or other predictions", ()),
+        Rule("attention-score-mode", "an `Attention` layer with a `score_mode` (TF 2.4+, tf_keras) gets `module: "
+             "keras.layers`, so that Keras 3 builds it with its native reader", "Keras 3's legacy reader turns "
+             "`score_mode='dot'` into the function `dot`: `Invalid value for argument score_mode`", ()),
+        Rule("node-tensor-keywords", "a layer call with tensors among its keywords (tf.keras 2.x "
+             "`MultiHeadAttention(query, value=v)`) is written in Keras 3's node format",
+             "Keras 3's legacy reader passes `['input_2', 0, 0]` to the layer as a list: `MultiHeadAttention.build() "
+             "missing 1 required positional argument: 'value_shape'`", ()),
         Rule("layer-name-slash", "layer names with `/` (keras_applications' DenseNet: `conv1/conv`) get `_` "
              "(`conv1_conv`); their weights follow them", "Keras 3: `Argument 'name' must be a string and cannot "
              "contain character '/'`", ("tfkeras115",)),
