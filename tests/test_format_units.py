@@ -394,3 +394,21 @@ def test_a_separable_convolutions_hard_sigmoid_scales_its_pointwise_kernel_and_b
     _, (depthwise, pointwise, bias) = conversion.apply(
         ["d", "p", "b"], [np.ones((3, 3, 1, 1)), np.ones((1, 1, 1, 2)), np.ones(2)])
     assert (depthwise == 1.0).all() and np.allclose(pointwise, 1.2) and np.allclose(bias, 1.2)
+
+
+def test_a_keras2_decoders_initial_state_becomes_a_keyword_of_its_call():
+    """Keras 2 stored `LSTM(...)(x, initial_state=[h, c])` as a node of three inputs; Keras 3 reads keywords."""
+    model = {"class_name": "Model", "config": {"name": "s2s", "layers": [
+        {"name": "dec_in", "class_name": "InputLayer", "config": {"name": "dec_in"}, "inbound_nodes": []},
+        {"name": "encoder", "class_name": "LSTM", "config": {"name": "encoder"}, "inbound_nodes": []},
+        {"name": "decoder", "class_name": "LSTM", "config": {"name": "decoder"}, "inbound_nodes": [
+            [["dec_in", 0, 0, {}], ["encoder", 0, 1, {}], ["encoder", 0, 2, {}]]]}],
+        "input_layers": [["dec_in", 0, 0]], "output_layers": [["decoder", 0, 0]]}}
+    converted, changes = convert_config(model, Context())
+    (node,) = converted["config"]["layers"][2]["inbound_nodes"]
+    history = lambda tensor: tensor["config"]["keras_history"]  # noqa: E731
+    assert "node-tensor-keywords" in changes
+    assert history(node["args"][0]) == ["dec_in", 0, 0]
+    assert [history(state) for state in node["kwargs"]["initial_state"]] == [["encoder", 0, 1], ["encoder", 0, 2]]
+    untouched, _ = convert_config(model, Context(target="tf_keras"))
+    assert untouched["config"]["layers"][2]["inbound_nodes"] == model["config"]["layers"][2]["inbound_nodes"]

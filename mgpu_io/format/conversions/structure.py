@@ -61,13 +61,20 @@ def _tensor_keywords(layer, names, changes):
                                                          for entry in node)):
             continue
         keywords = next((entry[3] for entry in node if len(entry) == 4 and isinstance(entry[3], dict)), {})
-        if not any(_is_history(value, names) for value in keywords.values()):
+        states = layer.get("class_name") in _RECURRENT and len(node) > 1  # Keras 2: initial_state as extra inputs
+        if not states and not any(_is_history(value, names) for value in keywords.values()):
             continue
         inputs = [_keras_tensor(entry[:3]) for entry in node]
-        nodes[index] = {"args": [inputs[0] if len(inputs) == 1 else inputs],
-                        "kwargs": {key: _keras_tensor(value) if _is_history(value, names) else value
-                                   for key, value in keywords.items()}}
+        arguments = {key: _keras_tensor(value) if _is_history(value, names) else value
+                     for key, value in keywords.items()}
+        if states:
+            inputs, arguments["initial_state"] = inputs[:1], inputs[1:]
+        nodes[index] = {"args": [inputs[0] if len(inputs) == 1 else inputs], "kwargs": arguments}
         changes.append("node-tensor-keywords")
+
+
+#: Layers that Keras 2 called with their initial states as extra inputs of the same node.
+_RECURRENT = ("LSTM", "GRU", "SimpleRNN", "RNN", "ConvLSTM2D", "Bidirectional", "CuDNNLSTM", "CuDNNGRU")
 
 
 def _is_history(value, names):
@@ -320,9 +327,11 @@ FAMILY = Family(
              "keras.layers`, so that Keras 3 builds it with its native reader", "Keras 3's legacy reader turns "
              "`score_mode='dot'` into the function `dot`: `Invalid value for argument score_mode`", ()),
         Rule("node-tensor-keywords", "a layer call with tensors among its keywords (tf.keras 2.x "
-             "`MultiHeadAttention(query, value=v)`) is written in Keras 3's node format",
+             "`MultiHeadAttention(query, value=v)`), or a recurrent layer called with `initial_state` (which Keras 2 "
+             "stored as extra inputs: seq2seq decoders), is written in Keras 3's node format",
              "Keras 3's legacy reader passes `['input_2', 0, 0]` to the layer as a list: `MultiHeadAttention.build() "
-             "missing 1 required positional argument: 'value_shape'`", ()),
+             "missing 1 required positional argument: 'value_shape'`; `Layer \"decoder\" expects 1 input(s), but it "
+             "received 3 input tensors`", ()),
         Rule("layer-name-slash", "layer names with `/` (keras_applications' DenseNet: `conv1/conv`) get `_` "
              "(`conv1_conv`); their weights follow them", "Keras 3: `Argument 'name' must be a string and cannot "
              "contain character '/'`", ("tfkeras115",)),
