@@ -1,5 +1,6 @@
 """The functions that Keras itself wrote into files, as mgpu-io's own registered copies (and Keras 2's
-``hard_sigmoid``, which Keras 3 redefined).
+``hard_sigmoid``, which Keras 3 redefined), and the layers Keras 3 removed that a repair rebuilds exactly
+(``LocallyConnected1D/2D``, written ``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``).
 
 A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``format/conversions/lambdas.py`` recognises it
 from the file's metadata and lists it in ``KNOWN_FUNCTIONS``); importing this module registers each copy with Keras,
@@ -136,5 +137,3 @@ class LocallyConnected2D(_LocallyConnected):
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
 #: Keras 2's hard_sigmoid (conversions/hard_sigmoid.py).
 FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale, "mgpu_io>hard_sigmoid": hard_sigmoid}
-#: mgpu-io's registered name -> layer class: the layers Keras 3 removed that conversions/arguments.py rebuilds.
-LAYERS = {"mgpu_io>LocallyConnected1D": LocallyConnected1D, "mgpu_io>LocallyConnected2D": LocallyConnected2D}
