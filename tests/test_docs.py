@@ -127,3 +127,14 @@ def test_the_checkpoint_guides_examples_run_as_written(section, tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "template" in result.stdout
+
+
+def test_the_anatomy_pages_inspect_output_is_what_inspect_prints():
+    from typer.testing import CliRunner
+
+    from mgpu_io.cli import app
+
+    text = (ROOT / "docs" / "anatomy.md").read_text()
+    block = re.search(r"```console\n\$ mgpu-io inspect (\S+)\n(.*?)```", text, re.S)
+    result = CliRunner().invoke(app, ["inspect", block.group(1)], env={"COLUMNS": "200"})
+    assert result.stdout == block.group(2)
