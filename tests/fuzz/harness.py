@@ -312,9 +312,27 @@ def _check_terminal(record, text):
         record["bad_output"] = f"an escape sequence from the file reaches the terminal: {shown!r}"
 
 
+def _json_error(stdout, stderr, json_mode):
+    """With ``--json`` an error is one JSON object on stdout, ``{"error": {"type", "message"}}``, and nothing on
+    stderr: checked here, then returned as the one ``Error:`` line the other checks read. Anything else is returned
+    as it was (and fails those checks)."""
+    if not json_mode or stderr.strip():
+        return stdout, stderr
+    try:
+        error = json.loads(stdout)["error"]
+        message = error["message"]
+        if set(error) != {"type", "message"} or not isinstance(message, str) or "\n" in message:
+            return stdout, stderr
+    except (ValueError, KeyError, TypeError):
+        return stdout, stderr
+    return "", f"Error: {message}\n"
+
+
 def _cli(ctx, args, strict_json=False):
     result = ctx.runner.invoke(ctx.app, args)
     stdout, stderr = result.stdout, result.stderr
+    if result.exit_code == 1:
+        stdout, stderr = _json_error(stdout, stderr, strict_json)
     if result.exit_code == 1 and _INTERNAL.search(stderr):
         def rerun():  # the same command with the traceback let through, for its frames
             again = ctx.runner.invoke(ctx.app, args, env={"MGPU_IO_TRACEBACK": "1"})
@@ -414,6 +432,8 @@ def _proc(ctx, args, folder, strict_json=False):
         err.seek(0)
         stdout = out.read().decode("utf8", "replace")
         stderr = err.read().decode("utf8", "replace")
+    if status == 1:
+        stdout, stderr = _json_error(stdout, stderr, strict_json)
     record = {"proc_peak_rss_mb": usage.ru_maxrss // 1024 if usage else None}
     frame, last = _frame_from_traceback_text(stderr)
     if hung:
