@@ -1,6 +1,8 @@
 """A user trains a data-parallel wrapper and checkpoints the model they will deploy: `BaseModelCheckpoint`
 (Keras 3, in-process; the other stacks are in test_checkpoint_stacks.py)."""
 
+import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -107,14 +109,22 @@ def test_an_ambiguous_model_is_an_error_not_a_guess():
         find_base_model(keras.Model(inp, merged))
 
 
-def test_on_a_plain_model_it_behaves_like_model_checkpoint(tmp_path):
+def _saved_by_both(tmp_path, epochs, during_fit=contextlib.nullcontext, **options):
+    """The folders where BaseModelCheckpoint and Keras' ModelCheckpoint saved the same plain model, trained on the same
+    data, with ``options`` (``save_best_only=True``); ``during_fit`` wraps each fit (e.g. an expected warning)."""
     x, y = data()
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     for folder, make in ((ours, mgpu_io.BaseModelCheckpoint), (theirs, keras.callbacks.ModelCheckpoint)):
         model = template(keras)
         model.compile(optimizer=keras.optimizers.SGD(0.5), loss="categorical_crossentropy")
-        callback = make(str(folder / "m-{epoch}.keras"), monitor="loss", save_best_only=True)
-        model.fit(x, y, batch_size=48, epochs=4, verbose=0, shuffle=False, callbacks=[callback])
+        callback = make(str(folder / "m-{epoch}.keras"), save_best_only=True, **options)
+        with during_fit():
+            model.fit(x, y, batch_size=48, epochs=epochs, verbose=0, shuffle=False, callbacks=[callback])
+    return ours, theirs
+
+
+def test_on_a_plain_model_it_behaves_like_model_checkpoint(tmp_path):
+    ours, theirs = _saved_by_both(tmp_path, 4, monitor="loss")
     assert sorted(os.listdir(ours)) == sorted(os.listdir(theirs))
     for name in os.listdir(ours):
         a, b = keras.models.load_model(ours / name), keras.models.load_model(theirs / name)
@@ -179,13 +189,7 @@ def test_a_process_killed_in_the_middle_of_a_save_leaves_the_previous_checkpoint
 
 def test_a_monitor_missing_from_the_logs_is_handled_as_keras3s_model_checkpoint_does(tmp_path):
     """Keras 3.x warns and saves every time (tf_keras and Keras 2 skip): the callback follows the Keras it runs in."""
-    x, y = data()
-    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
-    for folder, make in ((ours, mgpu_io.BaseModelCheckpoint), (theirs, keras.callbacks.ModelCheckpoint)):
-        model = template(keras)
-        model.compile(optimizer=keras.optimizers.SGD(0.5), loss="categorical_crossentropy")
-        callback = make(str(folder / "m-{epoch}.keras"), monitor="val_not_logged", mode="min",
-                        save_best_only=True)
-        with pytest.warns(UserWarning, match="Can save best model only with val_not_logged available"):
-            model.fit(x, y, batch_size=48, epochs=2, verbose=0, shuffle=False, callbacks=[callback])
+    expect_warning = functools.partial(pytest.warns, UserWarning,
+                                       match="Can save best model only with val_not_logged available")
+    ours, theirs = _saved_by_both(tmp_path, 2, during_fit=expect_warning, monitor="val_not_logged", mode="min")
     assert sorted(os.listdir(ours)) == sorted(os.listdir(theirs)) == ["m-1.keras", "m-2.keras"]
