@@ -89,6 +89,15 @@ def _keras_tensor(history):
                                                           "keras_history": list(history)}}
 
 
+#: Layer configs that Keras 3's legacy reader misbuilds and its native reader builds as written: (rule, test).
+_NATIVE_READER = (
+    # The legacy reader keeps an `axis` list of one axis only (keras/src/legacy/saving/saving_utils.py).
+    ("several-axes", lambda cls, config: isinstance(config.get("axis"), list) and len(config["axis"]) > 1),
+    # It turns the string 'dot' into the function keras.ops.dot.
+    ("attention-score-mode", lambda cls, config: cls == "Attention" and isinstance(config.get("score_mode"), str)),
+)
+
+
 def _normalize_layer(layer, changes, in_functional, keras3=True):
     config = layer.get("config")
     if layer["class_name"] in MODEL_CLASSES:
@@ -100,14 +109,11 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
         for key in _UNUSED_KERNEL_ARGUMENTS:  # tf.keras' Conv base class wrote them; the layer never used them
             config.pop(key, None)
         changes.append("separable-kernel-arguments")
-    axis = config.get("axis")
-    if keras3 and isinstance(axis, list) and len(axis) > 1 and "module" not in layer:
-        layer["module"] = "keras.layers"  # Keras 3's legacy reader keeps only one axis; its native one keeps all
-        changes.append("several-axes")
-    if keras3 and layer["class_name"] == "Attention" and isinstance(config.get("score_mode"), str) and \
-            "module" not in layer:
-        layer["module"] = "keras.layers"  # the legacy reader turns the string 'dot' into the function keras.ops.dot
-        changes.append("attention-score-mode")
+    for rule, misread in _NATIVE_READER if keras3 and "module" not in layer else ():
+        if misread(layer["class_name"], config):
+            layer["module"] = "keras.layers"  # Keras 3 then builds the layer with its native reader
+            changes.append(rule)
+            break
     if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
         del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
         changes.append("functional-drop-batch-input-shape")
