@@ -22,7 +22,7 @@ from mgpu_io.format.plan import planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
 from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
 from mgpu_io.keras.lambdas import lambda_objects, named, resolved
-from mgpu_io.keras.wrapper import non_finite_weights
+from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
 
 
@@ -281,14 +281,9 @@ def _warn_channels_first_on_cpu(model, keras):
     (Conv3D, SeparableConv2D: measured on the layer sweep) compute something else. Say so, never silently."""
     if keras.backend.backend() != "tensorflow":
         return
-    found, stack = [], list(getattr(model, "layers", []))
-    while stack:
-        layer = stack.pop()
-        stack += list(getattr(layer, "layers", [])) + [inner for inner in (getattr(layer, "layer", None),
-                                                                           getattr(layer, "forward_layer", None))
-                                                       if inner is not None]
-        if "Conv" in type(layer).__name__ and getattr(layer, "data_format", None) == "channels_first":
-            found.append(layer.name)
+    found = [inner.name for layer in all_layers(model)
+             for inner in (layer, getattr(layer, "layer", None), getattr(layer, "forward_layer", None))
+             if "Conv" in type(inner).__name__ and getattr(inner, "data_format", None) == "channels_first"]
     if not found:
         return
     import tensorflow as tf
