@@ -5,6 +5,8 @@ Keras 3 has (``time_major=False``, ``groups=1``), and an argument whose stored v
 refused by name (:class:`~mgpu_io.errors.UnsupportedModel`), never dropped.
 """
 
+import numpy as np
+
 from mgpu_io.errors import UnsupportedModel
 from mgpu_io.format.config import layer_name, walk_layers
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
@@ -143,8 +145,6 @@ def densify_kernel(values, output_shape, kernel_size, strides):
         >>> densify_kernel(np.arange(4.0), (2, 1), [2], [1])[:, 0, :, 0].tolist()  # length 3, window 2
         [[0.0, 0.0], [1.0, 2.0], [0.0, 3.0]]
     """
-    import numpy as np
-
     rank = len(output_shape) - 1
     sizes = list(kernel_size) if isinstance(kernel_size, (list, tuple)) else [kernel_size] * rank
     steps = list(strides) if isinstance(strides, (list, tuple)) else [strides] * rank
@@ -171,8 +171,6 @@ def unmask_kernel(kernel_size, strides):
         >>> unmask_kernel([2], [1])(["k"], [dense])[1][0][:, :, 0].tolist()
         [[0.0, 2.0], [3.0, 5.0]]
     """
-    import numpy as np
-
     def step(names, arrays):
         dense, rest = np.asarray(arrays[0]), arrays[1:]
         rank = (dense.ndim - 2) // 2
