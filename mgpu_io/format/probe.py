@@ -1,33 +1,43 @@
-"""Read an untrusted file's structure in a child process first, so that a libhdf5 hang or crash is a clear error.
+"""Read an untrusted file in a child process, so that a libhdf5 hang or crash is a clear error.
 
 libhdf5 can loop forever or crash on some corrupt metadata (a zeroed region inside an attribute's heap, for
-example); no Python code can interrupt it while it runs. So before the format core reads a file for real, a forked
-child reads its structure (everything a plan reads, no weight data) under a time limit and a memory limit. A hang
-becomes "did not finish", a crash "crashed the HDF5 library", a typed error in the child the same error here. The
-child costs a fork and a second read of the metadata (milliseconds); where ``os.fork`` does not exist, or with
-``MGPU_IO_PROBE=0``, the file is read directly.
+example); no Python code can interrupt it while it runs. So the format core does its reading in a forked child,
+under a time limit and a memory limit. A hang becomes "did not finish", a crash "crashed the HDF5 library", a typed
+error in the child the same error here. Where ``os.fork`` does not exist, or with ``MGPU_IO_PROBE=0``, the work
+runs directly.
+
+The child may do the whole job, not only the reading: :func:`mgpu_io.unwrap` plans and writes in one child, so the
+file is read once. Such work calls :func:`structure_read` once it has read what a plan reads; the time and memory
+limits then end (what is left, copying weight bytes, takes as long as the file is large), and the parent's
+``progress`` callback gets what :func:`relayed` sends.
 """
 
 import os
 import pickle
 import select
 import signal
+import struct
 import time
 import warnings
 
-from mgpu_io.errors import MgpuIOError, NotAModelFile
+from mgpu_io.errors import NotAModelFile
 
 #: Seconds the child may take to read a file's structure (``MGPU_IO_PROBE_TIMEOUT`` changes it).
 TIMEOUT = float(os.environ.get("MGPU_IO_PROBE_TIMEOUT", "20"))
-#: Memory the child may add to what the process already maps.
+#: Memory the child may add to what the process already maps, while it reads the structure.
 EXTRA_MEMORY = 2 << 30
 
+_FRAME = struct.Struct("<Q")  # each message on the pipe: its length, then its pickle
+_pipe = None  # in a probe's child: the write end of the pipe to the parent
+_memory_limit = None  # in a probe's child: the soft address-space limit it had before the probe set one
 
-def probed(path, work):
+
+def probed(path, work, *, progress=None):
     """Run ``work()`` (which reads ``path``) in a child; return what it returned (it must pickle), raise what it
     raised, or raise a clear error if it hangs, crashes or runs out of memory.
 
-    Where no child can be forked (or with ``MGPU_IO_PROBE=0``), ``work()`` runs here.
+    ``progress`` receives, here, what the child's :func:`relayed` callback is called with. Where no child can be
+    forked (or with ``MGPU_IO_PROBE=0``), ``work()`` runs here.
     """
     if not hasattr(os, "fork") or os.environ.get("MGPU_IO_PROBE", "1") == "0":
         return work()
@@ -39,21 +49,20 @@ def probed(path, work):
         os.close(read_end)
         _child(path, work, write_end)
     os.close(write_end)
-    payload, finished = b"", False
+    answer, finished, structure_done = None, False, False
     try:
         deadline = time.monotonic() + TIMEOUT
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            ready, _, _ = select.select([read_end], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(read_end, 1 << 16)
-            if not chunk:
-                finished = True
-                break
-            payload += chunk
+        for kind, value in _messages(read_end, lambda: None if structure_done else deadline - time.monotonic()):
+            if kind == "read":
+                structure_done = True
+            elif kind == "progress":
+                if progress is not None:
+                    progress(*value)
+            else:
+                answer = kind, value
+        finished = True
+    except TimeoutError:
+        pass
     finally:
         os.close(read_end)
         if not finished:
@@ -65,37 +74,85 @@ def probed(path, work):
             f"corrupt files); restore it from its source."
         )
     _, status = os.waitpid(pid, 0)
-    if payload and not (os.WIFSIGNALED(status) or os.WEXITSTATUS(status) not in (0, 3)):
-        kind, value = pickle.loads(payload)  # our own child's answer, over our own pipe
+    if answer is not None and not (os.WIFSIGNALED(status) or os.WEXITSTATUS(status) not in (0, 3)):
+        kind, value = answer
         if kind == "error":
             raise value
         return value
-    if os.WIFSIGNALED(status) or os.WEXITSTATUS(status) != 0:
-        what = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
-        raise NotAModelFile(
-            f"Reading the file's structure crashed the HDF5 library ({what}). Expected a file as Keras writes it. "
-            f"Received: filepath={path}. The file is damaged; restore it from its source."
-        )
+    what = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
+    doing = "Copying the weights" if structure_done else "Reading the file's structure"
+    raise NotAModelFile(
+        f"{doing} crashed the HDF5 library ({what}). Expected a file as Keras writes it. Received: "
+        f"filepath={path}. The file is damaged; restore it from its source."
+    )
+
+
+def structure_read():
+    """In a probe's child: the file's structure has been read. The time limit and the memory limit end; the rest
+    of the work (copying weight bytes) may take as long, and map as much, as the file needs. Elsewhere: nothing."""
+    if _pipe is None:
+        return
+    _send(_pipe, ("read", None))
+    if _memory_limit is not None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (_memory_limit, resource.RLIM_INFINITY))
+
+
+def relayed(progress):
+    """In a probe's child, a callback that sends its arguments to the parent's ``progress``; elsewhere
+    ``progress`` itself (``None`` stays ``None``)."""
+    if _pipe is None or progress is None:
+        return progress
+    return lambda *args: _send(_pipe, ("progress", args))
+
+
+def _messages(fd, time_left):
+    """The child's messages, as ``(kind, value)``, until it closes the pipe; ``TimeoutError`` once ``time_left()``
+    (seconds, or ``None`` for no limit) runs out."""
+    buffer = b""
+    while True:
+        left = time_left()
+        if left is not None and left <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        buffer += chunk
+        while len(buffer) >= _FRAME.size:
+            (size,) = _FRAME.unpack_from(buffer)
+            if len(buffer) < _FRAME.size + size:
+                break
+            yield pickle.loads(buffer[_FRAME.size:_FRAME.size + size])  # our own child's answer, over our own pipe
+            buffer = buffer[_FRAME.size + size:]
 
 
 def _child(path, work, write_end):  # pragma: no cover - runs in the forked child
-    code = 0
+    global _pipe
+    _pipe, code = write_end, 0
     try:
         import faulthandler
+        import gc
 
+        # What the parent left for the garbage collector is the parent's to collect: closing its HDF5 objects here
+        # (a damaged file it gave up on, say) would run libhdf5 on them a second time, in this process.
+        gc.freeze()
         faulthandler.disable()  # a crash here is reported by the parent, in one line, not as a stack dump
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _limit_memory()
         try:
             _send(write_end, ("value", work()))
-        except MgpuIOError as error:
-            _send(write_end, ("error", error))
-            code = 3
         except MemoryError:
             _send(write_end, ("error", NotAModelFile(
                 f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
                 f"Received: filepath={path}. The file is damaged or hostile.")))
+            code = 3
+        except Exception as error:  # noqa: BLE001 - raised again in the parent, as if the work had run there
+            _send(write_end, ("error", error))
             code = 3
     except BaseException:  # noqa: BLE001 - whatever happens, the child must end here
         code = 1
@@ -108,17 +165,19 @@ def _send(fd, answer):
         data = pickle.dumps(answer)
     except Exception:  # noqa: BLE001 - an error that does not pickle: its message is enough
         data = pickle.dumps(("error", NotAModelFile(str(answer[1]))))
-    view = memoryview(data)
+    view = memoryview(_FRAME.pack(len(data)) + data)
     while view:
         view = view[os.write(fd, view):]
 
 
 def _limit_memory():  # pragma: no cover - runs in the forked child
+    global _memory_limit
     try:
         import resource
 
         with open("/proc/self/status") as status:
             mapped = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
+        _memory_limit = resource.getrlimit(resource.RLIMIT_AS)[0]
         resource.setrlimit(resource.RLIMIT_AS, (mapped + EXTRA_MEMORY, resource.RLIM_INFINITY))
     except (ImportError, OSError, ValueError, StopIteration):
         pass

@@ -7,8 +7,9 @@ outputs (:mod:`mgpu_io.keras.save`).
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument
-from mgpu_io.format.plan import check_options, check_output, planned
-from mgpu_io.format.read import CONFIG
+from mgpu_io.format.plan import check_options, check_output, make_plan
+from mgpu_io.format.probe import probed, relayed, structure_read
+from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.write import write_plan
 
 
@@ -24,8 +25,17 @@ def unwrap_file(source, output, *, config=None, target="keras3", keep_config=Fal
     check_options(target=target, keep_config=keep_config, cpu=cpu)
     check_output(source, output, overwrite, inputs=(config,) if config is not None else (),
                  folder_made_later=folder_made_later)
-    with planned(source, output=output, config=config, target=target, keep_config=keep_config, cpu=cpu,
-                 include_optimizer=include_optimizer, allow_plain=allow_plain) as plan:
+    options = dict(config=config, target=target, keep_config=keep_config, cpu=cpu,
+                   include_optimizer=include_optimizer, allow_plain=allow_plain)
+    # One child reads the file once, plans and writes (see probe.py): libhdf5 hangs and crashes become errors.
+    return probed(source, lambda: _unwrap(source, output, options, dry_run, relayed(progress)), progress=progress)
+
+
+def _unwrap(source, output, options, dry_run, progress):
+    with open_stored(source) as stored:
+        with reading(stored.path, "planning the repair"):
+            plan = make_plan(stored, output=output, **options)
+        structure_read()
         if plan.file_type == CONFIG and output.suffix.lower() in (".yaml", ".yml"):
             raise InvalidArgument(
                 f"A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML. Expected an output "
