@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import h5py
+import numpy as np
 
 from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOWarning, WeightsMismatch
 from mgpu_io.format.attrs import read_str_list
@@ -149,7 +150,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None
         if stored_optimizer is not None:  # (name, array) pairs: tf_keras and Keras 3 say each slot's role by name
-            arrays = [(name, stored_optimizer[name][()])
+            arrays = [(name, _read(stored_optimizer[name]))
                       for name in read_str_list(stored_optimizer.attrs, "weight_names")]
         _compile(model, plan.training, arrays, custom_objects)
         if arrays is None and getattr(model, "optimizer", None) is not None and model.compiled and \
@@ -164,7 +165,9 @@ def _assign_weights(model, plan):
     for index, layer in enumerate(model.layers):
         variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
         source = stored.pop(layer.name, None)
-        arrays = [array for _, array in plan.arrays(source)] if source is not None else []
+        values = [value for _, value in plan.converted(source)] if source is not None else []
+        fresh = [isinstance(value, h5py.Dataset) for value in values]  # read here, into arrays nothing else holds
+        arrays = [_read(value) for value in values]
         if [tuple(v.shape) for v in variables] != [tuple(a.shape) for a in arrays]:
             raise WeightsMismatch(
                 f"Weights do not fit layer #{index} (named {layer.name}). Expected shapes "
@@ -172,13 +175,49 @@ def _assign_weights(model, plan):
                 f"filepath={plan.stored.path}. The file's config and weights disagree; inspect it with "
                 f"`mgpu-io inspect`."
             )
-        for variable, array in zip(variables, arrays):
-            variable.assign(array)
+        for variable, array, handed_over in zip(variables, arrays, fresh):
+            _assign(variable, array, handed_over)
     if stored:
         raise WeightsMismatch(
             f"Stored weights belong to no layer of the model. Expected one group per weighted layer. Received: "
             f"{sorted(stored)} in filepath={plan.stored.path}. Inspect the file with `mgpu-io inspect`."
         )
+
+
+#: Bytes: how TensorFlow aligns its own CPU buffers, which its kernels may assume.
+_ALIGNMENT = 64
+
+
+def _read(value):
+    """A dataset's data in a fresh array aligned as TensorFlow aligns its own, so that :func:`_assign` can hand it
+    over without a copy; an array (a converted weight) is returned as it is."""
+    if not isinstance(value, h5py.Dataset):
+        return value
+    if value.ndim == 0 or value.size == 0 or value.dtype.kind != "f":
+        return value[()]
+    nbytes = value.size * value.dtype.itemsize
+    raw = np.empty(nbytes + _ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % _ALIGNMENT
+    array = raw[start:start + nbytes].view(value.dtype).reshape(value.shape)
+    value.read_direct(array)
+    return array
+
+
+def _assign(variable, array, handed_over=False):
+    """``variable.assign(array)``.
+
+    An array ``handed_over`` (read by :func:`_read` for this variable alone, held by nothing else) becomes, on
+    TensorFlow, the variable's buffer through DLPack, with no copy, where it is aligned and of the variable's
+    dtype: the copy that ``assign`` makes of a NumPy array takes as long as reading the array from the file.
+    """
+    if handed_over and array.dtype.kind == "f" and array.flags.c_contiguous and \
+            array.ctypes.data % _ALIGNMENT == 0 and str(array.dtype) == str(variable.dtype) and \
+            import_keras().backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        variable.assign(tf.experimental.dlpack.from_dlpack(array.__dlpack__()))
+        return
+    variable.assign(array)
 
 
 def _compile(model, training_config, arrays, custom_objects):
@@ -264,7 +303,7 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         else:
             for role, values in state.slots.items():
                 for variable, value in zip(by_role.get(role, []), values):
-                    variable.assign(value)
+                    _assign(variable, value, handed_over=True)  # each read by _read, for this variable only
             if state.iterations is not None:
                 optimizer.iterations.assign(state.iterations)
             return
