@@ -285,7 +285,7 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
         config_changes=list(dict.fromkeys(changes)),
         layers=[{"layer": layer.layer, "weights": len(layer.names)} for layer in layers if layer.names],
         weights=sum(len(layer.names) for layer in layers),
-        weight_bytes=sum(layer.group[n].size * layer.group[n].dtype.itemsize for layer in layers for n in layer.names),
+        weight_bytes=sum(_nbytes(layer.group[n]) for layer in layers for n in layer.names),
         optimizer=optimizer,
         renamed_outputs=renamed,
         warnings=warnings,
@@ -309,6 +309,10 @@ def planned(source, *, output=None, **options):
 def _plan_only(source, options):
     with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
         make_plan(stored, **options)
+
+
+def _nbytes(dataset):
+    return dataset.size * dataset.dtype.itemsize
 
 
 def _weight_conversions(template, layers, context):

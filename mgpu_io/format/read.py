@@ -162,29 +162,36 @@ def reading(path, doing):
 
 def _refuse_links(path, h5):
     """Refuse soft and external links anywhere in the file: Keras never wrote them, and following one would read
-    another file on the user's disk (or loop forever)."""
-    stack, seen = [h5], set()
-    while stack:
-        group = stack.pop()
-        for name in group:
-            link = group.get(name, getlink=True)
-            if isinstance(link, (h5py.SoftLink, h5py.ExternalLink)):
-                kind = "an external link to " + repr(link.filename) if isinstance(link, h5py.ExternalLink) else \
-                    "a soft link"
-                raise NotAModelFile(
-                    f"The file holds {kind} at {group.name.rstrip('/')}/{name}. Expected plain groups and datasets, "
-                    f"as Keras writes them; mgpu-io never follows links. Received: filepath={path}. The file was "
-                    f"edited after Keras wrote it; restore it from its source."
-                )
-            item = group.get(name)
-            if isinstance(item, h5py.Group) and item.id not in seen:
-                seen.add(item.id)
-                if len(seen) > MAX_OBJECTS:
-                    raise NotAModelFile(
-                        f"The file holds more than {MAX_OBJECTS} groups. Expected a Keras model file. Received: "
-                        f"filepath={path}. The file is damaged or hostile."
-                    )
-                stack.append(item)
+    another file on the user's disk (or loop forever).
+
+    libhdf5 walks the file's links itself (``H5Lvisit``: each group once, however many hard links reach it, and
+    no soft or external link followed); only the walk's count and the first link that is not a hard link come back.
+    """
+    count, found = 0, []
+
+    def visit(name, info):
+        nonlocal count
+        count += 1
+        if info.type != h5py.h5l.TYPE_HARD:
+            found.append(name.decode("utf8", "replace"))
+            return True
+        return True if count > MAX_OBJECTS else None
+
+    h5.id.links.visit(visit, info=True)
+    if found:
+        link = h5.get(found[0], getlink=True)
+        kind = "an external link to " + repr(link.filename) if isinstance(link, h5py.ExternalLink) else \
+            "a soft link"
+        raise NotAModelFile(
+            f"The file holds {kind} at /{found[0]}. Expected plain groups and datasets, as Keras writes them; "
+            f"mgpu-io never follows links. Received: filepath={path}. The file was edited after Keras wrote it; "
+            f"restore it from its source."
+        )
+    if count > MAX_OBJECTS:
+        raise NotAModelFile(
+            f"The file holds more than {MAX_OBJECTS} objects. Expected a Keras model file. Received: "
+            f"filepath={path}. The file is damaged or hostile."
+        )
 
 
 def check_weight(dataset, name, path, *, counter=False):

@@ -225,17 +225,17 @@ def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=No
         _set_attrs(h5.attrs, root_attrs)
         root = h5 if weights_root == "/" else h5.create_group(weights_root)
         for name, weights in layers:
-            group = root.create_group(name)
+            group, folders = root.create_group(name), {}
             write_str_list(group.attrs, "weight_names", [weight_name for weight_name, _ in weights])
             for weight_name, value in weights:
-                raw += _put(group, weight_name, value, progress)
+                raw += _put(group, weight_name, value, progress, folders)
         write_str_list(root.attrs, "layer_names", layer_order if layer_order is not None else [n for n, _ in layers])
         _set_attrs(root.attrs, weights_root_attrs)
         if optimizer is not None:
-            group = h5.create_group(optimizer_group)
+            group, folders = h5.create_group(optimizer_group), {}
             write_str_list(group.attrs, "weight_names", [weight_name for weight_name, _ in optimizer])
             for weight_name, value in optimizer:
-                raw += _put(group, weight_name, value, progress)
+                raw += _put(group, weight_name, value, progress, folders)
     _copy_raw(raw, path)
 
 
@@ -245,9 +245,15 @@ def _set_attrs(attrs, values):
             attrs[key] = str(value).encode("utf8")
 
 
-def _put(group, weight_name, value, progress):
+def _put(group, weight_name, value, progress, folders):
+    """Create one dataset in ``group``; ``folders`` holds the group's subgroups made so far (a weight name such as
+    ``dense_1/kernel:0`` puts the dataset in one), so that each is looked up once."""
     parent, _, leaf = weight_name.rpartition("/")
-    target = group.require_group(parent) if parent else group
+    target = group
+    if parent:
+        if parent not in folders:
+            folders[parent] = group.require_group(parent)
+        target = folders[parent]
     nbytes = value.size * value.dtype.itemsize
     if progress is not None:
         progress(nbytes)
