@@ -52,7 +52,8 @@ fixtures:
 	bash fixtures/generate/tf2/run.sh
 	bash fixtures/generate/layers/run.sh
 
-# Speed and memory against cp and Keras' own loader; writes docs/benchmarks.md (about 10 minutes, 10 GB of disk).
+# Speed and memory against a durable copy and Keras' own loader, each against its goal; writes docs/benchmarks.md
+# (about 15 minutes, 35 GB of free disk).
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3
 
