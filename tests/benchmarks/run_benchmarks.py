@@ -289,7 +289,8 @@ NOTES = """Notes:
   h5py's per-call cost on this machine.
 - The naive recovery (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`) works here only because
   tf_keras runs the slice Lambdas' stored bytecode, which these files hold for the same Python; files of the old
-  writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does."""
+  writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does. It also
+  saves the template without its optimizer state (two thirds of these files' bytes) and without `fsync`."""
 
 
 def write_report(results, runs):
