@@ -6,6 +6,7 @@ plain Keras 3 trains with a fresh optimizer, and ``mgpu_io.load_model`` restores
 own ``BaseModelCheckpoint`` writes (Keras 3 and tf_keras layouts) resume in ``mgpu_io.load_model``.
 """
 
+import gc
 import sys
 from pathlib import Path
 
@@ -99,3 +100,16 @@ def test_a_tf_keras_checkpoint_with_a_plain_adam_resumes_in_our_loader(tmp_path)
     assert len(ours) == len(slots) == 8
     for mine, theirs in zip(ours, slots):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def test_two_models_loaded_from_one_file_share_no_memory():
+    # load_model hands the arrays it reads to TensorFlow without a copy: each must belong to one variable only.
+    entry = WITH_STATE[0].values[0]
+    first, second = mgpu_io.load_model(fixture_path(entry)), mgpu_io.load_model(fixture_path(entry))
+    weights, state = [w.copy() for w in second.get_weights()], [s.copy() for s in _state(second)]
+    xs, ys = fixture_batch(entry)
+    first.fit(xs if len(xs) > 1 else xs[0], ys if len(ys) > 1 else ys[0], epochs=1, verbose=0)
+    gc.collect()
+    assert any(not np.array_equal(a, b) for a, b in zip(first.get_weights(), weights))  # training moved it
+    for before, after in zip(weights + state, second.get_weights() + _state(second), strict=True):
+        np.testing.assert_array_equal(before, after)  # and left the other alone
