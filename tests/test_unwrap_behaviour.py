@@ -167,3 +167,28 @@ def test_weights_only_names_with_scopes_need_the_architecture_never_a_guess(tmp_
     assert "scoped-weight-names" in [f.kind for f in inspect(weights).findings]
     report = unwrap(weights, tmp_path / "w.h5", config=weights.with_name("k224_densenet_x2_config.json"))
     assert report.written and "layer-name-slash" in report.config_changes
+
+
+@pytest.mark.parametrize("skew", [0, 552], ids=["offsets alike within a page: the kernel copies",
+                                                "offsets unlike: through a buffer, in several parts"])
+def test_weight_bytes_are_copied_exactly_either_way(tmp_path, skew):
+    from mgpu_io.format.write import _copy_range
+
+    data = np.random.RandomState(0).bytes(3 * 4096 + 123)
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.write_bytes(b"h" * 1000 + data)
+    target.write_bytes(b"s" * (1000 + skew))
+    buffer = memoryview(bytearray(4096)) if skew else None
+    with open(source, "rb") as read, open(target, "r+b") as write:
+        _copy_range(read.fileno(), 1000, write.fileno(), 1000 + skew, len(data), buffer)
+    assert target.read_bytes() == b"s" * (1000 + skew) + data
+
+
+def test_a_source_shorter_than_its_dataset_is_an_error_not_an_endless_copy(tmp_path):
+    from mgpu_io.format.write import _copy_range
+
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.write_bytes(b"x" * 100)
+    target.write_bytes(b"")
+    with open(source, "rb") as read, open(target, "r+b") as write, pytest.raises(OSError, match="ends before"):
+        _copy_range(read.fileno(), 0, write.fileno(), 0, 10_000)
