@@ -45,12 +45,17 @@ def detect(path):
         >>> detect("fixtures/tf2/tf20_nested_depth2_ckpt.index"), detect("fixtures/tf2") is None
         ('tf_checkpoint', True)
     """
-    from mgpu_io.tf.checkpoint import OBJECT_GRAPH_KEY, TABLE_MAGIC, checkpoint_prefix
-
     path = Path(path)
     try:
         if path.is_dir():
             return SAVEDMODEL if (path / "saved_model.pb").is_file() else None
+        if path.is_file() and not path.name.endswith(".index") and ".data-" not in path.name:
+            return None  # an .h5 or a config, the common case: known without the checkpoint reader's import
+    except OSError:
+        return None
+    from mgpu_io.tf.checkpoint import OBJECT_GRAPH_KEY, TABLE_MAGIC, checkpoint_prefix
+
+    try:
         prefix = checkpoint_prefix(path)
         index = Path(prefix + ".index")
         if prefix == str(path) and path.exists():

@@ -111,14 +111,6 @@ def timed(command):
     return wall, usage.ru_maxrss / 1024
 
 
-def median_of(runs, measure):
-    values = []
-    for _ in range(runs):
-        subprocess.run(["sync"], check=True)  # start each run with no dirty pages of the previous one
-        values.append(measure())
-    return statistics.median(v[0] for v in values), max((v[1] or 0) for v in values)
-
-
 def python_call(script, timeout=900):
     wall, stdout = run([sys.executable, "-c", script], timeout=timeout)
     if wall is None:
@@ -147,16 +139,17 @@ GOALS = {
 }
 
 
-def paired(runs, first, second):
-    """Medians of ``first()`` and ``second()``, run alternately (so that drift in the disk's speed hits both), each
-    after ``sync``; each returns ``(seconds, peak RSS)`` and leaves no output behind."""
-    a, b = [], []
+def consecutive(runs, measure):
+    """Median seconds and peak RSS of ``runs`` runs of ``measure()`` in a row, after one unmeasured warm-up run,
+    each after ``sync`` (as hyperfine runs a command): each run follows one of its own kind, so that no command
+    inherits another's page-cache and disk state (see the notes in docs/benchmarks.md)."""
+    subprocess.run(["sync"], check=True)
+    measure()
+    values = []
     for _ in range(runs):
-        for measure, values in ((first, a), (second, b)):
-            subprocess.run(["sync"], check=True)  # start each run with no dirty pages of the previous one
-            values.append(measure())
-    return (statistics.median(v[0] for v in a), max(v[1] or 0 for v in a),
-            statistics.median(v[0] for v in b), max(v[1] or 0 for v in b))
+        subprocess.run(["sync"], check=True)  # start each run with no dirty pages of the previous one
+        values.append(measure())
+    return statistics.median(v[0] for v in values), max(v[1] or 0 for v in values)
 
 
 def fresh(path, command):
@@ -208,12 +201,11 @@ def main():
     copy, clean = work / "copy.h5", work / "clean.h5"
 
     for label, path in files.items():
-        for name in [f"unwrap {label}"]:
-            ours, rss, reference, _ = paired(
-                args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(path), str(clean)]),
-                fresh(copy, ["/bin/sh", "-c", f"/bin/cp '{path}' '{copy}' && sync '{copy}'"]))
-            results[name] = dict(ours=ours, reference=reference, rss=rss)
-            print(name, results[name], flush=True)
+        durable_copy = ["/bin/sh", "-c", f"/bin/cp '{path}' '{copy}' && sync '{copy}'"]
+        reference, _ = consecutive(args.runs, fresh(copy, durable_copy))
+        ours, rss = consecutive(args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(path), str(clean)]))
+        results[f"unwrap {label}"] = dict(ours=ours, reference=reference, rss=rss)
+        print(label, results[f"unwrap {label}"], flush=True)
     results["rss"] = dict(ours=results["unwrap 10 GB"]["rss"])
 
     one = files["1 GB"]
@@ -227,8 +219,8 @@ def main():
                                    reference=load(f"keras.models.load_model({str(clean)!r}, compile=False)"))
     results["naive"] = dict(ours=python_call(NAIVE.format(tests=tests, path=str(one), out=str(work / "naive.h5")),
                                              timeout=600))
-    results["inspect"] = dict(ours=median_of(args.runs, lambda: timed([mgpu, "inspect", str(one), "--json"]))[0])
-    results["help"] = dict(ours=median_of(args.runs, lambda: timed([mgpu, "--help"]))[0])
+    results["inspect"] = dict(ours=consecutive(args.runs, lambda: timed([mgpu, "inspect", str(one), "--json"]))[0])
+    results["help"] = dict(ours=consecutive(args.runs, lambda: timed([mgpu, "--help"]))[0])
 
     folder, kinds = small_folder(work)
     count = len(list(folder.iterdir()))
@@ -240,11 +232,11 @@ def main():
             return timed([mgpu, "-q", "unwrap", str(folder), str(out), "--jobs", "2", "--allow-plain"])
         finally:
             shutil.rmtree(out, ignore_errors=True)
-    seconds = median_of(args.runs, batch)[0]
+    seconds = consecutive(args.runs, batch)[0]
     results["small files"] = dict(ours=count / seconds, seconds=seconds, count=count, kinds=kinds,
                                   bytes=sum(p.stat().st_size for p in folder.iterdir()))
 
-    depth = {d: median_of(args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(p), str(clean)]))[0]
+    depth = {d: consecutive(args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(p), str(clean)]))[0]
              for d, p in nested.items()}
     results["nested"] = dict(ours=depth[10], reference=depth[1])
     print(json.dumps(results, indent=1), flush=True)
@@ -276,10 +268,15 @@ def _cpu():
 NOTES = """Notes:
 
 - `unwrap` writes a fresh file (no bytes of the source's slice payloads survive in it): HDF5 writes its structure,
-  the kernel copies the weight bytes (`copy_file_range`, as `cp` does) and is asked to start writing them to disk
-  as they are copied (`sync_file_range`); the file is made durable (`fsync`) before it is renamed into place. The
+  the weight bytes are copied (by the kernel, `copy_file_range`, where source and target offsets lie alike within a
+  page, else through a 16 MiB buffer, which is faster then) and the kernel is asked to start writing each range to
+  disk as it is copied (`sync_file_range`); the file is made durable (`fsync`) before it is renamed into place. The
   like-for-like reference is `cp` followed by `sync`. Both write a new file: replacing an existing gigabyte file
   also frees its blocks, which costs either tool the same.
+- Runs of one command follow each other: a gigabyte write right after another tool's gigabyte write was measured
+  slower, and not alike for both tools (on this machine, `unwrap` of the 1 GB wrapper took 2.9 s right after a
+  `cp` + `sync` of it, 2.1 s after another `unwrap`; `cp` + `sync` took 1.72 s after either), so alternating the
+  two would charge one of them for the other's writes.
 - The durable copy is bound by the disk; `unwrap`'s difference from it is its fixed cost (interpreter, imports,
   reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
@@ -305,8 +302,9 @@ def write_report(results, runs):
         f"- Machine: {os.cpu_count()} cores ({_cpu()}), {memory:.0f} GiB memory, {platform.system()} "
         f"{platform.release()}",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in _versions().items()),
-        f"- Each figure is the median of {runs} runs, each a fresh process started after `sync`; a command and its "
-        "reference run alternately, on the same file and disk. Input files sit in the page cache for both (warm).",
+        f"- Each figure is the median of {runs} runs in a row after one warm-up run (as hyperfine measures), each a "
+        "fresh process started after `sync`, on the same file and disk as its reference. Input files sit in the page "
+        "cache for both (warm). Every write goes to a new file, removed after the run.",
         f"- Files ({sizes}): wrappers of `multi_gpu_model`'s shape (2 replicas) around a stack of Dense layers, "
         "compiled with Adam, one training step taken, saved by tf_keras in the legacy HDF5 layout: a third weights, "
         "two thirds Adam state. The nested saves hold 100 MB of weights and no optimizer state. The small files are "
