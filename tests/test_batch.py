@@ -2,7 +2,11 @@
 
 import hashlib
 import json
+import os
 import shutil
+import signal
+import time
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -110,3 +114,62 @@ def test_a_large_folder_shows_its_failures_and_a_summary_not_a_row_per_file(tmp_
     assert quiet.stdout.rstrip().endswith("Would write: 50 repaired, 1 failed")
     verbose = runner.invoke(app, ["unwrap", str(FIXTURES), str(tmp_path / "b"), "--dry-run", "--verbose"])
     assert "k224_siamese_x2_full.h5" in verbose.stdout
+
+
+def _misbehaving_on(monkeypatch, name, behaviour):
+    """Make the repair of the file called ``name`` crash or hang in its worker, as libhdf5 does on some damaged
+    files (the workers are forked after the patch, so they run it)."""
+    import mgpu_io.format.unwrap
+
+    original = mgpu_io.format.unwrap.unwrap_file
+
+    def unwrap_file(source, output, **options):
+        if Path(source).name == name:
+            from mgpu_io.format import probe
+
+            return probe.probed(source, behaviour)
+        return original(source, output, **options)
+
+    monkeypatch.setattr(mgpu_io.format.unwrap, "unwrap_file", unwrap_file)
+
+
+def test_a_file_that_crashes_its_worker_fails_alone(checkpoints, tmp_path, monkeypatch):
+    _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: os.kill(os.getpid(), signal.SIGSEGV))
+    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    status = {f.path: f.status for f in report.files}
+    assert status["epoch-01.h5"] == "failed" and status["run2/epoch-03.h5"] == "repaired"
+    assert status["weights-01.h5"] == "repaired" and status["run2/model.json"] == "repaired"
+    reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
+    assert reason.startswith("Reading the file's structure crashed the HDF5 library (signal 11).")
+    assert report.counts() == {"repaired": 3, "already clean": 1, "failed": 3}
+
+
+def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints, tmp_path, monkeypatch):
+    from mgpu_io.format import probe
+
+    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
+    _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(60))  # the first file, in one worker
+    started = time.monotonic()
+    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
+    status = {f.path: f.status for f in report.files}
+    assert status["epoch-01.h5"] == "failed"
+    assert status["run2/epoch-03.h5"] == status["weights-01.h5"] == "repaired"  # its replacement went on
+    reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
+    assert reason.startswith("Reading the file's structure did not finish within 1 s.")
+    assert time.monotonic() - started < 50  # killed at its limit, not waited for
+
+
+def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, monkeypatch):
+    from mgpu_io.format import probe
+
+    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
+
+    def slow_copy():  # a large file: its structure is read at once, its bytes take longer than the limit
+        probe.structure_read()
+        time.sleep(2.5)
+        raise OutputError("copied slowly, and then refused")
+
+    _misbehaving_on(monkeypatch, "epoch-01.h5", slow_copy)
+    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
+    assert reason == "copied slowly, and then refused"  # not "did not finish": the copy was not killed

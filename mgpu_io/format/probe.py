@@ -10,6 +10,11 @@ The child may do the whole job, not only the reading: :func:`mgpu_io.unwrap` pla
 file is read once. Such work calls :func:`structure_read` once it has read what a plan reads; the time and memory
 limits then end (what is left, copying weight bytes, takes as long as the file is large), and the parent's
 ``progress`` callback gets what :func:`relayed` sends.
+
+A folder's worker processes (:mod:`.batch`) are supervised instead: a fork per small file costs more than a third
+of its repair. In such a worker (:func:`supervise`), the work runs in the worker itself, which reports when a file's
+reading starts and when its structure is read; the supervisor keeps the time limit and notices a crash, with the
+same errors.
 """
 
 import os
@@ -29,7 +34,8 @@ EXTRA_MEMORY = 2 << 30
 
 _FRAME = struct.Struct("<Q")  # each message on the pipe: its length, then its pickle
 _pipe = None  # in a probe's child: the write end of the pipe to the parent
-_memory_limit = None  # in a probe's child: the soft address-space limit it had before the probe set one
+_supervisor = None  # in a supervised worker: sends ("start" | "read", None) to its supervisor
+_memory_limit = None  # the soft address-space limit this process had before a probe set one
 
 
 def probed(path, work, *, progress=None):
@@ -39,6 +45,8 @@ def probed(path, work, *, progress=None):
     ``progress`` receives, here, what the child's :func:`relayed` callback is called with. Where no child can be
     forked (or with ``MGPU_IO_PROBE=0``), ``work()`` runs here.
     """
+    if _supervisor is not None:
+        return _supervised(path, work)
     if not hasattr(os, "fork") or os.environ.get("MGPU_IO_PROBE", "1") == "0":
         return work()
     read_end, write_end = os.pipe()
@@ -68,11 +76,7 @@ def probed(path, work, *, progress=None):
         if not finished:
             _kill(pid)
     if not finished:
-        raise NotAModelFile(
-            f"Reading the file's structure did not finish within {TIMEOUT:g} s. Expected a file that libhdf5 reads "
-            f"in well under a second. Received: filepath={path}. Its metadata is damaged (libhdf5 loops on some "
-            f"corrupt files); restore it from its source."
-        )
+        raise hang_error(path)
     _, status = os.waitpid(pid, 0)
     if answer is not None and not (os.WIFSIGNALED(status) or os.WEXITSTATUS(status) not in (0, 3)):
         kind, value = answer
@@ -80,23 +84,63 @@ def probed(path, work, *, progress=None):
             raise value
         return value
     what = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
+    raise crash_error(path, what, structure_done)
+
+
+def hang_error(path):
+    """The error for a file whose structure was not read within :data:`TIMEOUT`."""
+    return NotAModelFile(
+        f"Reading the file's structure did not finish within {TIMEOUT:g} s. Expected a file that libhdf5 reads "
+        f"in well under a second. Received: filepath={path}. Its metadata is damaged (libhdf5 loops on some "
+        f"corrupt files); restore it from its source."
+    )
+
+
+def crash_error(path, what, structure_done):
+    """The error for a process that died reading ``path`` (``what``: "signal 11", "exit code 1")."""
     doing = "Copying the weights" if structure_done else "Reading the file's structure"
-    raise NotAModelFile(
+    return NotAModelFile(
         f"{doing} crashed the HDF5 library ({what}). Expected a file as Keras writes it. Received: "
         f"filepath={path}. The file is damaged; restore it from its source."
     )
 
 
+def _memory_error(path):
+    return NotAModelFile(
+        f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
+        f"Received: filepath={path}. The file is damaged or hostile."
+    )
+
+
+def supervise(send):
+    """Make this process a supervised worker: :func:`probed` runs its work here, under the memory limit until the
+    structure is read, and ``send`` tells the supervisor ``("start", None)`` and ``("read", None)``; the supervisor
+    keeps the time limit and notices a crash (see :mod:`.batch`)."""
+    global _supervisor
+    _supervisor = send
+
+
+def _supervised(path, work):
+    _supervisor(("start", None))
+    _limit_memory()
+    try:
+        return work()
+    except MemoryError:
+        raise _memory_error(path) from None
+    finally:
+        _unlimit_memory()
+
+
 def structure_read():
     """In a probe's child: the file's structure has been read. The time limit and the memory limit end; the rest
     of the work (copying weight bytes) may take as long, and map as much, as the file needs. Elsewhere: nothing."""
-    if _pipe is None:
+    if _pipe is not None:
+        _send(_pipe, ("read", None))
+    elif _supervisor is not None:
+        _supervisor(("read", None))
+    else:
         return
-    _send(_pipe, ("read", None))
-    if _memory_limit is not None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (_memory_limit, resource.RLIM_INFINITY))
+    _unlimit_memory()
 
 
 def relayed(progress):
@@ -147,9 +191,7 @@ def _child(path, work, write_end):  # pragma: no cover - runs in the forked chil
         try:
             _send(write_end, ("value", work()))
         except MemoryError:
-            _send(write_end, ("error", NotAModelFile(
-                f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
-                f"Received: filepath={path}. The file is damaged or hostile.")))
+            _send(write_end, ("error", _memory_error(path)))
             code = 3
         except Exception as error:  # noqa: BLE001 - raised again in the parent, as if the work had run there
             _send(write_end, ("error", error))
@@ -170,7 +212,7 @@ def _send(fd, answer):
         view = view[os.write(fd, view):]
 
 
-def _limit_memory():  # pragma: no cover - runs in the forked child
+def _limit_memory():  # pragma: no cover - runs in the forked child or a supervised worker
     global _memory_limit
     try:
         import resource
@@ -181,6 +223,17 @@ def _limit_memory():  # pragma: no cover - runs in the forked child
         resource.setrlimit(resource.RLIMIT_AS, (mapped + EXTRA_MEMORY, resource.RLIM_INFINITY))
     except (ImportError, OSError, ValueError, StopIteration):
         pass
+
+
+def _unlimit_memory():
+    """Give the address space back its limit from before :func:`_limit_memory` (none, as a rule)."""
+    global _memory_limit
+    if _memory_limit is None:
+        return
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (_memory_limit, resource.RLIM_INFINITY))
+    _memory_limit = None
 
 
 def _kill(pid):
