@@ -11,10 +11,9 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import List
+from typing import Annotated, List
 
 import typer
-from typing_extensions import Annotated
 
 import mgpu_io
 from mgpu_io._version import __version__

@@ -210,7 +210,7 @@ def _assign(variable, array, handed_over=False):
     TensorFlow, the variable's buffer through DLPack, with no copy, where it is aligned and of the variable's
     dtype: the copy that ``assign`` makes of a NumPy array takes as long as reading the array from the file.
     """
-    if handed_over and array.dtype.kind == "f" and array.flags.c_contiguous and \
+    if handed_over and isinstance(array, np.ndarray) and array.dtype.kind == "f" and array.flags.c_contiguous and \
             array.ctypes.data % _ALIGNMENT == 0 and str(array.dtype) == str(variable.dtype) and \
             import_keras().backend.backend() == "tensorflow":
         import tensorflow as tf
