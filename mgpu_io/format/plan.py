@@ -148,10 +148,6 @@ class Plan:
         names, arrays = conversion.apply(layer.names, [dataset[()] for _, dataset in sources])
         return list(zip(names, arrays))
 
-    def arrays(self, layer):
-        """The weights of one planned layer as ``(name, numpy array)`` pairs, converted where planned."""
-        return [(name, value if not hasattr(value, "file") else value[()]) for name, value in self.converted(layer)]
-
 
 def check_options(*, target="keras3", keep_config=False, cpu=False, output_format=SAME_FORMAT, lambdas=None):
     """Refuse option combinations that do not apply, naming the parameter (the CLI shows its flag).

@@ -219,7 +219,7 @@ def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=No
     raw = []  # (destination offset, source dataset, bytes) copied by the kernel once the structure is written
     # libhdf5 cannot resolve the name of a file that has none yet (atomic_path's O_TMPFILE): hand it the open file.
     handle = open(path, "w+b") if str(path).startswith("/proc/self/fd/") else None
-    with contextlib.ExitStack() as stack, h5py.File(handle if handle is not None else path, "w", alignment_threshold=65536, alignment_interval=4096) as h5:
+    with contextlib.ExitStack() as stack, h5py.File(handle if handle is not None else path, "w") as h5:
         if handle is not None:
             stack.enter_context(handle)
         _set_attrs(h5.attrs, root_attrs)
