@@ -295,9 +295,10 @@ def unwrap(
     if output.suffix == ".keras" and not dry_run:
         _start_quietly("keras")
     if folder:
-        progress_bar = file_progress("repairing", enabled=not as_json)
+        progress_bar = file_progress("repairing", enabled=not (as_json or _settings["quiet"]))
     else:
-        big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run)
+        big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run or
+                                                                                   _settings["quiet"])
         progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
     with _one_line_errors(as_json):
         with progress_bar as progress:

@@ -71,6 +71,11 @@ def _styled():
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
+def _bar_shown():
+    """Whether a progress bar can be seen: on a terminal's stderr (elsewhere rich would leave a blank line)."""
+    return sys.stderr.isatty() or bool(os.environ.get("FORCE_COLOR"))
+
+
 def _markup_escape(text):
     from rich.markup import escape
 
@@ -105,7 +110,7 @@ def show(report, **options):
 @contextlib.contextmanager
 def byte_progress(description, enabled):
     """A progress bar over bytes written, on stderr; yields the ``progress(done, total)`` callback or ``None``."""
-    if not enabled:
+    if not (enabled and _bar_shown()):
         yield None
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -119,7 +124,7 @@ def byte_progress(description, enabled):
 @contextlib.contextmanager
 def file_progress(description, enabled):
     """A progress bar over files, on stderr; yields the ``progress(done, total, result)`` callback or ``None``."""
-    if not enabled:
+    if not (enabled and _bar_shown()):
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

@@ -7,13 +7,12 @@ layer groups; both by :mod:`mgpu_io.format.detect`.
 
 from dataclasses import dataclass, field
 
-import h5py
 from typing import List, Optional
 
 from mgpu_io.errors import WeightsMismatch
 from mgpu_io.format.config import layer_name, model_layers, output_names
 from mgpu_io.format.detect import Unrolled, WrapperLevel, detect_weights_only, unroll
-from mgpu_io.format.read import CONFIG, MODEL, StoredModel, check_weight
+from mgpu_io.format.read import CONFIG, MODEL, StoredModel, cached, check_weight, is_group
 from mgpu_io.format.weights import LayerWeights, check_shapes, split_by_layer, split_without_config
 
 
@@ -75,7 +74,7 @@ class Extraction:
                     layer.group = block.group
             else:
                 layers = [LayerWeights(b.layer, None, b.names, b.group) for b in self.blocks]
-            _check_present(layers, self.stored.path)
+            _check_present(layers, self.stored)
             return layers
         top_level = {layer_name(layer): layer for layer in model_layers(config)}
         assigned = {name: LayerWeights(name, layer["class_name"], []) for name, layer in top_level.items()}
@@ -96,7 +95,7 @@ class Extraction:
                     target.names += part.names
                     target.group = block.group
         layers = list(assigned.values())
-        _check_present(layers, self.stored.path)
+        _check_present(layers, self.stored)
         for layer in layers:
             if layer.names:
                 shapes = [layer.group[name].shape for name in layer.names]
@@ -123,7 +122,7 @@ def extract(stored: StoredModel) -> Extraction:
 
 
 def _layer_blocks(stored):
-    if not stored.layer_names and any(isinstance(stored.weights_root[k], h5py.Group) for k in stored.weights_root):
+    if not stored.layer_names and any(is_group(stored.weights_root[k]) for k in stored.weights_root):
         raise WeightsMismatch(
             f"The file lists no layers. Expected `layer_names` on {stored.weights_root.name!r}, as Keras writes it. "
             f"Received: groups {sorted(stored.weights_root.keys())[:12]} in filepath={stored.path}. The file is "
@@ -143,7 +142,7 @@ def _weights_only_wrapper(stored):
 
 
 def _group(stored, name):
-    group = stored.weights_root.get(name)
+    group = cached(stored.weights_root.get(name))
     if group is None:
         raise WeightsMismatch(
             f"The weight group of layer {name!r} is missing. Expected a group {name!r} in "
@@ -154,7 +153,8 @@ def _group(stored, name):
     return group
 
 
-def _check_present(layers, path):
+def _check_present(layers, stored):
+    path = stored.path
     for layer in layers:
         if len(set(layer.names)) != len(layer.names):
             raise WeightsMismatch(
@@ -169,7 +169,7 @@ def _check_present(layers, path):
                 f"The file is damaged; restore it from its source."
             )
         for name in layer.names:
-            check_weight(layer.group[name], name, path)
+            check_weight(layer.group[name], name, path, file_size=stored.file_size)
 
 
 def template_outputs(extraction, config=None):

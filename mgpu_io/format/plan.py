@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-import h5py
 
 from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.format import conversions
@@ -26,7 +25,7 @@ from mgpu_io.format.conversions.training_config import metrics_per_output, rekey
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.extract import Extraction, extract, template_outputs
 from mgpu_io.format.probe import probed
-from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, check_weight, open_stored, reading
+from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 
@@ -242,7 +241,7 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
         optimizer = COPIED if include_optimizer else DROPPED
         if include_optimizer:
             group = stored.optimizer_weights
-            if not isinstance(group, h5py.Group):
+            if not is_group(group):
                 raise WeightsMismatch(
                     f"The optimizer state is not a group. Expected `optimizer_weights` to be a group of arrays. "
                     f"Received: a dataset in filepath={stored.path}. Pass include_optimizer=False to leave it out."
@@ -254,7 +253,7 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
                         f"`optimizer_weights`. Received: filepath={stored.path}. Pass include_optimizer=False to "
                         f"leave the optimizer state out."
                     )
-                check_weight(group[name], name, stored.path, counter=True)
+                check_weight(group[name], name, stored.path, counter=True, file_size=stored.file_size)
         if optimizer == COPIED and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
             optimizer = DROPPED
             warnings.append("the optimizer state is left out: its slots have the CuDNN layout of the weights, "

@@ -260,32 +260,40 @@ def _put(group, weight_name, value, progress, folders):
     if not isinstance(value, h5py.Dataset):
         target.create_dataset(leaf, data=np.asarray(value))
         return []
-    source_offset = value.id.get_offset()
-    if source_offset is None or nbytes == 0 or value.compression or value.chunks:
+    source = value.id
+    source_offset = source.get_offset()
+    if source_offset is None or nbytes == 0 or source.get_create_plist().get_layout() != h5py.h5d.CONTIGUOUS:
         # Not a plain contiguous block (Keras never wrote one): read it through HDF5's filters, so that checksums
         # are verified, and write it plainly. Its size was bounded when the plan checked it.
         target.create_dataset(leaf, data=value[()])
         return []
+    dataset = h5py.h5d.create(target.id, leaf.encode("utf8"), source.get_type(), source.get_space(),
+                              dcpl=_allocated_now())
+    return [(dataset.get_offset(), h5py.h5f.get_name(source), source_offset, nbytes)]
+
+
+@functools.lru_cache(maxsize=None)
+def _allocated_now():
+    """Dataset creation properties for a block that is about to be copied in raw: it exists at once, at a known
+    offset, and is not zeroed first."""
     properties = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-    properties.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)  # the block exists now, at a known offset
-    properties.set_fill_time(h5py.h5d.FILL_TIME_NEVER)  # and is not zeroed first: it is about to be copied
-    dataset = h5py.h5d.create(target.id, leaf.encode("utf8"), value.id.get_type(), value.id.get_space(),
-                              dcpl=properties)
-    return [(dataset.get_offset(), value, nbytes)]
+    properties.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+    properties.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+    return properties
 
 
 def _copy_raw(blocks, path):
     """Copy each source dataset's raw bytes into its block in ``path`` (see :func:`_copy_range`)."""
     by_file = {}
-    for offset, dataset, nbytes in blocks:
-        by_file.setdefault(dataset.file.filename, []).append((offset, dataset.id.get_offset(), nbytes))
-    buffer = None
+    for offset, source_path, source_offset, nbytes in blocks:
+        by_file.setdefault(source_path, []).append((offset, source_offset, nbytes))
+    buffer, largest = None, max((nbytes for *_, nbytes in blocks), default=0)
     with open(path, "r+b") as destination:
         for source_path, copies in by_file.items():
             with open(source_path, "rb") as source:
                 for target_offset, source_offset, nbytes in copies:
                     if buffer is None and (source_offset - target_offset) % _PAGE:
-                        buffer = memoryview(bytearray(_COPY_CHUNK))
+                        buffer = memoryview(bytearray(min(_COPY_CHUNK, largest)))
                     _copy_range(source.fileno(), source_offset, destination.fileno(), target_offset, nbytes, buffer)
 
 
@@ -340,10 +348,14 @@ def _sync_file_range():
     return function
 
 
+#: Ranges smaller than this are left to the final ``fsync``: for them the call costs more than it overlaps.
+_WRITEBACK_MIN = 1 << 20
+
+
 def _start_writeback(fd, offset, nbytes):
     """Ask the kernel to start writing a copied range to disk now (``SYNC_FILE_RANGE_WRITE``, which does not wait),
     so that the disk works while the next range is copied and the final ``fsync`` has less left to wait for."""
-    function = _sync_file_range()
+    function = _sync_file_range() if nbytes >= _WRITEBACK_MIN else None
     if function is not None:
         function(fd, offset, nbytes, 2)
 
