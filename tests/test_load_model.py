@@ -6,9 +6,9 @@ import warnings
 import h5py
 import json
 import pytest
-from helpers import (FIXTURES, REFERENCE, assert_flat_predictions_match, assert_predictions_match, fixture_batch,
-                      fixture_path, fixtures, has_user_lambda, needs_reference, predict, reference_batch,
-                      reference_params, REFERENCE_FILES)
+from helpers import (FIXTURES, MANIFEST, REFERENCE, assert_flat_predictions_match, assert_predictions_match,
+                      fixture_batch, fixture_path, fixtures, has_user_lambda, needs_reference, predict,
+                      reference_batch, reference_params, REFERENCE_FILES)
 
 import mgpu_io
 from mgpu_io import InvalidArgument, MgpuIOWarning, MissingLambda
@@ -154,3 +154,30 @@ def test_a_tf_keras_loss_object_with_reduction_auto_compiles(tmp_path):
         "class_name": "MeanSquaredError", "config": {"reduction": "auto", "name": "mean_squared_error"}}})
     model = mgpu_io.load_model(path)
     assert model.compiled and "loss-reduction-auto" in mgpu_io.unwrap(path, tmp_path / "o.h5").config_changes
+
+
+def test_no_weight_is_filled_from_its_initializer_before_the_files_values(monkeypatch):
+    # Keras' own load fills every weight with random numbers and then overwrites them (most of the build's time for
+    # a large model); load_model creates the variables without values and gives each the file's values at once.
+    calls = []
+    original = keras.initializers.VarianceScaling.__call__  # glorot_uniform, as Keras 2 wrote it, and its family
+    monkeypatch.setattr(keras.initializers.VarianceScaling, "__call__",
+                        lambda self, *args, **kwargs: calls.append(self) or original(self, *args, **kwargs))
+    entry = next(e for e in MANIFEST if e["file"] == "k224_resume_adam_x2_full.h5")
+    model = mgpu_io.load_model(fixture_path(entry))
+    assert calls == []
+    assert any(layer.get_config().get("kernel_initializer") for layer in model.layers)  # the config keeps them
+    xs, ys = fixture_batch(entry)
+    assert_predictions_match(predict(model, xs), ys)
+
+
+def test_a_layer_that_makes_variables_as_it_runs_is_built_as_keras_builds_it():
+    # A stateful RNN creates its states when it is first called, which a model built without values refuses:
+    # that model is built again, as Keras builds it, and predicts what the old Keras did.
+    from layer_sweep import evaluate, manifest
+
+    entry = manifest("k224")["cases"]["GRU"]
+    model = mgpu_io.load_model(FIXTURES.parent / "layers" / "k224" / entry["file"], compile=False)
+    assert model.get_layer("stateful").stateful
+    outcome = evaluate("k224", "GRU", entry)
+    assert outcome.status in ("loads", "converted"), outcome.detail

@@ -113,3 +113,32 @@ def test_two_models_loaded_from_one_file_share_no_memory():
     assert any(not np.array_equal(a, b) for a, b in zip(first.get_weights(), weights))  # training moved it
     for before, after in zip(weights + state, second.get_weights() + _state(second), strict=True):
         np.testing.assert_array_equal(before, after)  # and left the other alone
+
+
+def test_weights_of_a_mebibyte_and_more_and_their_state_load_exactly_and_train(tmp_path):
+    # load_model reads large weights into memory mapped for them and hands it to the backend (keras/load.py).
+    tf_keras = pytest.importorskip("tf_keras")
+    inputs = tf_keras.Input((512,), name="inp")
+    wide = tf_keras.layers.Dense(1024, name="wide")(inputs)  # a 2 MiB kernel, and 2 MiB Adam slots
+    template = tf_keras.Model(inputs, tf_keras.layers.Dense(10, activation="softmax", name="out")(wide),
+                              name="template")
+    wrapper = parallel.make_parallel(tf_keras, template, 2)
+    wrapper.compile(optimizer=tf_keras.optimizers.Adam(1e-3), loss="categorical_crossentropy")
+    x = np.random.RandomState(0).standard_normal((8, 512)).astype("float32")
+    y = np.eye(10, dtype="float32")[np.arange(8)]
+    wrapper.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    wrapper.save(tmp_path / "wide.h5")
+
+    model = mgpu_io.load_model(tmp_path / "wide.h5")
+    for ours, theirs in zip(model.get_weights(), template.get_weights(), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    slots = sorted((v.name, np.asarray(v)) for v in wrapper.optimizer.variables if "/m/" in v.name or "/v/" in v.name)
+    ours = [np.asarray(v) for v in model.optimizer.variables if v.path.endswith(("_momentum", "_velocity"))]
+    assert sorted(a.nbytes for a in ours) == sorted(a.nbytes for _, a in slots)
+    assert max(a.nbytes for a in ours) >= 1 << 20
+    for mine in ours:
+        assert any(mine.shape == theirs.shape and np.array_equal(mine, theirs) for _, theirs in slots)
+    np.testing.assert_allclose(model.predict(x, verbose=0), template.predict(x, verbose=0), atol=1e-5)
+    before = model.get_weights()[0].copy()
+    model.fit(x, y, verbose=0)
+    assert int(model.optimizer.iterations) == 3 and not np.array_equal(model.get_weights()[0], before)

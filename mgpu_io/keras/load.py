@@ -8,6 +8,8 @@ optimizer state in Keras 3's layout.
 """
 
 import contextlib
+import copy
+import mmap
 import warnings
 import zipfile
 from pathlib import Path
@@ -21,7 +23,8 @@ from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.plan import planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
-from mgpu_io.keras._compat import compile_args_from_training_config, import_keras, model_from_legacy_config
+from mgpu_io.keras._compat import (Deferred, compile_args_from_training_config, import_keras,
+                                   model_from_legacy_config)
 from mgpu_io.keras.lambdas import lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
@@ -134,18 +137,30 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     """
     custom_objects = lambda_objects(plan.config, lambdas, custom_objects, source=plan.stored.path,
                                     original=plan.lambdas)
+    deferred = Deferred()
     try:
-        model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError, RuntimeError,
-            RecursionError) as error:
+        try:  # on a copy: Keras' from_config may change the config it reads before it fails
+            model = model_from_legacy_config(copy.deepcopy(plan.config) if deferred.active else plan.config,
+                                             custom_objects, safe_mode, deferred)
+        except _BUILD_ERRORS:
+            if not deferred.active:
+                raise
+            # A layer that makes variables as it runs (a stateful RNN's states): build it as Keras does.
+            deferred.finish()
+            deferred = Deferred(enabled=False)
+            model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
+    except _BUILD_ERRORS as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise KerasRefused(
             f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
             f"filepath={plan.stored.path} ({type(error).__name__}). Inspect it with `mgpu-io inspect`; if a layer "
             f"is named, rebuild the template in code and load the weights with mgpu_io.transfer_weights."
         ) from None
-    with reading(plan.stored.path, "reading the weights"):
-        _assign_weights(model, plan)
+    try:
+        with reading(plan.stored.path, "reading the weights"):
+            _assign_weights(model, plan, deferred)
+    finally:
+        deferred.finish()
     if compile and plan.training is not None:
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None
@@ -159,8 +174,13 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     return model
 
 
-def _assign_weights(model, plan):
-    """Assign the planned weights to the built model's layers, checking every count and shape."""
+_BUILD_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError, RuntimeError,
+                 RecursionError)
+
+
+def _assign_weights(model, plan, deferred=None):
+    """Assign the planned weights to the built model's layers, checking every count and shape (as the initial
+    values of variables that ``deferred`` created without any)."""
     stored = {layer.layer: layer for layer in plan.layers if layer.names}
     for index, layer in enumerate(model.layers):
         variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
@@ -176,7 +196,7 @@ def _assign_weights(model, plan):
                 f"`mgpu-io inspect`."
             )
         for variable, array, handed_over in zip(variables, arrays, fresh):
-            _assign(variable, array, handed_over)
+            _assign(variable, array, handed_over, deferred)
     if stored:
         raise WeightsMismatch(
             f"Stored weights belong to no layer of the model. Expected one group per weighted layer. Received: "
@@ -186,6 +206,12 @@ def _assign_weights(model, plan):
 
 #: Bytes: how TensorFlow aligns its own CPU buffers, which its kernels may assume.
 _ALIGNMENT = 64
+#: Weights of at least this many bytes are read into memory mapped for them with all its pages in place
+#: (``MAP_POPULATE``, Linux). NumPy asks for transparent huge pages for large arrays, and where the kernel compacts
+#: memory to find them (``defrag=madvise``, the default of many distributions) the first touch of a fresh
+#: gigabyte took 0.8-1.5 s on the benchmark machine, against 0.47-0.50 s for small pages mapped in one call.
+_MAPPED_FROM = 1 << 20
+_POPULATED = (mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE) if hasattr(mmap, "MAP_POPULATE") else None
 
 
 def _read(value):
@@ -196,15 +222,19 @@ def _read(value):
     if value.ndim == 0 or value.size == 0 or value.dtype.kind != "f":
         return value[()]
     nbytes = value.size * value.dtype.itemsize
-    raw = np.empty(nbytes + _ALIGNMENT, np.uint8)
-    start = -raw.ctypes.data % _ALIGNMENT
-    array = raw[start:start + nbytes].view(value.dtype).reshape(value.shape)
+    if nbytes >= _MAPPED_FROM and _POPULATED is not None:
+        raw = np.frombuffer(mmap.mmap(-1, nbytes, flags=_POPULATED), np.uint8)  # page-aligned
+    else:
+        raw = np.empty(nbytes + _ALIGNMENT, np.uint8)
+        raw = raw[-raw.ctypes.data % _ALIGNMENT:][:nbytes]
+    array = raw.view(value.dtype).reshape(value.shape)
     value.read_direct(array)
     return array
 
 
-def _assign(variable, array, handed_over=False):
-    """``variable.assign(array)``.
+def _assign(variable, array, handed_over=False, deferred=None):
+    """``variable.assign(array)``, or ``array`` as the initial value of a variable that ``deferred`` created without
+    one.
 
     An array ``handed_over`` (read by :func:`_read` for this variable alone, held by nothing else) becomes, on
     TensorFlow, the variable's buffer through DLPack, with no copy, where it is aligned and of the variable's
@@ -215,9 +245,9 @@ def _assign(variable, array, handed_over=False):
             import_keras().backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        variable.assign(tf.experimental.dlpack.from_dlpack(array.__dlpack__()))
-        return
-    variable.assign(array)
+        array = tf.experimental.dlpack.from_dlpack(array.__dlpack__())
+    if deferred is None or not deferred.give(variable, array):
+        variable.assign(array)
 
 
 def _compile(model, training_config, arrays, custom_objects):
@@ -287,23 +317,14 @@ def _restore_optimizer_state(model, optimizer_name, stored):
     state = read_optimizer_state(optimizer_name, [array for _, array in stored], [tuple(v.shape) for v in variables],
                                  names=[name for name, _ in stored])
     if state.problem is None:
-        optimizer = model.optimizer
-        optimizer.build(variables)
-        by_role = {}
-        for variable in optimizer.variables:
-            leaf = variable.path.rsplit("/", 1)[-1]
-            for role in state.slots:
-                if leaf.endswith("_" + role):
-                    by_role.setdefault(role, []).append(variable)
-        for role, values in state.slots.items():
-            targets = by_role.get(role, [])
-            if targets and len(targets) != len(values):
-                state.problem = f"Keras 3's {optimizer_name} has {len(targets)} {role} slots, the file {len(values)}"
-                break
-        else:
-            for role, values in state.slots.items():
-                for variable, value in zip(by_role.get(role, []), values):
-                    _assign(variable, value, handed_over=True)  # each read by _read, for this variable only
+        optimizer, deferred = model.optimizer, Deferred()
+        with deferred.creating():  # the slots' zeros would only be overwritten
+            optimizer.build(variables)
+        try:
+            restored = _fill_slots(optimizer, optimizer_name, state, deferred)
+        finally:
+            deferred.finish()
+        if restored:
             if state.iterations is not None:
                 optimizer.iterations.assign(state.iterations)
             return
@@ -313,6 +334,26 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         MgpuIOWarning,
         stacklevel=4,
     )
+
+
+def _fill_slots(optimizer, optimizer_name, state, deferred):
+    """Give each slot of the built ``optimizer`` its stored value, by role; ``False`` (with ``state.problem``) when
+    the counts differ."""
+    by_role = {}
+    for variable in optimizer.variables:
+        leaf = variable.path.rsplit("/", 1)[-1]
+        for role in state.slots:
+            if leaf.endswith("_" + role):
+                by_role.setdefault(role, []).append(variable)
+    for role, values in state.slots.items():
+        targets = by_role.get(role, [])
+        if targets and len(targets) != len(values):
+            state.problem = f"Keras 3's {optimizer_name} has {len(targets)} {role} slots, the file {len(values)}"
+            return False
+    for role, values in state.slots.items():
+        for variable, value in zip(by_role.get(role, []), values):
+            _assign(variable, value, handed_over=True, deferred=deferred)  # each read by _read, for it alone
+    return True
 
 
 def _warn_channels_first_on_cpu(model, keras):

@@ -281,9 +281,11 @@ NOTES = """Notes:
   reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
   ("Error in loading the saved optimizer state"). `mgpu_io.load_model` reads the saved state (twice the weights'
-  bytes for Adam) and restores it, so part of its difference is reading those bytes.
-- A small file's repair costs the same few dozen HDF5 calls whatever its size: the folder's rate is bound by
-  h5py's per-call cost on this machine.
+  bytes for Adam) and restores it. It creates the model's and the optimizer's variables without filling them from
+  their initializers first (Keras' own load fills them with random numbers, then overwrites them), and reads large
+  weights into memory mapped with its pages in place (docs/architecture.md).
+- A small file's repair costs the same few dozen HDF5 calls whatever its size: creating a dataset, a group or an
+  attribute costs libhdf5 50-130 us each on this machine, and the plan's Python (configs, checks) about 5 ms.
 - The naive recovery (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`) works here only because
   tf_keras runs the slice Lambdas' stored bytecode, which these files hold for the same Python; files of the old
   writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does. It also
