@@ -51,7 +51,10 @@ def probed(path, work, *, progress=None):
         return work()
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded fork": the child only reads and exits
+        # Python's "multi-threaded fork" warning, and JAX's ("os.fork() was called ... JAX is multithreaded"): the
+        # child runs no thread's code, only h5py's reading, and exits.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child; its outcome is what the tests check
         os.close(read_end)
