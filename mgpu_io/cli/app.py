@@ -297,8 +297,8 @@ def unwrap(
     if folder:
         progress_bar = file_progress("repairing", enabled=not (as_json or _settings["quiet"]))
     else:
-        big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not (as_json or dry_run or
-                                                                                   _settings["quiet"])
+        quiet = as_json or dry_run or _settings["quiet"]
+        big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not quiet
         progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
     with _one_line_errors(as_json):
         with progress_bar as progress:

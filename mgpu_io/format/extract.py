@@ -169,7 +169,7 @@ def _check_present(layers, stored):
                 f"The file is damaged; restore it from its source."
             )
         for name in layer.names:
-            check_weight(layer.group[name], name, path, file_size=stored.file_size)
+            check_weight(layer.group[name], name, stored)
 
 
 def template_outputs(extraction, config=None):

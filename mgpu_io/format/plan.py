@@ -253,7 +253,7 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
                         f"`optimizer_weights`. Received: filepath={stored.path}. Pass include_optimizer=False to "
                         f"leave the optimizer state out."
                     )
-                check_weight(group[name], name, stored.path, counter=True, file_size=stored.file_size)
+                check_weight(group[name], name, stored, counter=True)
         if optimizer == COPIED and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
             optimizer = DROPPED
             warnings.append("the optimizer state is left out: its slots have the CuDNN layout of the weights, "

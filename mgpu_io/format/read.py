@@ -49,7 +49,6 @@ class CachedGroup:
 
     name = property(lambda self: self.group.name)
     attrs = property(lambda self: self.group.attrs)
-    file = property(lambda self: self.group.file)
 
     def keys(self):
         return self.group.keys()
@@ -276,16 +275,17 @@ def _refuse_links(path, h5):
         )
 
 
-def check_weight(dataset, name, path, *, counter=False, file_size=None):
-    """Check one stored weight before anything reads it: a dataset, floating point, and of a size the file can hold.
+def check_weight(dataset, name, stored, *, counter=False):
+    """Check one weight of ``stored`` before anything reads it: a dataset, floating point, and of a size the file can
+    hold.
 
-    ``counter`` allows integers (an optimizer's ``iterations``); ``file_size`` is ``path``'s size when the caller
-    knows it.
+    ``counter`` allows integers (an optimizer's ``iterations``).
 
     Raises:
         WeightsMismatch: a group stands where a dataset belongs.
         NotAModelFile: the values are not floating point, or the declared size cannot be in the file.
     """
+    path = stored.path
     if not isinstance(dataset, h5py.Dataset):
         raise WeightsMismatch(
             f"The weight {name!r} is not a dataset. Expected an array of numbers. Received: a group in "
@@ -301,7 +301,7 @@ def check_weight(dataset, name, path, *, counter=False, file_size=None):
             f"from its source."
         )
     nbytes = dataset.size * dtype.itemsize
-    size = file_size if file_size is not None else path.stat().st_size
+    size = stored.file_size
     offset = dataset.id.get_offset()
     if offset is not None:
         if offset + nbytes > size:

@@ -365,14 +365,10 @@ def _sync_file_range():
     return function
 
 
-#: Ranges smaller than this are left to the final ``fsync``: for them the call costs more than it overlaps.
-_WRITEBACK_MIN = 1 << 20
-
-
 def _start_writeback(fd, offset, nbytes):
     """Ask the kernel to start writing a copied range to disk now (``SYNC_FILE_RANGE_WRITE``, which does not wait),
     so that the disk works while the next range is copied and the final ``fsync`` has less left to wait for."""
-    function = _sync_file_range() if nbytes >= _WRITEBACK_MIN else None
+    function = _sync_file_range()
     if function is not None:
         function(fd, offset, nbytes, 2)
 

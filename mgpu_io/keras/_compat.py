@@ -38,23 +38,20 @@ def legacy_scope(safe_mode):
         yield
 
 
-def model_from_legacy_config(config, custom_objects, safe_mode, deferred=None):
+def model_from_legacy_config(config, custom_objects, safe_mode):
     """Build a legacy (Keras 1/2-era) model config as Keras 3's own legacy loader does.
 
     Keras 3's ``Sequential.from_config`` rebuilds the whole model after every layer it adds, which takes time
     quadratic in the number of layers (46 s for a 304-layer Sequential, measured); here each Sequential is built
-    once, after its last layer, which gives the same model. With a :class:`Deferred`, the variables are created
-    without values.
+    once, after its last layer, which gives the same model.
     """
     from keras.src.legacy.saving import saving_utils
 
-    creating = deferred.creating() if deferred is not None else contextlib.nullcontext()
-    with creating:
-        with legacy_scope(safe_mode), _one_build_per_sequential() as sequentials:
-            model = saving_utils.model_from_config(config, custom_objects=custom_objects)
-        for sequential in sequentials:  # inner ones first: they were filled first
-            if not sequential.built or getattr(sequential, "_functional", None) is None:
-                sequential._maybe_rebuild()
+    with legacy_scope(safe_mode), _one_build_per_sequential() as sequentials:
+        model = saving_utils.model_from_config(config, custom_objects=custom_objects)
+    for sequential in sequentials:  # inner ones first: they were filled first
+        if not sequential.built or getattr(sequential, "_functional", None) is None:
+            sequential._maybe_rebuild()
     return model
 
 
@@ -77,18 +74,23 @@ def _one_build_per_sequential():
         Sequential.add = original
 
 
+#: What building a Keras model or optimizer raises for a config or a layer it cannot build.
+BUILD_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError, RuntimeError,
+                RecursionError)
+
+
 class Deferred:
     """Variables created without values, given the file's arrays instead of their initializers' random numbers.
 
     Keras fills every new weight from its initializer, only for a load to overwrite it: for a 1 GB file's 335 MB of
-    Dense kernels the random numbers took 0.56 s of a 0.72 s build (measured on the benchmark machine). Inside
-    :meth:`creating`, variables are created as Keras creates them under a ``keras.StatelessScope``: shaped and typed,
+    Dense kernels the random numbers took 0.56 s of a 0.72 s build (measured on the benchmark machine). In
+    :meth:`create`, variables are created as Keras creates them under a ``keras.StatelessScope``: shaped and typed,
     with no value. :meth:`give` names a variable's value; :meth:`finish` gives every variable its value, the ones
-    given none their own initializer's. Where this Keras does not defer variables so (``active`` is false), the
-    variables are created as usual and :meth:`give` reports that it did nothing, for the caller to assign.
+    given none their own initializer's. Where this Keras cannot defer variables so (``active`` is false), they are
+    created as usual and :meth:`give` reports that it did nothing, for the caller to assign.
     """
 
-    def __init__(self, enabled=True):
+    def __init__(self):
         keras = import_keras()
         try:
             from keras.src.backend.common.variables import initialize_all_variables
@@ -97,16 +99,23 @@ class Deferred:
         except (ImportError, AttributeError, TypeError):
             self._scope, initialize_all_variables = None, None
         self._initialize_all = initialize_all_variables
-        self.active = enabled and self._scope is not None
+        self.active = self._scope is not None
 
-    @contextlib.contextmanager
-    def creating(self):
-        """Create variables without values (or as usual, where this Keras cannot)."""
-        if not self.active:
-            yield
-            return
-        with self._scope:
-            yield
+    def create(self, build):
+        """``build()``, its variables created without values.
+
+        A layer that makes variables as it runs (a stateful RNN's states) is refused there; then the variables made
+        so far get their initializers' values, this stops deferring, and ``build()`` runs again as Keras would run
+        it. ``build`` must not depend on what its first run changed.
+        """
+        if self.active:
+            try:
+                with self._scope:
+                    return build()
+            except BUILD_ERRORS:
+                self.finish()
+                self.active = False
+        return build()
 
     def give(self, variable, value):
         """Make ``value`` the initial value of ``variable``, if it was created here without one; ``False`` if not."""

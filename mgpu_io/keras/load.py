@@ -23,7 +23,7 @@ from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.plan import planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
-from mgpu_io.keras._compat import (Deferred, compile_args_from_training_config, import_keras,
+from mgpu_io.keras._compat import (BUILD_ERRORS, Deferred, compile_args_from_training_config, import_keras,
                                    model_from_legacy_config)
 from mgpu_io.keras.lambdas import lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
@@ -138,18 +138,10 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     custom_objects = lambda_objects(plan.config, lambdas, custom_objects, source=plan.stored.path,
                                     original=plan.lambdas)
     deferred = Deferred()
-    try:
-        try:  # on a copy: Keras' from_config may change the config it reads before it fails
-            model = model_from_legacy_config(copy.deepcopy(plan.config) if deferred.active else plan.config,
-                                             custom_objects, safe_mode, deferred)
-        except _BUILD_ERRORS:
-            if not deferred.active:
-                raise
-            # A layer that makes variables as it runs (a stateful RNN's states): build it as Keras does.
-            deferred.finish()
-            deferred = Deferred(enabled=False)
-            model = model_from_legacy_config(plan.config, custom_objects, safe_mode)
-    except _BUILD_ERRORS as error:
+    try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
+        model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects,
+                                                                 safe_mode))
+    except BUILD_ERRORS as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise KerasRefused(
             f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
@@ -172,10 +164,6 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
                 not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)  # a fresh state that Keras saves and reloads whole
     return model
-
-
-_BUILD_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError, RuntimeError,
-                 RecursionError)
 
 
 def _assign_weights(model, plan, deferred=None):
@@ -318,8 +306,7 @@ def _restore_optimizer_state(model, optimizer_name, stored):
                                  names=[name for name, _ in stored])
     if state.problem is None:
         optimizer, deferred = model.optimizer, Deferred()
-        with deferred.creating():  # the slots' zeros would only be overwritten
-            optimizer.build(variables)
+        deferred.create(lambda: optimizer.build(variables))  # the slots' zeros would only be overwritten
         try:
             restored = _fill_slots(optimizer, optimizer_name, state, deferred)
         finally:
