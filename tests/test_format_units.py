@@ -8,12 +8,13 @@ import pytest
 
 from mgpu_io.errors import UnsupportedModel, WeightsMismatch
 from mgpu_io.format import conversions
-from mgpu_io.format.config import walk_layers
+from mgpu_io.format.config import copy_config, walk_layers
 from mgpu_io.format.conversions import Context, convert_config, convert_training, weight_conversion
 from mgpu_io.format.detect import detect_wrapper, detect_weights_only, unroll
 from mgpu_io.format.findings import non_finite_message, split_non_finite
 from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.outputs import rekey
+from mgpu_io.format.read import json_depth
 from mgpu_io.format.weights import check_shapes, split_by_layer, split_without_config
 from mgpu_io.format.writers import identify
 
@@ -227,6 +228,34 @@ def test_walk_layers_reaches_any_depth_without_recursion():
     for depth in range(3000):
         model = {"class_name": "Sequential", "config": {"name": f"m{depth}", "layers": [model]}}
     assert [l["config"]["name"] for l in walk_layers(model)][-1] == "leaf"
+
+
+def test_a_copied_config_equals_the_original_and_shares_nothing_mutable():
+    original = wrapper()
+    original["config"]["extra"] = (1, [2])  # not JSON: copied as copy.deepcopy would
+    copied = copy_config(original)
+    assert copied == copy.deepcopy(original)
+    mutable = lambda tree: [id(v) for v in walk_json(tree) if isinstance(v, (dict, list))]
+    assert not set(mutable(copied)) & set(mutable(original))
+
+
+def walk_json(value):
+    yield value
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else []
+    for child in children:
+        yield from walk_json(child)
+
+
+@pytest.mark.parametrize("value, depth", [(3, 0), ([], 1), ({"a": [1, {"b": []}]}, 4), ([[[[]]]] * 2, 4)])
+def test_json_depth_counts_nested_containers(value, depth):
+    assert json_depth(value) == depth
+
+
+def test_json_depth_reaches_any_depth_without_recursion():
+    value = []
+    for _ in range(5000):
+        value = [value]
+    assert json_depth(value) == 5001
 
 
 # --- optimizer layouts ---------------------------------------------------------------------------------------

@@ -8,8 +8,7 @@ and the tests walk :data:`FAMILIES`. To add a conversion, add a file with a ``FA
 (docs/architecture.md).
 """
 
-import copy
-
+from mgpu_io.format.config import copy_config
 from mgpu_io.format.conversions import (arguments, cudnn, hard_sigmoid, keras1, lambdas, structure,
                                         training_config)
 from mgpu_io.format.conversions.base import KERAS3, TF_KERAS, Context, Conversion, Family, Rule
@@ -58,7 +57,7 @@ def convert_config(model_config, context):
         >>> [layer["class_name"] for layer in config["config"]["layers"]], changes
         (['InputLayer', 'Dense'], ['sequential-list-config', 'sequential-explicit-input'])
     """
-    config, changes = copy.deepcopy(model_config), []
+    config, changes = copy_config(model_config), []
     for family in _active(context):
         if family.rewrite_config is not None:
             changes += family.rewrite_config(config, context)
@@ -67,7 +66,7 @@ def convert_config(model_config, context):
 
 def convert_training(training_config, context):
     """Return ``(training_config, changes)`` rewritten by every family that has a training-config rule."""
-    config, changes = copy.deepcopy(training_config), []
+    config, changes = copy_config(training_config), []
     for family in _active(context):
         if family.rewrite_training is not None:
             changes += family.rewrite_training(config, context)

@@ -19,14 +19,13 @@ Keras 1 computed ``'th'`` convolutions on TensorFlow by transposing to ``'tf'`` 
 ``channels_first`` directly, which TensorFlow's CPU kernels cannot (``mgpu_io.load_model`` warns there).
 """
 
-import copy
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from mgpu_io.errors import UnsupportedModel
-from mgpu_io.format.config import is_model, layer_name, model_layers, walk_layers
+from mgpu_io.format.config import copy_config, is_model, layer_name, model_layers, walk_layers
 from mgpu_io.format.conversions.base import Family, Rule
 
 _DATA_FORMAT = {"tf": "channels_last", "th": "channels_first"}
@@ -218,7 +217,7 @@ def convert_config(model_config):
         >>> config["config"][0]["config"]
         {'name': 'd', 'units': 2, 'kernel_initializer': 'glorot_uniform'}
     """
-    config = copy.deepcopy(model_config)
+    config = copy_config(model_config)
     _convert_model(config)
     return config
 

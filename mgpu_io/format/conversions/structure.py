@@ -5,11 +5,10 @@ The old writers produced configs that Keras 3's legacy loader misreads even afte
 sees what changed. The rules work on plain dicts and never touch weights.
 """
 
-import copy
 
 from mgpu_io.errors import UnsupportedModel
-from mgpu_io.format.config import (FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, layer_name, model_layers,
-                                   walk_layers)
+from mgpu_io.format.config import (FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, copy_config, layer_name,
+                                   model_layers, walk_layers)
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
 
 
@@ -26,7 +25,7 @@ def normalize_for_keras3(model_config):
         >>> [layer["class_name"] for layer in config["config"]["layers"]], changes
         (['InputLayer', 'Dense'], ['sequential-list-config', 'sequential-explicit-input'])
     """
-    config = copy.deepcopy(model_config)
+    config = copy_config(model_config)
     changes = []
     _normalize_model(config, changes, top_level=True)
     return config, list(dict.fromkeys(changes))

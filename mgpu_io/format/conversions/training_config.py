@@ -5,8 +5,7 @@ The per-output entries (loss, metrics, loss weights) are re-keyed from the merge
 read are renamed to the spellings Keras 3 and tf_keras share.
 """
 
-import copy
-
+from mgpu_io.format.config import copy_config
 from mgpu_io.format.conversions.base import Family, Rule
 from mgpu_io.format.outputs import rekey
 
@@ -47,7 +46,7 @@ def rekey_training_config(training_config, merge_names, template_outputs):
         >>> config["loss"], renamed
         (['mse', 'mae', 'mae'], {'nested_1': 'nested', 'nested_2': 'nested'})
     """
-    config = copy.deepcopy(training_config)
+    config = copy_config(training_config)
     renamed = {}
     for key in _PER_OUTPUT_KEYS:
         if key in config:
@@ -99,7 +98,7 @@ def normalize_training_config(training_config):
         ...     "decay": 0.0}}})
         ({'optimizer_config': {'class_name': 'Adam', 'config': {'learning_rate': 0.1}}}, ['optimizer-arguments'])
     """
-    config = copy.deepcopy(training_config)
+    config = copy_config(training_config)
     changes = []
     optimizer_config = config.get("optimizer_config") or {}
     name = optimizer_config.get("class_name") if isinstance(optimizer_config, dict) else None
