@@ -93,12 +93,27 @@ class _StoredDataset(h5py.Dataset):
     _dcpl = functools.cached_property(lambda self: self.id.get_create_plist())
     _dxpl = functools.cached_property(lambda self: h5py.h5p.create(h5py.h5p.DATASET_XFER))
     _filters = functools.cached_property(lambda self: h5py.filters.get_filters(self._dcpl))
-    dtype = functools.cached_property(lambda self: self.id.dtype)
     shape = functools.cached_property(lambda self: self.id.shape)
+
+    @functools.cached_property
+    def dtype(self):
+        """The NumPy type, looked up by the HDF5 type's encoding: h5py's conversion of a type costs twice as much
+        as reading it, and a file's weights share one or two types."""
+        encoded = self.id.get_type().encode()
+        found = _DTYPES.get(encoded)
+        if found is None:
+            found = self.id.dtype
+            if len(_DTYPES) < 256:
+                _DTYPES[encoded] = found
+        return found
 
     @functools.cached_property
     def size(self):
         return None if self.shape is None else math.prod(self.shape)
+
+
+#: NumPy types by the encoding of the HDF5 type they were converted from (a few kinds in any real file).
+_DTYPES = {}
 
 
 def _member(group, name):
