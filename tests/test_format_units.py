@@ -3,6 +3,7 @@ weight attribution, every conversion family, optimizer layouts, re-keying, findi
 
 import copy
 
+import h5py
 import numpy as np
 import pytest
 
@@ -14,7 +15,7 @@ from mgpu_io.format.detect import detect_wrapper, detect_weights_only, unroll
 from mgpu_io.format.findings import non_finite_message, split_non_finite
 from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.outputs import rekey
-from mgpu_io.format.read import json_depth
+from mgpu_io.format.read import cached, json_depth
 from mgpu_io.format.weights import check_shapes, split_by_layer, split_without_config
 from mgpu_io.format.writers import identify
 
@@ -441,3 +442,31 @@ def test_a_keras2_decoders_initial_state_becomes_a_keyword_of_its_call():
     assert [history(state) for state in node["kwargs"]["initial_state"]] == [["encoder", 0, 1], ["encoder", 0, 2]]
     untouched, _ = convert_config(model, Context(target="tf_keras"))
     assert untouched["config"]["layers"][2]["inbound_nodes"] == model["config"]["layers"][2]["inbound_nodes"]
+
+
+# --- reading: the cached views of a file read like h5py's own -----------------------------------------------------
+
+@pytest.fixture
+def stored_file(tmp_path):
+    path = tmp_path / "datasets.h5"
+    with h5py.File(path, "w") as f:
+        f["contiguous"] = np.arange(12, dtype="float32").reshape(3, 4)
+        f["scalar"] = np.float64(2.5)
+        f["half"] = np.ones(5, dtype="float16")
+        f.create_dataset("empty", data=h5py.Empty("float32"))
+        f.create_dataset("compressed", data=np.arange(100.0), compression="gzip", chunks=(10,))
+    with h5py.File(path, "r") as f:
+        yield f
+
+
+@pytest.mark.parametrize("name", ["contiguous", "scalar", "half", "empty", "compressed"])
+def test_a_stored_dataset_reads_like_h5pys_own(stored_file, name):
+    ours, theirs = cached(stored_file)[name], stored_file[name]
+    assert isinstance(ours, h5py.Dataset)
+    assert (ours.shape, ours.size, ours.dtype, ours.chunks, ours.compression, ours.fillvalue) == \
+        (theirs.shape, theirs.size, theirs.dtype, theirs.chunks, theirs.compression, theirs.fillvalue)
+    if theirs.shape is None:
+        assert ours[()] == theirs[()]
+    else:
+        np.testing.assert_array_equal(ours[()], theirs[()])
+        assert ours.id.get_offset() == theirs.id.get_offset()
