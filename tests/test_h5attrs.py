@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from mgpu_io.format.attrs import HDF5_OBJECT_HEADER_LIMIT, read_str, read_str_list, write_str_list
+from mgpu_io.format.attrs import HDF5_OBJECT_HEADER_LIMIT, read_str, read_str_list, set_attr, write_str_list
 
 
 @pytest.fixture
@@ -63,3 +63,25 @@ def test_long_lists_are_written_in_chunks_that_keras3_reads_back(attrs):
 def test_an_empty_list_is_written_as_keras_writes_it(attrs):
     write_str_list(attrs, "weight_names", [])
     assert attrs["weight_names"].dtype == np.float64 and attrs["weight_names"].size == 0
+
+
+def stored(f, name):
+    """An attribute's HDF5 type and shape (its handle closed again: libhdf5 keeps handing out an open one)."""
+    attribute = h5py.h5a.open(f.id, name)
+    return attribute.get_type(), attribute.shape
+
+
+@pytest.mark.parametrize("value", [
+    np.asarray(b"2.2.4", dtype=h5py.string_dtype("ascii")),  # how the writer stores keras_version
+    np.array([b"dense_1/kernel:0", b"dense_1/bias:0"]),  # weight_names
+    np.asarray([], dtype="float64"),  # a weightless layer's weight_names
+    np.array(["d1/kernel:0"], dtype=h5py.string_dtype()),  # variable-length UTF-8
+], ids=["vlen ascii scalar", "|S array", "empty float array", "vlen utf-8 array"])
+def test_the_fast_attribute_writer_stores_what_h5pys_assignment_stores(value):
+    with h5py.File(io.BytesIO(), "w") as f:
+        set_attr(f.attrs, "ours", value)
+        f.attrs["theirs"] = value
+        assert stored(f, b"ours") == stored(f, b"theirs")
+        np.testing.assert_array_equal(f.attrs["ours"], f.attrs["theirs"])
+        set_attr(f.attrs, "ours", np.array([b"replaced"]))  # an existing attribute is replaced, as h5py does
+        assert list(f.attrs["ours"]) == [b"replaced"]
