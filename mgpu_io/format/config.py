@@ -6,6 +6,8 @@ also at the top), Keras 2.0/2.1 write a Sequential's config as a bare list, Kera
 visit nested models and wrapped layers (``Bidirectional``, ``TimeDistributed``, RNN cells).
 """
 
+import copy
+
 MODEL_CLASSES = ("Model", "Functional", "Sequential")
 FUNCTIONAL_CLASSES = ("Model", "Functional")
 #: Recurrent layer classes of every era, and how many gates their kernels stack (Keras 2 layout).
@@ -38,8 +40,6 @@ def copy_config(value):
         return [item if type(item) in _JSON_SCALARS else copy_config(item) for item in value]
     if kind in _JSON_SCALARS:
         return value
-    import copy
-
     return copy.deepcopy(value)
 
 

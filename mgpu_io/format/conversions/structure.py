@@ -5,7 +5,6 @@ The old writers produced configs that Keras 3's legacy loader misreads even afte
 sees what changed. The rules work on plain dicts and never touch weights.
 """
 
-
 from mgpu_io.errors import UnsupportedModel
 from mgpu_io.format.config import (FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, copy_config, layer_name,
                                    model_layers, walk_layers)
