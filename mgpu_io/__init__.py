@@ -62,20 +62,22 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = sorted([
-    "__version__",
-    "BaseModelCheckpointError",
-    "FailedSaveStub",
-    "InvalidArgument",
-    "KerasRefused",
-    "MgpuIOError",
-    "MgpuIOWarning",
-    "MissingDependency",
-    "MissingLambda",
-    "NotAModelFile",
-    "NotAWrapper",
-    "OutputError",
-    "UnsupportedModel",
-    "WeightsMismatch",
-    *_LAZY,
-])
+__all__ = sorted(
+    [
+        "__version__",
+        "BaseModelCheckpointError",
+        "FailedSaveStub",
+        "InvalidArgument",
+        "KerasRefused",
+        "MgpuIOError",
+        "MgpuIOWarning",
+        "MissingDependency",
+        "MissingLambda",
+        "NotAModelFile",
+        "NotAWrapper",
+        "OutputError",
+        "UnsupportedModel",
+        "WeightsMismatch",
+        *_LAZY,
+    ]
+)

@@ -117,14 +117,33 @@ def unwrap(
     kind = detect(source)
     if kind is not None:  # a SavedModel folder or a TF checkpoint: read as data into the legacy layout, then as one
         with legacy_copy(source, config=config if kind == TF_CHECKPOINT else None) as (readable, converted):
-            report = unwrap(readable, output, config=config, target=target, keep_config=keep_config, cpu=cpu,
-                            include_optimizer=include_optimizer, allow_plain=allow_plain, overwrite=overwrite,
-                            dry_run=dry_run, progress=progress, safe_mode=safe_mode, lambdas=lambdas)
+            report = unwrap(
+                readable,
+                output,
+                config=config,
+                target=target,
+                keep_config=keep_config,
+                cpu=cpu,
+                include_optimizer=include_optimizer,
+                allow_plain=allow_plain,
+                overwrite=overwrite,
+                dry_run=dry_run,
+                progress=progress,
+                safe_mode=safe_mode,
+                lambdas=lambdas,
+            )
         report.source = str(source)
         report.warnings.insert(0, converted_note(converted))
         return report
-    options = dict(config=config, target=target, keep_config=keep_config, cpu=cpu,
-                   include_optimizer=include_optimizer, allow_plain=allow_plain, overwrite=overwrite)
+    options = dict(
+        config=config,
+        target=target,
+        keep_config=keep_config,
+        cpu=cpu,
+        include_optimizer=include_optimizer,
+        allow_plain=allow_plain,
+        overwrite=overwrite,
+    )
     if source.is_dir():
         from mgpu_io.format.batch import unwrap_tree
 
@@ -135,9 +154,16 @@ def unwrap(
     if output_format == KERAS_FORMAT and not dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 
-        return unwrap_to_keras(source, output, config=config, include_optimizer=include_optimizer,
-                               allow_plain=allow_plain, overwrite=overwrite, safe_mode=safe_mode,
-                               lambdas=lambdas)
+        return unwrap_to_keras(
+            source,
+            output,
+            config=config,
+            include_optimizer=include_optimizer,
+            allow_plain=allow_plain,
+            overwrite=overwrite,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+        )
     from mgpu_io.format.unwrap import unwrap_file
 
     return unwrap_file(source, output, dry_run=dry_run, progress=progress, **options)

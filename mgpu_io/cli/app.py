@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, List
+from typing import Annotated, Optional
 
 import typer
 
@@ -62,8 +62,10 @@ def _reported(error):
     if _settings["verbose"] or os.environ.get("MGPU_IO_TRACEBACK"):
         raise error
     first = str(error).splitlines()[0] if str(error) else ""
-    return RuntimeError(f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
-                        f"partial was written. Rerun with --verbose to see where, and report it.")
+    return RuntimeError(
+        f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
+        f"partial was written. Rerun with --verbose to see where, and report it."
+    )
 
 
 @contextlib.contextmanager
@@ -74,7 +76,7 @@ def _one_line_errors(as_json=False):
         yield
     except typer.Exit:
         raise
-    except Exception as error:  # noqa: BLE001 - every error is said in one line, never as a traceback
+    except Exception as error:
         _fail(_reported(error), as_json)
 
 
@@ -125,7 +127,7 @@ def _start_quietly(module):
                 keras.ops.zeros((1,))
             else:
                 import tensorflow  # noqa: F401
-        except Exception:  # noqa: BLE001 - reported by the library (MissingDependency)
+        except Exception:
             pass
 
 
@@ -140,10 +142,16 @@ def main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print errors only (the exit code tells the rest); "
-                                        "--json output is still printed.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="Show the traceback of an internal error (a bug), and "
-                                          "every file of a folder.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Print errors only (the exit code tells the rest); --json output is still printed."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", help="Show the traceback of an internal error (a bug), and every file of a folder."),
+    ] = False,
 ):
     """Rescue Keras models saved from multi-GPU data-parallel wrappers."""
     _settings.update(quiet=quiet, verbose=verbose)
@@ -151,20 +159,35 @@ def main(
 
 @app.command()
 def inspect(
-    files: Annotated[List[Path], typer.Argument(metavar="FILE...", help="One or more .h5 model or weights files, "
-                                                "JSON/YAML configs, TF 2.x SavedModel folders or TF checkpoints.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="FILE...",
+            help="One or more .h5 model or weights files, "
+            "JSON/YAML configs, TF 2.x SavedModel folders or TF checkpoints.",
+        ),
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
     scan_weights: Annotated[
-        bool, typer.Option("--scan-weights/--no-scan-weights", help="Read every weight (or none) to look for "
-                           "NaN/Inf. Default: all up to 256 MiB, else BatchNormalization layers only.")
+        Optional[bool],
+        typer.Option(
+            "--scan-weights/--no-scan-weights",
+            help="Read every weight (or none) to look for "
+            "NaN/Inf. Default: all up to 256 MiB, else BatchNormalization layers only.",
+        ),
     ] = None,
     diagram: Annotated[
-        Path, typer.Option("--diagram", metavar="SVG", help="Also draw the wrapper next to its template as SVG.")
+        Optional[Path],
+        typer.Option("--diagram", metavar="SVG", help="Also draw the wrapper next to its template as SVG."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the --diagram file if it exists.")] = False,
     config: Annotated[
-        Path, typer.Option("--config", metavar="ARCH", help="For a TF checkpoint: the architecture JSON saved "
-                           "beside it (a checkpoint records no layer names).")
+        Optional[Path],
+        typer.Option(
+            "--config",
+            metavar="ARCH",
+            help="For a TF checkpoint: the architecture JSON saved beside it (a checkpoint records no layer names).",
+        ),
     ] = None,
 ):
     """Say what a Keras file holds: wrapper or not, nesting, replicas, template, inputs, outputs, findings.
@@ -182,23 +205,29 @@ def inspect(
     from mgpu_io.tf import detect
 
     if diagram is not None and len(files) > 1:
-        _fail(InvalidArgument(f"--diagram draws one file. Expected one FILE with --diagram. Received: "
-                              f"{len(files)} files. Inspect them one at a time to draw each."), as_json)
+        _fail(
+            InvalidArgument(
+                f"--diagram draws one file. Expected one FILE with --diagram. Received: "
+                f"{len(files)} files. Inspect them one at a time to draw each."
+            ),
+            as_json,
+        )
     if any(detect(file) is not None for file in files):
         _start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
         try:
             report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force, config=config)
-        except Exception as error:  # noqa: BLE001 - said in one line; the other files go on
+        except Exception as error:
             if len(files) == 1:
                 _fail(_reported(error), as_json)
             error = _reported(error)
             entries.append(dict(file=str(file), **_error_object(error)))
             failed = True
             if not as_json:
-                typer.echo(f"Error: {printable(str(file))}: {printable(_error_object(error)['error']['message'])}",
-                           err=True)
+                typer.echo(
+                    f"Error: {printable(str(file))}: {printable(_error_object(error)['error']['message'])}", err=True
+                )
             continue
         entries.append(report.to_dict())
         if not as_json:
@@ -211,43 +240,86 @@ def inspect(
 
 @app.command()
 def unwrap(
-    source: Annotated[Path, typer.Argument(metavar="IN", help="The wrapper file (.h5 model, .h5 weights, JSON, YAML, "
-                                            "SavedModel folder, TF checkpoint), or a folder of legacy files.")],
-    output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to write the clean template file (or the "
-                                           "output folder, for a folder IN).")],
-    config: Annotated[
+    source: Annotated[
         Path,
-        typer.Option("--config", metavar="ARCH", help="For a weights-only IN: the architecture JSON (or full .h5) "
-                     "saved beside it; lays out and converts the weights by its graph. For a folder IN: used for "
-                     "its weights-only files."),
+        typer.Argument(
+            metavar="IN",
+            help="The wrapper file (.h5 model, .h5 weights, JSON, YAML, "
+            "SavedModel folder, TF checkpoint), or a folder of legacy files.",
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Argument(
+            metavar="OUT", help="Where to write the clean template file (or the output folder, for a folder IN)."
+        ),
+    ],
+    config: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--config",
+            metavar="ARCH",
+            help="For a weights-only IN: the architecture JSON (or full .h5) "
+            "saved beside it; lays out and converts the weights by its graph. For a folder IN: used for "
+            "its weights-only files.",
+        ),
     ] = None,
     target: Annotated[
-        str, typer.Option("--target", help="The Keras that will load OUT: keras3 or tf_keras (they differ in "
-                          "Keras 2's hard_sigmoid, which is made exact for the target).")
+        str,
+        typer.Option(
+            "--target",
+            help="The Keras that will load OUT: keras3 or tf_keras (they differ in "
+            "Keras 2's hard_sigmoid, which is made exact for the target).",
+        ),
     ] = "keras3",
     keep_config: Annotated[
-        bool, typer.Option("--keep-config", help="Write the writer's config and weights verbatim, unconverted "
-                           "(for the old Keras stack).")
+        bool,
+        typer.Option(
+            "--keep-config",
+            help="Write the writer's config and weights verbatim, unconverted (for the old Keras stack).",
+        ),
     ] = False,
-    cpu: Annotated[bool, typer.Option("--cpu", help="With --keep-config, still convert CuDNNLSTM/CuDNNGRU to "
-                                      "LSTM/GRU so the old Keras runs the model on a CPU (always done otherwise).")
-                   ] = False,
+    cpu: Annotated[
+        bool,
+        typer.Option(
+            "--cpu",
+            help="With --keep-config, still convert CuDNNLSTM/CuDNNGRU to "
+            "LSTM/GRU so the old Keras runs the model on a CPU (always done otherwise).",
+        ),
+    ] = False,
     no_optimizer: Annotated[bool, typer.Option("--no-optimizer", help="Leave the optimizer state out.")] = False,
     allow_plain: Annotated[
-        bool, typer.Option("--allow-plain", help="Copy a plain (non-wrapper) model through, normalised, instead "
-                           "of refusing it (in a folder: instead of skipping it).")
+        bool,
+        typer.Option(
+            "--allow-plain",
+            help="Copy a plain (non-wrapper) model through, normalised, instead "
+            "of refusing it (in a folder: instead of skipping it).",
+        ),
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for a folder IN (default: the "
-                                      "machine's cores).")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="For a folder IN: list every file, not only "
-                                          "the failures (always every file with --json).")] = False,
+    jobs: Annotated[
+        Optional[int],
+        typer.Option("--jobs", "-j", help="Worker processes for a folder IN (default: the machine's cores)."),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="For a folder IN: list every file, not only the failures (always every file with --json).",
+        ),
+    ] = False,
     lambda_: Annotated[
-        List[str], typer.Option("--lambda", metavar="LAYER=MODULE:FUNCTION", help="For a .keras OUT: the function "
-                                "of the template's own Lambda layer LAYER (your code: MODULE imported from the "
-                                "current folder, or a .py file). Repeat it for each Lambda; `inspect` lists them.")
+        Optional[list[str]],
+        typer.Option(
+            "--lambda",
+            metavar="LAYER=MODULE:FUNCTION",
+            help="For a .keras OUT: the function "
+            "of the template's own Lambda layer LAYER (your code: MODULE imported from the "
+            "current folder, or a .py file). Repeat it for each Lambda; `inspect` lists them.",
+        ),
     ] = None,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
@@ -285,7 +357,6 @@ def unwrap(
     (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
     from mgpu_io.cli.render import byte_progress, file_progress
-
     from mgpu_io.tf import detect
 
     tensorflow_format = detect(source) is not None
@@ -300,23 +371,22 @@ def unwrap(
         quiet = as_json or dry_run or _settings["quiet"]
         big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not quiet
         progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
-    with _one_line_errors(as_json):
-        with progress_bar as progress:
-            report = mgpu_io.unwrap(
-                source,
-                output,
-                config=config,
-                target=target,
-                keep_config=keep_config,
-                cpu=cpu,
-                include_optimizer=not no_optimizer,
-                allow_plain=allow_plain,
-                overwrite=force,
-                dry_run=dry_run,
-                jobs=jobs,
-                progress=progress,
-                lambdas=_lambda_options(lambda_),
-            )
+    with _one_line_errors(as_json), progress_bar as progress:
+        report = mgpu_io.unwrap(
+            source,
+            output,
+            config=config,
+            target=target,
+            keep_config=keep_config,
+            cpu=cpu,
+            include_optimizer=not no_optimizer,
+            allow_plain=allow_plain,
+            overwrite=force,
+            dry_run=dry_run,
+            jobs=jobs,
+            progress=progress,
+            lambdas=_lambda_options(lambda_),
+        )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     elif folder:
@@ -352,16 +422,24 @@ def transfer(
     source: Annotated[Path, typer.Argument(metavar="SRC", help="A wrapper file: full model or weights only.")],
     output: Annotated[Path, typer.Argument(metavar="OUT", help="Where to save the base model (.keras or .h5).")],
     builder: Annotated[
-        str, typer.Option("--builder", metavar="MODULE:FUNCTION", help="Your function that builds the base "
-                          "model, e.g. train:build_model (MODULE is imported from the current folder).")
+        str,
+        typer.Option(
+            "--builder",
+            metavar="MODULE:FUNCTION",
+            help="Your function that builds the base "
+            "model, e.g. train:build_model (MODULE is imported from the current folder).",
+        ),
     ],
-    strict: Annotated[bool, typer.Option("--strict/--no-strict", help="Refuse any mismatch (default), or load "
-                                         "the layers that match.")] = True,
+    strict: Annotated[
+        bool, typer.Option("--strict/--no-strict", help="Refuse any mismatch (default), or load the layers that match.")
+    ] = True,
     force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     config: Annotated[
-        Path, typer.Option("--config", metavar="ARCH", help="For a TF checkpoint SRC: the architecture JSON saved "
-                           "beside it.")
+        Optional[Path],
+        typer.Option(
+            "--config", metavar="ARCH", help="For a TF checkpoint SRC: the architecture JSON saved beside it."
+        ),
     ] = None,
 ):
     """Build the base model with your code, load the wrapper's weights into it, print the report, save it.
@@ -393,8 +471,12 @@ def verify(
     tolerance: Annotated[float, typer.Option("--tolerance", help="Largest allowed absolute difference.")] = 1e-6,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     lambda_: Annotated[
-        List[str], typer.Option("--lambda", metavar="LAYER=MODULE:FUNCTION", help="The function of the template's "
-                                "own Lambda layer LAYER (your code), for both models; as for `unwrap`.")
+        Optional[list[str]],
+        typer.Option(
+            "--lambda",
+            metavar="LAYER=MODULE:FUNCTION",
+            help="The function of the template's own Lambda layer LAYER (your code), for both models; as for `unwrap`.",
+        ),
     ] = None,
 ):
     """Load two models and compare them weight by weight and on a random batch; exit 0 only if they agree.
@@ -432,6 +514,5 @@ def run():
         app()
     except Interrupted as interrupted:
         name = "Ctrl-C" if interrupted.signum == signal.SIGINT else "SIGTERM"
-        typer.echo(f"Error: stopped by {name}. Outputs appear whole or not at all: nothing partial was left.",
-                   err=True)
+        typer.echo(f"Error: stopped by {name}. Outputs appear whole or not at all: nothing partial was left.", err=True)
         sys.exit(128 + interrupted.signum)

@@ -33,8 +33,12 @@ FLAGS = {
     "diagram=": "--diagram ",
     "target=": "--target ",
 }
-_FLAG_PATTERN = re.compile("|".join(r"(?<![\w-])" + re.escape(k) + (r"(?![\w=])" if k[-1].isalnum() else "")
-                                    for k in sorted(FLAGS, key=len, reverse=True)))
+_FLAG_PATTERN = re.compile(
+    "|".join(
+        r"(?<![\w-])" + re.escape(k) + (r"(?![\w=])" if k[-1].isalnum() else "")
+        for k in sorted(FLAGS, key=len, reverse=True)
+    )
+)
 
 
 _LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
@@ -49,15 +53,19 @@ def to_flags(message):
         >>> to_flags("Pass them: lambdas={'pre': fn, 'gate': fn}.")
         'Pass them: --lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION.'
     """
-    message = _LAMBDAS_PATTERN.sub(lambda m: " ".join([f"--lambda {name}=MODULE:FUNCTION" for name in
-                                                      re.findall(r"'([^']*)': fn", m.group(1))]
-                                                     + (["..."] if m.group(1).endswith("...") else [])), message)
+    message = _LAMBDAS_PATTERN.sub(
+        lambda m: " ".join(
+            [f"--lambda {name}=MODULE:FUNCTION" for name in re.findall(r"'([^']*)': fn", m.group(1))]
+            + (["..."] if m.group(1).endswith("...") else [])
+        ),
+        message,
+    )
     message = re.sub(r"lambdas\[(['\"])(.*?)\1\]=(['\"])(.*?)\3", r"--lambda \2=\4", message)
     translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
     return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _console(stderr=False):
     from rich.console import Console
 

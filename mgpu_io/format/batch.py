@@ -15,7 +15,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError
 from mgpu_io.format import probe
@@ -46,7 +46,7 @@ class BatchReport:
     source: str
     output: str
     dry_run: bool = False
-    files: List[FileResult] = field(default_factory=list)
+    files: list[FileResult] = field(default_factory=list)
 
     @property
     def ok(self):
@@ -111,8 +111,18 @@ def _looks_like_model_config(path):
     return '"class_name"' in head and '"config"' in head
 
 
-def unwrap_tree(source, output, *, jobs=None, overwrite=False, dry_run=False, allow_plain=False, config=None,
-                progress=None, **options):
+def unwrap_tree(
+    source,
+    output,
+    *,
+    jobs=None,
+    overwrite=False,
+    dry_run=False,
+    allow_plain=False,
+    config=None,
+    progress=None,
+    **options,
+):
     """Repair every model file under ``source`` into the same place under ``output``.
 
     Args:
@@ -138,16 +148,24 @@ def unwrap_tree(source, output, *, jobs=None, overwrite=False, dry_run=False, al
     """
     source, output = Path(source).resolve(), Path(output).resolve()
     if not source.is_dir():
-        raise InvalidArgument(f"The input folder does not exist. Expected a folder of model files. "
-                              f"Received: {source}. Check the path.")
+        raise InvalidArgument(
+            f"The input folder does not exist. Expected a folder of model files. Received: {source}. Check the path."
+        )
     if output == source or source in output.parents:
-        raise OutputError(f"The output folder is the input folder or inside it. Expected a folder elsewhere, so "
-                          f"that inputs are never overwritten or read back. Received: input={source}, "
-                          f"output={output}. Choose another output folder.")
+        raise OutputError(
+            f"The output folder is the input folder or inside it. Expected a folder elsewhere, so "
+            f"that inputs are never overwritten or read back. Received: input={source}, "
+            f"output={output}. Choose another output folder."
+        )
     files = model_files(source)
     report = BatchReport(source=str(source), output=str(output), dry_run=dry_run)
-    options = dict(options, overwrite=overwrite, dry_run=dry_run, allow_plain=allow_plain,
-                   config=str(config) if config is not None else None)
+    options = dict(
+        options,
+        overwrite=overwrite,
+        dry_run=dry_run,
+        allow_plain=allow_plain,
+        config=str(config) if config is not None else None,
+    )
     tasks = [(str(path), str(output / path.relative_to(source)), options) for path in files]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     results = {}
@@ -186,15 +204,18 @@ def _run(tasks, workers, finished):
                     worker.give(*pending.popleft())
             busy = [worker for worker in pool if worker.index is not None]
             deadlines = [worker.deadline for worker in busy if worker.deadline is not None]
-            wait([worker.connection for worker in busy] + [worker.process.sentinel for worker in busy],
-                 max(0.0, min(deadlines) - time.monotonic()) if deadlines else None)
+            wait(
+                [worker.connection for worker in busy] + [worker.process.sentinel for worker in busy],
+                max(0.0, min(deadlines) - time.monotonic()) if deadlines else None,
+            )
             for position, worker in enumerate(pool):
                 if worker.index is None:
                     continue
                 result = worker.collect()
                 if result is None and not worker.process.is_alive():
-                    result = worker.failed(probe.crash_error(worker.source, _exit_text(worker.process.exitcode),
-                                                             worker.structure_read))
+                    result = worker.failed(
+                        probe.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read)
+                    )
                 elif result is None and worker.deadline is not None and time.monotonic() > worker.deadline:
                     worker.stop()
                     result = worker.failed(probe.hang_error(worker.source))
@@ -298,13 +319,15 @@ def _repair_one(source, output, options):
             status = REPAIRED
         except NotAWrapper:
             if not allow_plain:
-                return FileResult(path=source, status=SKIPPED, reason="a plain model, not a wrapper: pass "
-                                  "allow_plain=True to write it normalised too")
+                return FileResult(
+                    path=source,
+                    status=SKIPPED,
+                    reason="a plain model, not a wrapper: pass allow_plain=True to write it normalised too",
+                )
             result = unwrap_file(source, output, allow_plain=True, **options)
             status = CLEAN
     except MgpuIOError as error:
         return FileResult(path=source, status=FAILED, reason=str(error))
-    except Exception as error:  # noqa: BLE001 - one bad file never stops the others
+    except Exception as error:
         return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
-    return FileResult(path=source, status=status, output=output if not options["dry_run"] else None,
-                      depth=result.depth)
+    return FileResult(path=source, status=status, output=output if not options["dry_run"] else None, depth=result.depth)

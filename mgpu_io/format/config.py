@@ -64,8 +64,9 @@ def wrapped_layers(layer):
     config = layer.get("config")
     if not isinstance(config, dict):
         return []
-    held = [config[key] for key in WRAPPED_LAYER_KEYS
-            if isinstance(config.get(key), dict) and "class_name" in config[key]]
+    held = [
+        config[key] for key in WRAPPED_LAYER_KEYS if isinstance(config.get(key), dict) and "class_name" in config[key]
+    ]
     cells = config.get("cells")
     if isinstance(cells, list):
         held += [cell for cell in cells if isinstance(cell, dict) and "class_name" in cell]
@@ -173,8 +174,11 @@ def _keras_histories(value):
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            history = (item.get("config") or {}).get("keras_history") if item.get("class_name") == \
-                "__keras_tensor__" else None
+            history = (
+                (item.get("config") or {}).get("keras_history")
+                if item.get("class_name") == "__keras_tensor__"
+                else None
+            )
             if history:
                 found.append(tuple(history))
             else:

@@ -12,7 +12,7 @@ layers' stored code is never decoded, let alone run: the writer is named from th
 """
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Optional
 
 from mgpu_io.format.config import (
     FUNCTIONAL_CLASSES,
@@ -40,9 +40,9 @@ class WrapperLevel:
     writer: Optional[Writer]
     replicas: Optional[int]
     template_layer: str
-    input_layers: List[str]
-    slice_layers: List[str]
-    merge_layers: List[str]
+    input_layers: list[str]
+    slice_layers: list[str]
+    merge_layers: list[str]
 
     @property
     def variant(self):
@@ -65,7 +65,7 @@ class Unrolled:
     """A model config with every wrapper level peeled off: ``levels`` (outermost first) and the inner template."""
 
     template: Optional[dict]
-    levels: List[WrapperLevel] = field(default_factory=list)
+    levels: list[WrapperLevel] = field(default_factory=list)
 
     @property
     def depth(self):
@@ -180,7 +180,7 @@ def unroll(model_config) -> Unrolled:
         if level is None:
             return Unrolled(template=current, levels=levels)
         levels.append(level)
-        nested = next(l for l in model_layers(current) if layer_name(l) == level.template_layer)
+        nested = next(lyr for lyr in model_layers(current) if layer_name(lyr) == level.template_layer)
         current = {"class_name": nested["class_name"], "config": nested["config"]}
 
 
@@ -206,7 +206,7 @@ def detect_weights_only(layer_names, weight_names) -> Optional[WrapperLevel]:
     if len(weighted) != 1:
         return None
     index = layer_names.index(weighted[0])
-    before, after = layer_names[:index], layer_names[index + 1:]
+    before, after = layer_names[:index], layer_names[index + 1 :]
     own = {w.split("/")[0] for w in weight_names(weighted[0])}
     if len(before) < 3 or not after or own == {weighted[0]}:
         return None

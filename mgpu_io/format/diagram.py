@@ -34,7 +34,8 @@ def wrapper_svg(config):
             ("merge", [f"{name} (axis 0)" for name in level.merge_layers]),
         ]
         title = f"wrapper {level.name or ''}: {level.replicas} replicas" + (
-            f", {unrolled.depth} levels deep" if unrolled.depth > 1 else "")
+            f", {unrolled.depth} levels deep" if unrolled.depth > 1 else ""
+        )
         shapes += _text(10, 20, title, bold=True)
         y = 40
         centers = {}
@@ -68,13 +69,17 @@ def wrapper_svg(config):
         y += _BOX_H + 8
     total_width = left + 480
     total_height = max(height, y) + 10
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_width:.0f}" height="{total_height:.0f}" '
-            f'font-family="sans-serif">' + "".join(shapes) + "</svg>\n")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_width:.0f}" height="{total_height:.0f}" '
+        f'font-family="sans-serif">' + "".join(shapes) + "</svg>\n"
+    )
 
 
 def _box(x, y, label, color, width=_BOX_W):
-    return [f'<rect x="{x:.0f}" y="{y:.0f}" width="{width}" height="{_BOX_H}" rx="5" fill="{color}" '
-            f'stroke="#374151"/>'] + _text(x + 6, y + 20, label, size=12)
+    return [
+        f'<rect x="{x:.0f}" y="{y:.0f}" width="{width}" height="{_BOX_H}" rx="5" fill="{color}" stroke="#374151"/>',
+        *_text(x + 6, y + 20, label, size=12),
+    ]
 
 
 def _text(x, y, text, bold=False, size=14):
@@ -87,6 +92,7 @@ def _arrows(sources, targets, connected):
     for i, (x1, y1) in enumerate(sources):
         for j, (x2, y2) in enumerate(targets):
             if connected(i, j):
-                lines.append(f'<line x1="{x1:.0f}" y1="{y1 + _BOX_H:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" '
-                             f'stroke="#6b7280"/>')
+                lines.append(
+                    f'<line x1="{x1:.0f}" y1="{y1 + _BOX_H:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" stroke="#6b7280"/>'
+                )
     return lines

@@ -6,8 +6,7 @@ layer groups; both by :mod:`mgpu_io.format.detect`.
 """
 
 from dataclasses import dataclass, field
-
-from typing import List, Optional
+from typing import Optional
 
 from mgpu_io.errors import WeightsMismatch
 from mgpu_io.format.config import layer_name, model_layers, output_names
@@ -21,7 +20,7 @@ class Block:
     """Stored weights that belong together: one layer's group, or the whole template's group."""
 
     group: object
-    names: List[str]
+    names: list[str]
     layer: Optional[str] = None
 
 
@@ -30,7 +29,7 @@ class Extraction:
     stored: StoredModel
     unrolled: Optional[Unrolled] = None
     weights_wrapper: Optional[WrapperLevel] = None
-    blocks: List[Block] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
     @property
     def is_wrapper(self):
@@ -47,7 +46,7 @@ class Extraction:
         return self.unrolled.template if self.unrolled else None
 
     @property
-    def levels(self) -> List[WrapperLevel]:
+    def levels(self) -> list[WrapperLevel]:
         """Every wrapper level, outermost first (a weights-only file shows one at most)."""
         if self.unrolled is not None:
             return self.unrolled.levels
@@ -59,7 +58,7 @@ class Extraction:
             return self.unrolled.levels[0].merge_layers
         return self.weights_wrapper.merge_layers if self.weights_wrapper else []
 
-    def layout(self, config=None) -> List[LayerWeights]:
+    def layout(self, config=None) -> list[LayerWeights]:
         """The stored weights per top-level layer of ``config`` (the template's own config by default).
 
         Raises:

@@ -36,12 +36,17 @@ def non_finite_message(weight_names, where):
         Weights of the model hold NaN or Inf, so predictions will be NaN... Lost (learned, data cannot recompute them; retrain those layers or restore an earlier checkpoint): bn/gamma:0.
     """
     statistics, learned = split_non_finite(weight_names)
-    parts = [f"Weights of {where} hold NaN or Inf, so predictions will be NaN. In multi-GPU training this is the "
-             f"uneven-last-batch bug: a replica got 0 or 1 samples of the last batch."]
+    parts = [
+        f"Weights of {where} hold NaN or Inf, so predictions will be NaN. In multi-GPU training this is the "
+        f"uneven-last-batch bug: a replica got 0 or 1 samples of the last batch."
+    ]
     if statistics:
-        parts.append(f"Recomputable from your data with mgpu_io.recalibrate_batchnorm(model, data): "
-                     f"{', '.join(statistics)}.")
+        parts.append(
+            f"Recomputable from your data with mgpu_io.recalibrate_batchnorm(model, data): {', '.join(statistics)}."
+        )
     if learned:
-        parts.append(f"Lost (learned, data cannot recompute them; retrain those layers or restore an earlier "
-                     f"checkpoint): {', '.join(learned)}.")
+        parts.append(
+            f"Lost (learned, data cannot recompute them; retrain those layers or restore an earlier "
+            f"checkpoint): {', '.join(learned)}."
+        )
     return " ".join(parts)

@@ -2,7 +2,7 @@
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import h5py
 import numpy as np
@@ -21,6 +21,7 @@ from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import scoped_weight_names
 from mgpu_io.format.writers import BY_NAME
+
 _SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
 #: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.
 SCAN_BUDGET = 256 << 20
@@ -32,7 +33,7 @@ class Finding:
 
     kind: str
     message: str
-    layers: List[str] = field(default_factory=list)
+    layers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -46,15 +47,15 @@ class InspectReport:
     replicas: Optional[int]
     depth: int
     template: Optional[str]
-    inputs: List[str]
-    outputs: Optional[List[str]]
+    inputs: list[str]
+    outputs: Optional[list[str]]
     keras_version: Optional[str]
     backend: Optional[str]
     has_optimizer_weights: bool
-    findings: List[Finding] = field(default_factory=list)
-    levels: List[dict] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    levels: list[dict] = field(default_factory=list)
     weights: int = 0
-    lambdas: List[dict] = field(default_factory=list)
+    lambdas: list[dict] = field(default_factory=list)
 
     def to_dict(self):
         return asdict(self)
@@ -63,28 +64,37 @@ class InspectReport:
         """What the file holds, as ``mgpu-io inspect`` prints it."""
         lines = [f"{printable(self.file)}: {FILE_TYPES[self.file_type]}"]
         if self.file_type != "stub":
-            kind = f"multi-GPU wrapper, {plural(self.depth, 'level')}" if self.is_wrapper else \
-                "plain model (not a wrapper)"
-            lines.append(f"  {kind}; written by Keras {printable(self.keras_version or '?')} "
-                         f"({printable(self.backend or 'no backend recorded')})")
+            kind = (
+                f"multi-GPU wrapper, {plural(self.depth, 'level')}"
+                if self.is_wrapper
+                else "plain model (not a wrapper)"
+            )
+            lines.append(
+                f"  {kind}; written by Keras {printable(self.keras_version or '?')} "
+                f"({printable(self.backend or 'no backend recorded')})"
+            )
             lines.append(f"  {printable(self.file)}")
             depth = 0
             for run in _level_runs(self.levels):
                 if len(run) > 2:  # repeated nesting collapses to one line, so the template's line is never cut off
-                    entries = [f"{len(run)} levels of {_writer(run[0]['variant'])}, {run[0]['replicas'] or '?'} "
-                               f"replicas each"]
+                    entries = [
+                        f"{len(run)} levels of {_writer(run[0]['variant'])}, {run[0]['replicas'] or '?'} replicas each"
+                    ]
                 else:
-                    entries = [f"{printable(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, "
-                               f"{level['replicas'] or '?'} replicas, merges: {names(level['merge_layers'])}"
-                               for level in run]
+                    entries = [
+                        f"{printable(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, "
+                        f"{level['replicas'] or '?'} replicas, merges: {names(level['merge_layers'])}"
+                        for level in run
+                    ]
                 for entry in entries:
                     lines.append("  " + "    " * depth + "└── " + entry)
                     depth += 1
             outputs = names(self.outputs) if self.outputs is not None else "not recorded"
-            lines.append("  " + "    " * depth + f"└── {printable(self.template or '?')} (template): inputs: "
-                         f"{names(self.inputs)}; outputs: {outputs}")
-            lines.append(f"  weights: {self.weights}; optimizer state: "
-                         f"{'yes' if self.has_optimizer_weights else 'no'}")
+            lines.append(
+                "  " + "    " * depth + f"└── {printable(self.template or '?')} (template): inputs: "
+                f"{names(self.inputs)}; outputs: {outputs}"
+            )
+            lines.append(f"  weights: {self.weights}; optimizer state: {'yes' if self.has_optimizer_weights else 'no'}")
             lines += lambda_lines(self.lambdas)
         for finding in self.findings:
             shown = finding.layers[:6] + (["..."] if len(finding.layers) > 6 else [])
@@ -127,14 +137,18 @@ def lambda_lines(lambdas):
     lines = [f"  Lambda layers ({len(lambdas)}, read as data, never run):"]
     for lam in lambdas:
         code = lam.get("code") or {}
-        what = [f"{code['function_name']}" if code.get("function_name") else None,
-                f"from {code['source_file']}" if code.get("source_file") else None,
-                f"names: {', '.join(code['names'][:8])}" if code.get("names") else None,
-                f"function {lam['known'] or lam['reference']!r}" if lam["kind"] != "user" else None,
-                f"arguments: {lam['arguments']}" if lam.get("arguments") else None,
-                f"inputs: {', '.join(lam['inbound'])}" if lam.get("inbound") else None]
-        lines.append(f"    {printable(lam['layer'])} {_LAMBDA_KINDS[lam['kind']]}: "
-                     f"{printable('; '.join(part for part in what if part))}")
+        what = [
+            f"{code['function_name']}" if code.get("function_name") else None,
+            f"from {code['source_file']}" if code.get("source_file") else None,
+            f"names: {', '.join(code['names'][:8])}" if code.get("names") else None,
+            f"function {lam['known'] or lam['reference']!r}" if lam["kind"] != "user" else None,
+            f"arguments: {lam['arguments']}" if lam.get("arguments") else None,
+            f"inputs: {', '.join(lam['inbound'])}" if lam.get("inbound") else None,
+        ]
+        lines.append(
+            f"    {printable(lam['layer'])} {_LAMBDA_KINDS[lam['kind']]}: "
+            f"{printable('; '.join(part for part in what if part))}"
+        )
     return lines
 
 
@@ -219,28 +233,34 @@ def _inspect(stored, scan_weights):
     if template is None:
         cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
         if cudnn:
-            findings.append(Finding(
-                "cudnn-layers",
-                "CuDNN-layout weights (a bias twice the standard size): only CuDNN layers, on NVIDIA GPUs, load them "
-                "as they are. Unwrap with config= (the JSON saved beside them) to convert them for LSTM/GRU, or load "
-                "them with mgpu_io.transfer_weights into your model, which converts them.",
-                cudnn,
-            ))
+            findings.append(
+                Finding(
+                    "cudnn-layers",
+                    "CuDNN-layout weights (a bias twice the standard size): only CuDNN layers, on NVIDIA GPUs, load them "
+                    "as they are. Unwrap with config= (the JSON saved beside them) to convert them for LSTM/GRU, or load "
+                    "them with mgpu_io.transfer_weights into your model, which converts them.",
+                    cudnn,
+                )
+            )
     if template is None and wrapper is not None:
         scoped = scoped_weight_names([name for layer in layers for name in layer.names])
         if scoped:
-            findings.append(Finding(
-                "scoped-weight-names",
-                "Weight names carry scopes (or layer names with '/'): which layer owns each cannot be told without "
-                "the architecture. Unwrap with config= (the JSON saved beside these weights).",
-                scoped[:20],
-            ))
+            findings.append(
+                Finding(
+                    "scoped-weight-names",
+                    "Weight names carry scopes (or layer names with '/'): which layer owns each cannot be told without "
+                    "the architecture. Unwrap with config= (the JSON saved beside these weights).",
+                    scoped[:20],
+                )
+            )
     if stored.file_type == "weights" and wrapper is not None:
-        findings.append(Finding(
-            "weights-only",
-            "A weights-only file has no graph: the template's config and output names come from your model code, "
-            "the writer and any nesting are not recorded, and replicas are counted from the slice layers' names.",
-        ))
+        findings.append(
+            Finding(
+                "weights-only",
+                "A weights-only file has no graph: the template's config and output names come from your model code, "
+                "the writer and any nesting are not recorded, and replicas are counted from the slice layers' names.",
+            )
+        )
     findings += _weight_findings(layers, _configs(template), scan_weights)
     if keras1:
         findings.append(Finding("keras1", "Written by Keras 1: configs are converted to Keras 2 spelling on unwrap."))
@@ -265,12 +285,15 @@ def _inspect(stored, scan_weights):
 
 
 def _config_findings(template, context):
-    return [Finding(family.finding, message, layers) for family, message, layers
-            in conversions.checks(template, context) if family.finding]
+    return [
+        Finding(family.finding, message, layers)
+        for family, message, layers in conversions.checks(template, context)
+        if family.finding
+    ]
 
 
 def _configs(template):
-    return {layer_name(l): l for l in model_layers(template)} if template is not None else {}
+    return {layer_name(lyr): lyr for lyr in model_layers(template)} if template is not None else {}
 
 
 def _weight_findings(layers, configs, scan_weights):
@@ -281,16 +304,19 @@ def _weight_findings(layers, configs, scan_weights):
         weights = []
     elif scan_weights is None and total > SCAN_BUDGET:
         weights = [(layer, name) for layer, name in weights if _is_batchnorm(layer, configs)]
-        findings.append(Finding(
-            "weights-partly-scanned",
-            f"Only BatchNormalization weights were checked for NaN/Inf ({total / 2**30:.2f} GiB of weights in all); "
-            f"pass --scan-weights to read every weight.",
-        ))
-    bad = [name for layer, name in weights
-           if layer.group[name].dtype.kind == "f" and _has_non_finite(layer.group[name])]
+        findings.append(
+            Finding(
+                "weights-partly-scanned",
+                f"Only BatchNormalization weights were checked for NaN/Inf ({total / 2**30:.2f} GiB of weights in all); "
+                f"pass --scan-weights to read every weight.",
+            )
+        )
+    bad = [
+        name for layer, name in weights if layer.group[name].dtype.kind == "f" and _has_non_finite(layer.group[name])
+    ]
     if not bad:
         return findings
-    return findings + [Finding("non-finite-weights", non_finite_message(bad, "this file"), bad)]
+    return [*findings, Finding("non-finite-weights", non_finite_message(bad, "this file"), bad)]
 
 
 def _is_batchnorm(layer, configs):
@@ -307,7 +333,7 @@ def _has_non_finite(dataset):
     if flat <= _SCAN_CHUNK:
         return not np.isfinite(dataset[()]).all()
     rows = max(1, _SCAN_CHUNK // max(1, flat // dataset.shape[0]))
-    return any(not np.isfinite(dataset[i:i + rows]).all() for i in range(0, dataset.shape[0], rows))
+    return any(not np.isfinite(dataset[i : i + rows]).all() for i in range(0, dataset.shape[0], rows))
 
 
 def _stub_report(path, stub):

@@ -15,7 +15,7 @@ Keras 3 resolves from ``custom_objects`` with its safe mode on, and the bytecode
 import binascii
 import re
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional
+from typing import Optional
 
 from mgpu_io.format.config import inbound_nodes, layer_name, walk_layers
 
@@ -34,7 +34,7 @@ class CodeStrings:
 
     function_name: Optional[str] = None
     source_file: Optional[str] = None
-    names: List[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
     size: int = 0
     scanned: bool = False
 
@@ -66,11 +66,11 @@ def text_records(data):
         if code in _SHORT_TEXT and i + 1 < end:
             start, length = i + 2, data[i + 1]
         elif (code in _LONG_TEXT or code == _BYTES) and i + 4 < end:
-            start, length = i + 5, int.from_bytes(data[i + 1:i + 5], "little")
+            start, length = i + 5, int.from_bytes(data[i + 1 : i + 5], "little")
         else:
             i += 1
             continue
-        chunk = data[start:start + length]
+        chunk = data[start : start + length]
         if 0 < length == len(chunk):
             if code == _BYTES:
                 i = start + length
@@ -106,9 +106,9 @@ def scan_code(code):
     scan = CodeStrings(size=len(data), scanned=True)
     if files:
         scan.source_file = texts[files[-1]]
-        after = [t for t in texts[files[-1] + 1:] if t in _CODE_NAMES or _IDENTIFIER.match(t)]
+        after = [t for t in texts[files[-1] + 1 :] if t in _CODE_NAMES or _IDENTIFIER.match(t)]
         scan.function_name = after[0] if after else None
-        before = texts[:files[0]]
+        before = texts[: files[0]]
     else:
         before = texts
     own = {scan.function_name}
@@ -119,8 +119,9 @@ def scan_code(code):
 def _is_file_name(text):
     if text in _CODE_NAMES:
         return False
-    return text.endswith((".py", ".pyc")) or "/" in text or "\\" in text or (
-        text.startswith("<") and text.endswith(">"))
+    return (
+        text.endswith((".py", ".pyc")) or "/" in text or "\\" in text or (text.startswith("<") and text.endswith(">"))
+    )
 
 
 @dataclass
@@ -144,7 +145,7 @@ class LambdaLayer:
     module: Optional[str]
     arguments: Optional[dict]
     output_shape: object
-    inbound: List[str]
+    inbound: list[str]
     code: Optional[CodeStrings] = None
     reference: Optional[str] = None
     known: Optional[str] = None
@@ -219,8 +220,12 @@ def reference(name, target="keras3", builtin=False):
     """
     if target != "keras3":
         return name
-    return {"module": "builtins" if builtin else None, "class_name": "function", "config": name,
-            "registered_name": name}
+    return {
+        "module": "builtins" if builtin else None,
+        "class_name": "function",
+        "config": name,
+        "registered_name": name,
+    }
 
 
 def lambda_layers(model_config):
@@ -248,14 +253,16 @@ def lambda_layers(model_config):
         except (TypeError, IndexError, KeyError, AttributeError):
             inbound = []
         arguments = config.get("arguments")
-        found.append(LambdaLayer(
-            layer=str(layer_name(layer)),
-            function_type=config.get("function_type") if isinstance(config.get("function_type"), str) else None,
-            module=config.get("module") if isinstance(config.get("module"), str) else None,
-            arguments=arguments if isinstance(arguments, dict) else None,
-            output_shape=output_shape,
-            inbound=inbound,
-            code=scan_code(code) if code is not None else None,
-            reference=reference_name(function) if code is None else None,
-        ))
+        found.append(
+            LambdaLayer(
+                layer=str(layer_name(layer)),
+                function_type=config.get("function_type") if isinstance(config.get("function_type"), str) else None,
+                module=config.get("module") if isinstance(config.get("module"), str) else None,
+                arguments=arguments if isinstance(arguments, dict) else None,
+                output_shape=output_shape,
+                inbound=inbound,
+                code=scan_code(code) if code is not None else None,
+                reference=reference_name(function) if code is None else None,
+            )
+        )
     return found

@@ -12,7 +12,7 @@ and checks every shape against the model's trainable weights; it imports neither
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class OptimizerState:
 
     optimizer: str
     iterations: Optional[int] = None
-    slots: Dict[str, List[np.ndarray]] = field(default_factory=dict)
+    slots: dict[str, list[np.ndarray]] = field(default_factory=dict)
     problem: Optional[str] = None
 
 
@@ -41,14 +41,22 @@ class SlotLayout:
     indices of its slots in trainable-weight order (or ``problem``: why the state cannot be laid out)."""
 
     iterations: Optional[int] = None
-    slots: Dict[str, List[int]] = field(default_factory=dict)
+    slots: dict[str, list[int]] = field(default_factory=dict)
     problem: Optional[str] = None
 
 
 #: Slot names as the writers spelled them (tf.keras v2 ``…/kernel/m``, tf_keras ``Adam/m/…``, Keras 3
 #: ``…_momentum``), by Keras 3 role.
-_NAMED = {"m": "momentum", "v": "velocity", "vhat": "velocity_hat", "momentum": "momentum", "velocity": "velocity",
-          "velocity_hat": "velocity_hat", "accumulator": "accumulator", "rms": "velocity"}
+_NAMED = {
+    "m": "momentum",
+    "v": "velocity",
+    "vhat": "velocity_hat",
+    "momentum": "momentum",
+    "velocity": "velocity",
+    "velocity_hat": "velocity_hat",
+    "accumulator": "accumulator",
+    "rms": "velocity",
+}
 _COUNTERS = ("iteration", "iterations", "iter")
 
 
@@ -68,8 +76,9 @@ def _named_roles(names):
         elif len(parts) >= 3 and parts[1] in _NAMED:  # tf_keras: Adam/m/dense/kernel
             roles.append(_NAMED[parts[1]])
         else:  # Keras 3: adam/dense_kernel_momentum
-            role = next((r for r in ("velocity_hat", "momentum", "velocity", "accumulator") if leaf.endswith("_" + r)),
-                        False)
+            role = next(
+                (r for r in ("velocity_hat", "momentum", "velocity", "accumulator") if leaf.endswith("_" + r)), False
+            )
             if not role:
                 return None
             roles.append(role)
@@ -100,8 +109,9 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
         for role in roles:
             indices = [i for i, r in enumerate(named) if r == role]
             if indices and len(indices) != n:
-                layout.problem = (f"the stored {optimizer} state has {len(indices)} {role} slots for {n} trainable "
-                                  f"weights")
+                layout.problem = (
+                    f"the stored {optimizer} state has {len(indices)} {role} slots for {n} trainable weights"
+                )
                 return layout
             if indices:
                 layout.slots[role] = indices
@@ -115,19 +125,25 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
             if len(shapes) == head + slot_count * n:
                 break
         else:
-            layout.problem = (f"the stored {optimizer} state has {len(shapes)} arrays, which fits no known layout "
-                              f"for {n} trainable weights")
+            layout.problem = (
+                f"the stored {optimizer} state has {len(shapes)} arrays, which fits no known layout "
+                f"for {n} trainable weights"
+            )
             return layout
         layout.iterations = 0 if head else None
         for index, role in enumerate(roles[:slot_count]):
             layout.slots[role] = list(range(head + index * n, head + (index + 1) * n))
     for role, indices in layout.slots.items():
-        mismatched = [(i, tuple(shapes[j]), tuple(s)) for i, (j, s) in enumerate(zip(indices, trainable_shapes))
-                      if tuple(shapes[j]) != tuple(s)]
+        mismatched = [
+            (i, tuple(shapes[j]), tuple(s))
+            for i, (j, s) in enumerate(zip(indices, trainable_shapes))
+            if tuple(shapes[j]) != tuple(s)
+        ]
         if mismatched:
             i, got, want = mismatched[0]
-            layout.problem = (f"the stored {optimizer} {role} #{i} has shape {got}, but trainable weight #{i} has "
-                              f"shape {want}")
+            layout.problem = (
+                f"the stored {optimizer} {role} #{i} has shape {got}, but trainable weight #{i} has shape {want}"
+            )
             layout.slots = {}
             return layout
     return layout

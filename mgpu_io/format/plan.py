@@ -11,8 +11,7 @@ import contextlib
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
-
+from typing import Optional
 
 from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.format import conversions
@@ -25,7 +24,7 @@ from mgpu_io.format.conversions.training_config import metrics_per_output, rekey
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.extract import Extraction, extract, template_outputs
 from mgpu_io.format.probe import probed
-from mgpu_io.format.read import CONFIG, MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
+from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 
@@ -54,17 +53,17 @@ class UnwrapReport:
     depth: int
     replicas: Optional[int]
     template: Optional[str]
-    outputs: Optional[List[str]]
+    outputs: Optional[list[str]]
     config: str
     target: str
-    config_changes: List[str] = field(default_factory=list)
-    layers: List[Dict] = field(default_factory=list)
+    config_changes: list[str] = field(default_factory=list)
+    layers: list[dict] = field(default_factory=list)
     weights: int = 0
     weight_bytes: int = 0
     optimizer: str = ABSENT
-    renamed_outputs: Dict[str, str] = field(default_factory=dict)
-    warnings: List[str] = field(default_factory=list)
-    lambdas: List[Dict] = field(default_factory=list)
+    renamed_outputs: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    lambdas: list[dict] = field(default_factory=list)
     written: bool = False
 
     def to_dict(self):
@@ -74,23 +73,35 @@ class UnwrapReport:
         """What was (or would be) written, as ``mgpu-io unwrap`` prints it."""
         verb = "Wrote" if self.written else "Would write"
         what = f"template {printable(repr(self.template))}" if self.was_wrapper else "plain model (copied through)"
-        held = "config only (its weights are in their own file)" if self.file_type == "config" else \
-            f"{self.weights} weights in {len(self.layers)} layers"
+        held = (
+            "config only (its weights are in their own file)"
+            if self.file_type == "config"
+            else f"{self.weights} weights in {len(self.layers)} layers"
+        )
         lines = [f"{verb} {printable(self.output)}: {what}, {held}"]
         if self.was_wrapper:
             outputs = names(self.outputs) if self.outputs is not None else "not recorded (weights only)"
-            lines.append(f"  removed {plural(self.depth, 'wrapper level')} ({self.replicas or '?'} replicas "
-                         f"innermost); outputs: {outputs}")
+            lines.append(
+                f"  removed {plural(self.depth, 'wrapper level')} ({self.replicas or '?'} replicas "
+                f"innermost); outputs: {outputs}"
+            )
         changes = f" ({names(self.config_changes)})" if self.config_changes else ""
         lines.append(f"  config: {self.config}{changes}")
         if self.file_type == "model":
-            lines.append(f"  optimizer state: {self.optimizer}" + (
-                " (mgpu_io.load_model restores it; Keras 3's own load_model cannot restore a .h5's and starts "
-                "a fresh one; a .keras output keeps it for Keras 3)"
-                if self.optimizer == COPIED_ASIDE else ""))
+            lines.append(
+                f"  optimizer state: {self.optimizer}"
+                + (
+                    " (mgpu_io.load_model restores it; Keras 3's own load_model cannot restore a .h5's and starts "
+                    "a fresh one; a .keras output keeps it for Keras 3)"
+                    if self.optimizer == COPIED_ASIDE
+                    else ""
+                )
+            )
         if self.renamed_outputs:
-            lines.append("  training config re-keyed: "
-                         + printable(", ".join(f"{old} -> {new}" for old, new in self.renamed_outputs.items())))
+            lines.append(
+                "  training config re-keyed: "
+                + printable(", ".join(f"{old} -> {new}" for old, new in self.renamed_outputs.items()))
+            )
         lines += [f"  ! {printable(warning)}" for warning in self.warnings]
         return "\n".join(lines)
 
@@ -114,9 +125,9 @@ class Plan:
 
     stored: object
     extraction: Extraction
-    levels: List[WrapperLevel]
+    levels: list[WrapperLevel]
     config: Optional[dict]
-    layers: List[LayerWeights]
+    layers: list[LayerWeights]
     conversions: dict
     training: Optional[dict]
     keras_version: str
@@ -184,8 +195,17 @@ def check_options(*, target="keras3", keep_config=False, cpu=False, output_forma
                 )
 
 
-def make_plan(stored, *, config=None, target="keras3", keep_config=False, include_optimizer=True,
-              allow_plain=False, cpu=False, output=None):
+def make_plan(
+    stored,
+    *,
+    config=None,
+    target="keras3",
+    keep_config=False,
+    include_optimizer=True,
+    allow_plain=False,
+    cpu=False,
+    output=None,
+):
     """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options)."""
     extraction = extract(stored)
     if config is not None:
@@ -201,9 +221,13 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
     normalise = template is not None and not keep_config and not written_by_keras3
     cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
     keras1 = normalise and is_keras1(stored.keras_version, template)
-    context = conversions.Context(keras1=keras1, target=target if normalise else conversions.TF_KERAS,
-                                  cpu_only=cpu_only, weights_file=stored.file_type == WEIGHTS,
-                                  keras_version=str(stored.keras_version or ""))
+    context = conversions.Context(
+        keras1=keras1,
+        target=target if normalise else conversions.TF_KERAS,
+        cpu_only=cpu_only,
+        weights_file=stored.file_type == WEIGHTS,
+        keras_version=str(stored.keras_version or ""),
+    )
     if normalise or cpu_only:
         template, changes = conversions.convert_config(template, context)
     layers = extraction.layout(template)
@@ -225,9 +249,11 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
     if template is None and not keep_config:
         cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
         if cudnn:
-            warnings.append(f"layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and "
-                            f"which cannot be converted without the architecture: pass config= (the JSON saved "
-                            f"beside these weights), or load them with mgpu_io.transfer_weights into your model")
+            warnings.append(
+                f"layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and "
+                f"which cannot be converted without the architecture: pass config= (the JSON saved "
+                f"beside these weights), or load them with mgpu_io.transfer_weights into your model"
+            )
     outputs = template_outputs(extraction, template)
     training, renamed = None, {}
     if stored.training_config is not None:
@@ -256,10 +282,17 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
                 check_weight(group[name], name, stored, counter=True)
         if optimizer == COPIED and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
             optimizer = DROPPED
-            warnings.append("the optimizer state is left out: its slots have the CuDNN layout of the weights, "
-                            "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state")
-    if optimizer == COPIED and normalise and target == conversions.KERAS3 and stored.file_type == MODEL and \
-            (output is None or Path(output).suffix != ".keras"):
+            warnings.append(
+                "the optimizer state is left out: its slots have the CuDNN layout of the weights, "
+                "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state"
+            )
+    if (
+        optimizer == COPIED
+        and normalise
+        and target == conversions.KERAS3
+        and stored.file_type == MODEL
+        and (output is None or Path(output).suffix != ".keras")
+    ):
         optimizer = COPIED_ASIDE  # Keras 3's own load_model would build its optimizer on no variables
     levels = extraction.levels
     lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
@@ -287,8 +320,9 @@ def make_plan(stored, *, config=None, target="keras3", keep_config=False, includ
         lambdas=[lam.to_dict() for lam in lambdas],
     )
     keras_version = "2.2.4" if keras1 else (stored.keras_version or "2.2.4")
-    return Plan(stored, extraction, levels, template, layers, conversions_by_layer, training, keras_version, report,
-                lambdas)
+    return Plan(
+        stored, extraction, levels, template, layers, conversions_by_layer, training, keras_version, report, lambdas
+    )
 
 
 @contextlib.contextmanager
@@ -338,8 +372,10 @@ def _warnings(template, notes, context):
     warnings += [message for family, message, _ in conversions.checks(template, context) if family.warn]
     if "hard-sigmoid-gates-rescaled" in notes or "hard-sigmoid-rescaled" in notes:
         what = "load these weights into a Keras 3 model" if context.weights_file else "the file is for Keras 3"
-        warnings.append(f"Keras 2 hard_sigmoid weights were rescaled for Keras 3: {what}; for tf_keras unwrap "
-                        f"with target='tf_keras'")
+        warnings.append(
+            f"Keras 2 hard_sigmoid weights were rescaled for Keras 3: {what}; for tf_keras unwrap "
+            f"with target='tf_keras'"
+        )
     return list(dict.fromkeys(warnings))
 
 
@@ -394,8 +430,12 @@ def _check_output(source, output, overwrite, inputs, folder_made_later):
             f"Received: output={output}. Create {output.parent} first."
         )
     for candidate in (source, *inputs):
-        if candidate is not None and output.exists() and Path(candidate).exists() and \
-                os.path.samefile(candidate, output):
+        if (
+            candidate is not None
+            and output.exists()
+            and Path(candidate).exists()
+            and os.path.samefile(candidate, output)
+        ):
             raise OutputError(
                 f"The output is an input file. Expected a different path: inputs are never modified. "
                 f"Received: input={candidate}, output={output}. Choose another output path."

@@ -63,7 +63,9 @@ def probed(path, work, *, progress=None):
     answer, finished, structure_done = None, False, False
     try:
         deadline = time.monotonic() + TIMEOUT
-        for kind, value in _messages(read_end, lambda: None if structure_done else deadline - time.monotonic()):
+        # The wait is read anew at each message: no limit once the structure is read.
+        wait = lambda: None if structure_done else deadline - time.monotonic()  # noqa: E731
+        for kind, value in _messages(read_end, wait):
             if kind == "read":
                 structure_done = True
             elif kind == "progress":
@@ -173,8 +175,8 @@ def _messages(fd, time_left):
             (size,) = _FRAME.unpack_from(buffer)
             if len(buffer) < _FRAME.size + size:
                 break
-            yield pickle.loads(buffer[_FRAME.size:_FRAME.size + size])  # our own child's answer, over our own pipe
-            buffer = buffer[_FRAME.size + size:]
+            yield pickle.loads(buffer[_FRAME.size : _FRAME.size + size])  # our own child's answer, over our own pipe
+            buffer = buffer[_FRAME.size + size :]
 
 
 def _child(path, work, write_end):  # pragma: no cover - runs in the forked child
@@ -196,10 +198,10 @@ def _child(path, work, write_end):  # pragma: no cover - runs in the forked chil
         except MemoryError:
             _send(write_end, ("error", _memory_error(path)))
             code = 3
-        except Exception as error:  # noqa: BLE001 - raised again in the parent, as if the work had run there
+        except Exception as error:
             _send(write_end, ("error", error))
             code = 3
-    except BaseException:  # noqa: BLE001 - whatever happens, the child must end here
+    except BaseException:
         code = 1
     finally:
         os._exit(code)
@@ -208,11 +210,11 @@ def _child(path, work, write_end):  # pragma: no cover - runs in the forked chil
 def _send(fd, answer):
     try:
         data = pickle.dumps(answer)
-    except Exception:  # noqa: BLE001 - an error that does not pickle: its message is enough
+    except Exception:
         data = pickle.dumps(("error", NotAModelFile(str(answer[1]))))
     view = memoryview(_FRAME.pack(len(data)) + data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _limit_memory():  # pragma: no cover - runs in the forked child or a supervised worker

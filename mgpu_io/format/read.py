@@ -32,8 +32,18 @@ MAX_CONFIG_BYTES = 64 << 20
 MAX_FILTERED_BYTES, MAX_EXPANSION = 256 << 20, 16
 #: Most objects (groups and datasets) walked in one file.
 MAX_OBJECTS = 1_000_000
-_DAMAGE = (KeyError, TypeError, AttributeError, IndexError, ValueError, LookupError, OSError, RuntimeError,
-           OverflowError, AssertionError)
+_DAMAGE = (
+    KeyError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    ValueError,
+    LookupError,
+    OSError,
+    RuntimeError,
+    OverflowError,
+    AssertionError,
+)
 
 
 class CachedGroup:
@@ -74,7 +84,7 @@ class CachedGroup:
         return found
 
     def get(self, name, default=None):
-        return self[name] if name in self else default
+        return self[name] if name in self else default  # noqa: SIM401 - this *is* the mapping's get
 
 
 class _StoredDataset(h5py.Dataset):
@@ -293,8 +303,7 @@ def _refuse_links(path, h5):
     h5.id.links.visit(visit, info=True)
     if found:
         link = h5.get(found[0], getlink=True)
-        kind = "an external link to " + repr(link.filename) if isinstance(link, h5py.ExternalLink) else \
-            "a soft link"
+        kind = "an external link to " + repr(link.filename) if isinstance(link, h5py.ExternalLink) else "a soft link"
         raise NotAModelFile(
             f"The file holds {kind} at /{found[0]}. Expected plain groups and datasets, as Keras writes them; "
             f"mgpu-io never follows links. Received: filepath={path}. The file was edited after Keras wrote it; "

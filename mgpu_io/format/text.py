@@ -16,8 +16,14 @@ def printable(text):
         >>> printable("dense_1\x1b[2J")
         'dense_1\\x1b[2J'
     """
-    return _UNPRINTABLE.sub(lambda m: m.group(0).encode("unicode_escape", "backslashreplace").decode("ascii")
-                            if not "\ud800" <= m.group(0) <= "\udfff" else f"\\u{ord(m.group(0)):04x}", str(text))
+    return _UNPRINTABLE.sub(
+        lambda m: (
+            m.group(0).encode("unicode_escape", "backslashreplace").decode("ascii")
+            if not "\ud800" <= m.group(0) <= "\udfff"
+            else f"\\u{ord(m.group(0)):04x}"
+        ),
+        str(text),
+    )
 
 
 def names(values):
@@ -41,5 +47,7 @@ def columns(header, rows, indent="  "):
     """
     table = [tuple(header)] + [tuple(printable(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-    return [indent + "  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip()
-            for row in table]
+    return [
+        indent + "  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip()
+        for row in table
+    ]

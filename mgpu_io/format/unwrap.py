@@ -13,9 +13,21 @@ from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.write import write_plan
 
 
-def unwrap_file(source, output, *, config=None, target="keras3", keep_config=False, cpu=False,
-                include_optimizer=True, allow_plain=False, overwrite=False, dry_run=False, progress=None,
-                folder_made_later=False):
+def unwrap_file(
+    source,
+    output,
+    *,
+    config=None,
+    target="keras3",
+    keep_config=False,
+    cpu=False,
+    include_optimizer=True,
+    allow_plain=False,
+    overwrite=False,
+    dry_run=False,
+    progress=None,
+    folder_made_later=False,
+):
     """Write the innermost template of ``source`` to ``output`` as a file of ``source``'s kind.
 
     The options are :func:`mgpu_io.unwrap`'s; ``folder_made_later`` (a folder's dry run) accepts an output folder
@@ -23,10 +35,17 @@ def unwrap_file(source, output, *, config=None, target="keras3", keep_config=Fal
     """
     source, output = Path(source), Path(output)
     check_options(target=target, keep_config=keep_config, cpu=cpu)
-    check_output(source, output, overwrite, inputs=(config,) if config is not None else (),
-                 folder_made_later=folder_made_later)
-    options = dict(config=config, target=target, keep_config=keep_config, cpu=cpu,
-                   include_optimizer=include_optimizer, allow_plain=allow_plain)
+    check_output(
+        source, output, overwrite, inputs=(config,) if config is not None else (), folder_made_later=folder_made_later
+    )
+    options = dict(
+        config=config,
+        target=target,
+        keep_config=keep_config,
+        cpu=cpu,
+        include_optimizer=include_optimizer,
+        allow_plain=allow_plain,
+    )
     # One child reads the file once, plans and writes (see probe.py): libhdf5 hangs and crashes become errors.
     return probed(source, lambda: _unwrap(source, output, options, dry_run, relayed(progress)), progress=progress)
 

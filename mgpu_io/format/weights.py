@@ -11,20 +11,72 @@ config implies must hold.
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Optional
 
 from mgpu_io.errors import WeightsMismatch
 from mgpu_io.format.config import MODEL_CLASSES, RECURRENT_GATES, layer_name, model_layers, model_name, walk_layers
 
 # Layers that never own weights; a weight attributed to one of them means the attribution is wrong.
 WEIGHTLESS = frozenset(
-    """InputLayer Lambda Dropout SpatialDropout1D SpatialDropout2D SpatialDropout3D GaussianNoise GaussianDropout
-    AlphaDropout Activation ReLU LeakyReLU ELU Softmax ThresholdedReLU Flatten Reshape Permute RepeatVector Masking
-    ActivityRegularization Concatenate Add Subtract Multiply Average Maximum Minimum Dot Merge MaxPooling1D
-    MaxPooling2D MaxPooling3D AveragePooling1D AveragePooling2D AveragePooling3D GlobalMaxPooling1D
-    GlobalMaxPooling2D GlobalMaxPooling3D GlobalAveragePooling1D GlobalAveragePooling2D GlobalAveragePooling3D
-    ZeroPadding1D ZeroPadding2D ZeroPadding3D Cropping1D Cropping2D Cropping3D UpSampling1D UpSampling2D
-    UpSampling3D MaxPool1D MaxPool2D MaxPool3D AvgPool1D AvgPool2D AvgPool3D""".split()
+    [
+        "InputLayer",
+        "Lambda",
+        "Dropout",
+        "SpatialDropout1D",
+        "SpatialDropout2D",
+        "SpatialDropout3D",
+        "GaussianNoise",
+        "GaussianDropout",
+        "AlphaDropout",
+        "Activation",
+        "ReLU",
+        "LeakyReLU",
+        "ELU",
+        "Softmax",
+        "ThresholdedReLU",
+        "Flatten",
+        "Reshape",
+        "Permute",
+        "RepeatVector",
+        "Masking",
+        "ActivityRegularization",
+        "Concatenate",
+        "Add",
+        "Subtract",
+        "Multiply",
+        "Average",
+        "Maximum",
+        "Minimum",
+        "Dot",
+        "Merge",
+        "MaxPooling1D",
+        "MaxPooling2D",
+        "MaxPooling3D",
+        "AveragePooling1D",
+        "AveragePooling2D",
+        "AveragePooling3D",
+        "GlobalMaxPooling1D",
+        "GlobalMaxPooling2D",
+        "GlobalMaxPooling3D",
+        "GlobalAveragePooling1D",
+        "GlobalAveragePooling2D",
+        "GlobalAveragePooling3D",
+        "ZeroPadding1D",
+        "ZeroPadding2D",
+        "ZeroPadding3D",
+        "Cropping1D",
+        "Cropping2D",
+        "Cropping3D",
+        "UpSampling1D",
+        "UpSampling2D",
+        "UpSampling3D",
+        "MaxPool1D",
+        "MaxPool2D",
+        "MaxPool3D",
+        "AvgPool1D",
+        "AvgPool2D",
+        "AvgPool3D",
+    ]
 )
 
 _KERAS1_PARAM = re.compile(
@@ -39,7 +91,7 @@ class LayerWeights:
 
     layer: str
     class_name: Optional[str]
-    names: List[str]
+    names: list[str]
     group: object = None
 
 
@@ -47,7 +99,7 @@ def _stem(weight_name):
     return re.sub(r":\d+$", "", weight_name)
 
 
-def _owner(weight_name, candidates: Dict[str, str]):
+def _owner(weight_name, candidates: dict[str, str]):
     stem = _stem(weight_name)
     scoped = [name for name in candidates if "/" in name and stem.startswith(name + "/")]
     if scoped:  # a layer name with a scope in it (DenseNet's `conv1/conv`)
@@ -68,7 +120,7 @@ def _owner(weight_name, candidates: Dict[str, str]):
     return candidates[max(prefixes, key=len)] if prefixes else None
 
 
-def split_by_layer(template_config, weight_names, where="template") -> List[LayerWeights]:
+def split_by_layer(template_config, weight_names, where="template") -> list[LayerWeights]:
     """Attribute the flat ``weight_names`` of ``template_config`` to its top-level layers.
 
     Returns one :class:`LayerWeights` per top-level layer, in config order (weightless layers get no names).
@@ -150,7 +202,7 @@ def scoped_weight_names(weight_names):
     return scoped
 
 
-def split_without_config(weight_names) -> List[LayerWeights]:
+def split_without_config(weight_names) -> list[LayerWeights]:
     """Group a weights-only file's flat template weights by their names' layer stems, in layer order.
 
     Without a config the layer order is rebuilt from the two sections (trainable, then non-trainable), each of
@@ -168,7 +220,7 @@ def split_without_config(weight_names) -> List[LayerWeights]:
         owners.append(stem.split("/")[0] if "/" in stem else (match.group("layer") if match else stem))
     first, second, seen = [], [], set()
     in_second = False
-    for previous, owner in zip([None] + owners, owners):
+    for previous, owner in zip([None, *owners], owners):
         if owner in seen and owner != previous:
             in_second = True
         section = second if in_second else first
@@ -202,8 +254,11 @@ def check_shapes(layer_config, names, shapes, where):
     bias; the input size is not known without building the model.
     """
     expected = _expected_shapes(layer_config)
-    if expected is None or len(expected) != len(shapes) or \
-            any(want is not None and len(shape) != len(want) for shape, want in zip(shapes, expected)):
+    if (
+        expected is None
+        or len(expected) != len(shapes)
+        or any(want is not None and len(shape) != len(want) for shape, want in zip(shapes, expected))
+    ):
         return  # another layout (Keras 1's per-gate arrays, its (k, 1, in, out) Conv1D kernels): converted, then
         # checked by Keras itself when the weights are assigned
     for name, shape, want in zip(names, shapes, expected):
@@ -228,7 +283,7 @@ def _expected_shapes(layer):
         if config.get("data_format", "channels_last") != "channels_last":
             return None
         kernel = tuple(config["kernel_size"])
-        return [kernel + (None, config["filters"]), (config["filters"],)]
+        return [(*kernel, None, config["filters"]), (config["filters"],)]
     if cls == "BatchNormalization":
         return None  # axis-dependent; all four vectors are checked to agree by Keras on load
     if cls in RECURRENT_GATES and cls != "ConvLSTM2D" and "units" in config:

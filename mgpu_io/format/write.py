@@ -29,9 +29,9 @@ import h5py
 import numpy as np
 
 from mgpu_io._version import __version__
+from mgpu_io.errors import OutputError
 from mgpu_io.format.attrs import read_str_list, set_attr, write_str_list
 from mgpu_io.format.config import layer_name, model_layers
-from mgpu_io.errors import OutputError
 from mgpu_io.format.read import CONFIG, MODEL, reading
 
 _COPY_CHUNK = 16 << 20
@@ -49,30 +49,46 @@ def write_plan(plan, output, progress=None):
             config = plan.config if report.config == "verbatim" else _for_model_from_json(plan.config)
             write_json_config(temporary, config)
             return
-        provenance = json.dumps({
-            "tool": f"mgpu-io {__version__}",
-            "source_keras_version": stored.keras_version,
-            "removed_wrapper_levels": report.depth,
-            "config": report.config,
-        })
+        provenance = json.dumps(
+            {
+                "tool": f"mgpu-io {__version__}",
+                "source_keras_version": stored.keras_version,
+                "removed_wrapper_levels": report.depth,
+                "config": report.config,
+            }
+        )
         versions = {"keras_version": plan.keras_version, "backend": stored.backend or "tensorflow"}
         group = plan.optimizer_weights
-        optimizer = [(name, group[name]) for name in read_str_list(group.attrs, "weight_names")] \
-            if group is not None else None
+        optimizer = (
+            [(name, group[name]) for name in read_str_list(group.attrs, "weight_names")] if group is not None else None
+        )
         total = report.weight_bytes + sum(value.size * value.dtype.itemsize for _, value in optimizer or [])
         tick = _byte_counter(progress, total) if progress else None
         if stored.file_type == MODEL:
             by_name = {layer.layer: layer for layer in plan.layers}
             order = [layer_name(layer) for layer in model_layers(plan.config)]
             layers = [(name, plan.converted(by_name[name]) if name in by_name else []) for name in order]
-            attrs = dict(versions, model_config=json.dumps(plan.config), mgpu_io=provenance,
-                         training_config=json.dumps(plan.training) if plan.training is not None else None)
-            write_legacy_h5(temporary, layers, root_attrs=attrs, weights_root_attrs=versions, layer_order=order,
-                            optimizer=optimizer, optimizer_group=plan.optimizer_group, progress=tick)
+            attrs = dict(
+                versions,
+                model_config=json.dumps(plan.config),
+                mgpu_io=provenance,
+                training_config=json.dumps(plan.training) if plan.training is not None else None,
+            )
+            write_legacy_h5(
+                temporary,
+                layers,
+                root_attrs=attrs,
+                weights_root_attrs=versions,
+                layer_order=order,
+                optimizer=optimizer,
+                optimizer_group=plan.optimizer_group,
+                progress=tick,
+            )
         else:
             layers = [(layer.layer, plan.converted(layer)) for layer in plan.layers if layer.names]
-            write_legacy_h5(temporary, layers, weights_root="/", root_attrs=dict(versions, mgpu_io=provenance),
-                            progress=tick)
+            write_legacy_h5(
+                temporary, layers, weights_root="/", root_attrs=dict(versions, mgpu_io=provenance), progress=tick
+            )
 
 
 def _byte_counter(progress, total):
@@ -87,14 +103,27 @@ def _byte_counter(progress, total):
 
 
 #: What an ``OSError`` means when it comes from the output side: the fix is the user's, not the file's.
-_OUTPUT_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-                  errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-                  errno.EPERM: "the operation is not permitted (an immutable folder?)",
-                  errno.ENAMETOOLONG: "the name is too long", errno.EFBIG: "the file is too large for this file system"}
-_OUTPUT_TEXTS = {"No space left": errno.ENOSPC, "Disk quota": errno.EDQUOT, "Read-only file system": errno.EROFS,
-                 "Permission denied": errno.EACCES, "Operation not permitted": errno.EPERM,
-                 "File name too long": errno.ENAMETOOLONG, "File too large": errno.EFBIG,
-                 "errno = 28": errno.ENOSPC, "errno = 30": errno.EROFS, "errno = 13": errno.EACCES}
+_OUTPUT_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "the operation is not permitted (an immutable folder?)",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.EFBIG: "the file is too large for this file system",
+}
+_OUTPUT_TEXTS = {
+    "No space left": errno.ENOSPC,
+    "Disk quota": errno.EDQUOT,
+    "Read-only file system": errno.EROFS,
+    "Permission denied": errno.EACCES,
+    "Operation not permitted": errno.EPERM,
+    "File name too long": errno.ENAMETOOLONG,
+    "File too large": errno.EFBIG,
+    "errno = 28": errno.ENOSPC,
+    "errno = 30": errno.EROFS,
+    "errno = 13": errno.EACCES,
+}
 
 
 def output_problem(error):
@@ -206,8 +235,18 @@ def write_json_config(destination, model_config):
     Path(destination).write_text(json.dumps(model_config), encoding="utf8")
 
 
-def write_legacy_h5(path, layers, *, weights_root="model_weights", root_attrs=None, weights_root_attrs=None,
-                    layer_order=None, optimizer=None, optimizer_group="optimizer_weights", progress=None):
+def write_legacy_h5(
+    path,
+    layers,
+    *,
+    weights_root="model_weights",
+    root_attrs=None,
+    weights_root_attrs=None,
+    layer_order=None,
+    optimizer=None,
+    optimizer_group="optimizer_weights",
+    progress=None,
+):
     """Write a legacy Keras HDF5 file.
 
     Args:
@@ -266,11 +305,9 @@ def _created(path, in_memory):
         with open(path, "w+b") as handle:
             handle.write(image)
         return
-    handle = open(path, "w+b") if str(path).startswith("/proc/self/fd/") else None
-    with contextlib.ExitStack() as stack, h5py.File(handle if handle is not None else path, "w") as h5:
-        if handle is not None:
-            stack.enter_context(handle)
-        yield h5
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(open(path, "w+b")) if str(path).startswith("/proc/self/fd/") else None
+        yield stack.enter_context(h5py.File(handle if handle is not None else path, "w"))
 
 
 #: A name for each in-memory file (libhdf5 refuses a second open file of the same name).
@@ -289,7 +326,7 @@ def _group(parent, name, exist_ok=False):
         return parent[name]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _link_properties(ascii_name):
     """Link creation properties as h5py makes them: missing parent groups are created, names are tagged ASCII or
     UTF-8."""
@@ -335,11 +372,18 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
         target.create_dataset(leaf, data=value[()])
         return []
     if in_memory or nbytes < _COPIED_BY_HDF5_BELOW:
-        h5py.h5o.copy(source, b".", target.id, name, copypl=_without_attributes(),
-                      lcpl=_link_properties(name.isascii()))
+        h5py.h5o.copy(
+            source, b".", target.id, name, copypl=_without_attributes(), lcpl=_link_properties(name.isascii())
+        )
         return []
-    dataset = h5py.h5d.create(target.id, name, source.get_type(), source.get_space(), dcpl=_allocated_now(),
-                              lcpl=_link_properties(name.isascii()))
+    dataset = h5py.h5d.create(
+        target.id,
+        name,
+        source.get_type(),
+        source.get_space(),
+        dcpl=_allocated_now(),
+        lcpl=_link_properties(name.isascii()),
+    )
     return [(dataset.get_offset(), h5py.h5f.get_name(source), source_offset, nbytes)]
 
 
@@ -349,14 +393,14 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
 _COPIED_BY_HDF5_BELOW = 1 << 20
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _without_attributes():
     properties = h5py.h5p.create(h5py.h5p.OBJECT_COPY)
     properties.set_copy_object(h5py.h5o.COPY_WITHOUT_ATTR_FLAG)
     return properties
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _allocated_now():
     """Dataset creation properties for a block that is about to be copied in raw: it exists at once, at a known
     offset, and is not zeroed first."""
@@ -398,8 +442,13 @@ def _copy_range(source, source_offset, destination, destination_offset, nbytes, 
     if buffer is None:
         try:
             while done < nbytes:
-                copied = os.copy_file_range(source, destination, min(_COPY_CHUNK, nbytes - done),
-                                            source_offset + done, destination_offset + done)
+                copied = os.copy_file_range(
+                    source,
+                    destination,
+                    min(_COPY_CHUNK, nbytes - done),
+                    source_offset + done,
+                    destination_offset + done,
+                )
                 if copied == 0:
                     raise OSError("copy_file_range copied nothing")
                 _start_writeback(destination, destination_offset + done, copied)
@@ -408,7 +457,7 @@ def _copy_range(source, source_offset, destination, destination_offset, nbytes, 
         except (AttributeError, OSError):  # no copy_file_range here: read and write
             buffer = memoryview(bytearray(_COPY_CHUNK))
     while done < nbytes:
-        part = buffer[:min(len(buffer), nbytes - done)]
+        part = buffer[: min(len(buffer), nbytes - done)]
         got = os.preadv(source, [part], source_offset + done)
         if got == 0:
             raise OSError(errno.EIO, "the source file ends before its dataset does")
@@ -419,7 +468,7 @@ def _copy_range(source, source_offset, destination, destination_offset, nbytes, 
         done += got
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sync_file_range():
     """Linux's ``sync_file_range`` (through ctypes: the standard library has no binding), or ``None``."""
     try:

@@ -8,7 +8,7 @@ the slice layers' default names. To add a writer, add one :class:`Writer` to :da
 
 import re
 from dataclasses import dataclass, replace
-from typing import FrozenSet, Optional, Tuple
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Writer:
 
     name: str
     display: str
-    slice_arguments: Tuple[FrozenSet[str], ...] = ()
+    slice_arguments: tuple[frozenset[str], ...] = ()
     index_key: Optional[str] = None
     parts_key: Optional[str] = None
     module_contains: Optional[str] = None
@@ -49,7 +49,7 @@ KERAS = Writer(
     parts_key="parts",
     slice_names=r"lambda(_\d+)?",
     files="Keras 2.0.9-2.3.1: slices lambda_1.. with arguments {i, parts}, module keras.utils.multi_gpu_utils "
-          "(legacy-format.md 1.1-1.3)",
+    "(legacy-format.md 1.1-1.3)",
 )
 TF_KERAS = replace(  # Keras' algorithm and arguments; only the slices' module tells them apart
     KERAS,
@@ -75,7 +75,7 @@ AVOLKOV1 = Writer(
     parts_key="ngpus",
     slice_names=r"stage_cpuSliceIn\d+_Dev\d+",
     files="keras_experiments make_parallel: slices stage_cpuSliceIn<k>_Dev<r> with {ngpus, part[, dev]} "
-          "(legacy-format.md 2)",
+    "(legacy-format.md 2)",
 )
 GENERIC = Writer(
     name="generic",

@@ -81,8 +81,7 @@ def _loader(path):
     def new(loader, suffix, node):
         if suffix not in _KNOWN_NEW:
             return refuse(loader, suffix, node)
-        state = loader.construct_mapping(node, deep=True).get("state") if isinstance(node, yaml.MappingNode) \
-            else None
+        state = loader.construct_mapping(node, deep=True).get("state") if isinstance(node, yaml.MappingNode) else None
         return f"<module {state if isinstance(state, str) else '?'}>"
 
     def refuse(loader, suffix, node):
@@ -112,7 +111,7 @@ def load_yaml_config(path, text):
     """
     yaml = _yaml()
     try:
-        value = yaml.load(text, Loader=_loader(path))  # noqa: S506 - a SafeLoader subclass, see _loader
+        value = yaml.load(text, Loader=_loader(path))
     except yaml.YAMLError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise NotAModelFile(

@@ -75,8 +75,16 @@ def _one_build_per_sequential():
 
 
 #: What building a Keras model or optimizer raises for a config or a layer it cannot build.
-BUILD_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, NotImplementedError, RuntimeError,
-                RecursionError)
+BUILD_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    NotImplementedError,
+    RuntimeError,
+    RecursionError,
+)
 
 
 class Deferred:
@@ -119,8 +127,7 @@ class Deferred:
 
     def give(self, variable, value):
         """Make ``value`` the initial value of ``variable``, if it was created here without one; ``False`` if not."""
-        if not self.active or getattr(variable, "_value", True) is not None or \
-                not hasattr(variable, "_initializer"):
+        if not self.active or getattr(variable, "_value", True) is not None or not hasattr(variable, "_initializer"):
             return False
         variable._initializer = _Value(value)
         return True

@@ -8,7 +8,6 @@ in graph order (each layer's input depends on the layers before it).
 """
 
 from dataclasses import dataclass, field
-from typing import List
 
 import numpy as np
 
@@ -23,18 +22,24 @@ class RecalibrationReport:
     ``unrecoverable``: learned weights that stay NaN/Inf; ``skipped``: layers whose input is not one tensor
     (a nested model called more than once), with the reason."""
 
-    layers: List[str] = field(default_factory=list)
+    layers: list[str] = field(default_factory=list)
     samples: int = 0
-    unrecoverable: List[str] = field(default_factory=list)
-    skipped: List[str] = field(default_factory=list)
+    unrecoverable: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     def to_dict(self):
-        return {"layers": self.layers, "samples": self.samples, "unrecoverable": self.unrecoverable,
-                "skipped": self.skipped}
+        return {
+            "layers": self.layers,
+            "samples": self.samples,
+            "unrecoverable": self.unrecoverable,
+            "skipped": self.skipped,
+        }
 
     def __str__(self):
-        lines = [f"Recomputed the moving statistics of {plural(len(self.layers), 'BatchNormalization layer')} "
-                 f"from {plural(self.samples, 'sample')}" + (f": {names(self.layers)}" if self.layers else "")]
+        lines = [
+            f"Recomputed the moving statistics of {plural(len(self.layers), 'BatchNormalization layer')} "
+            f"from {plural(self.samples, 'sample')}" + (f": {names(self.layers)}" if self.layers else "")
+        ]
         if self.unrecoverable:
             lines.append(f"  ! learned weights still NaN/Inf (retrain these layers): {names(self.unrecoverable)}")
         lines += [f"  ! skipped {printable(reason)}" for reason in self.skipped]
@@ -73,8 +78,9 @@ def recalibrate_batchnorm(model, data, *, only_non_finite=True, batch_size=256):
 
 def _needs(layer, keras, only_non_finite):
     if isinstance(layer, keras.layers.BatchNormalization):
-        return not only_non_finite or not all(np.isfinite(np.asarray(v)).all()
-                                              for v in (layer.moving_mean, layer.moving_variance))
+        return not only_non_finite or not all(
+            np.isfinite(np.asarray(v)).all() for v in (layer.moving_mean, layer.moving_variance)
+        )
     if is_model(layer):
         return any(_needs(inner, keras, only_non_finite) for inner in layer.layers)
     return False
@@ -108,17 +114,22 @@ def _recalibrate(keras, model, data, batch_size, only_non_finite, report, prefix
         layer.moving_variance.assign((m2 / count).astype("float32"))
         report.layers.append(f"{prefix}{layer.name}")
         report.samples = count
-        report.unrecoverable += [f"{prefix}{layer.name}/{v.name}" for v in layer.trainable_weights
-                                 if not np.isfinite(np.asarray(v)).all()]
+        report.unrecoverable += [
+            f"{prefix}{layer.name}/{v.name}" for v in layer.trainable_weights if not np.isfinite(np.asarray(v)).all()
+        ]
 
 
 def _batches(data, batch_size, inputs):
-    per_input = (isinstance(data, (list, tuple)) and len(data) == inputs
-                 and all(isinstance(a, np.ndarray) for a in data) and inputs > 1)
+    per_input = (
+        isinstance(data, (list, tuple))
+        and len(data) == inputs
+        and all(isinstance(a, np.ndarray) for a in data)
+        and inputs > 1
+    )
     if isinstance(data, np.ndarray) or per_input:
         arrays = list(data) if per_input else [data]
         for start in range(0, len(arrays[0]), batch_size):
-            parts = [a[start:start + batch_size] for a in arrays]
+            parts = [a[start : start + batch_size] for a in arrays]
             yield parts if len(parts) > 1 else parts[0]
         return
     yield from data
@@ -133,4 +144,4 @@ def _merge(count, mean, m2, values):
         return n, batch_mean, batch_m2
     total = count + n
     delta = batch_mean - mean
-    return total, mean + delta * n / total, m2 + batch_m2 + delta ** 2 * count * n / total
+    return total, mean + delta * n / total, m2 + batch_m2 + delta**2 * count * n / total

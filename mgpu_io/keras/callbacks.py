@@ -17,8 +17,8 @@ Example (docs/checkpoint.md has a complete one for each Keras)::
 """
 
 import os
-import tempfile
 import sys
+import tempfile
 import warnings
 
 from mgpu_io.errors import AmbiguousTemplate, BaseModelCheckpointError
@@ -29,7 +29,7 @@ from mgpu_io.keras.wrapper import find_template, non_finite_weights, replica_cou
 __all__ = ["BaseModelCheckpoint", "BaseModelCheckpointError", "find_base_model"]
 
 
-class BaseModelCheckpoint(object):
+class BaseModelCheckpoint:
     """Save the base model of a data-parallel wrapper during training, like ``keras.callbacks.ModelCheckpoint``.
 
     Args:
@@ -69,11 +69,11 @@ class BaseModelCheckpoint(object):
         self.explicit_base_model = base_model
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
             raise ValueError(
-                "Unrecognized save_freq: {!r}. Expected save_freq are 'epoch' or a positive integer number of "
-                "batches.".format(save_freq)
+                f"Unrecognized save_freq: {save_freq!r}. Expected save_freq are 'epoch' or a positive integer number of "
+                "batches."
             )
         if mode not in ("auto", "min", "max"):
-            warnings.warn("BaseModelCheckpoint mode {!r} is unknown, fallback to auto mode.".format(mode))
+            warnings.warn(f"BaseModelCheckpoint mode {mode!r} is unknown, fallback to auto mode.", stacklevel=2)
             mode = "auto"
         if mode == "auto":
             mode = "max" if ("acc" in monitor or monitor.startswith("fmeasure") or "auc" in monitor) else "min"
@@ -147,26 +147,28 @@ class BaseModelCheckpoint(object):
             current = logs.get(self.monitor)
             if current is None or isinstance(current, (list, tuple)):
                 if not self._runs_on_keras3():  # Keras 2 and tf_keras skip the save
-                    warnings.warn("Can save best model only with {} available, skipping.".format(self.monitor))
+                    warnings.warn(f"Can save best model only with {self.monitor} available, skipping.", stacklevel=2)
                     return
-                warnings.warn("Can save best model only with {} available.".format(self.monitor))  # Keras 3 saves
+                warnings.warn(f"Can save best model only with {self.monitor} available.", stacklevel=2)  # Keras 3 saves
                 current = None
             if current is not None and not self._is_improvement(current):
                 if self.verbose:
-                    print("\nEpoch {}: {} did not improve from {}".format(epoch + 1, self.monitor, self.best))
+                    print(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from {self.best}")
                 return
             if self.verbose and current is not None:
-                print("\nEpoch {}: {} improved from {} to {:.5f}, saving base model to {}".format(
-                    epoch + 1, self.monitor, self.best, current, path))
+                print(
+                    f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best} to {current:.5f}, saving base model to {path}"
+                )
             if current is not None:
                 self.best = current
         elif self.verbose:
-            print("\nEpoch {}: saving base model to {}".format(epoch + 1, path))
+            print(f"\nEpoch {epoch + 1}: saving base model to {path}")
         broken = non_finite_weights(self.base_model)
         if broken:
             warnings.warn(
                 "Not saving {}: the previous checkpoint is kept. {} To avoid it, use a training-set size that is a "
-                "multiple of batch_size x replicas.".format(path, non_finite_message(broken, "the base model"))
+                "multiple of batch_size x replicas.".format(path, non_finite_message(broken, "the base model")),
+                stacklevel=2,
             )
             return
         self._write(path)
@@ -183,13 +185,15 @@ class BaseModelCheckpoint(object):
         try:
             path = self.filepath.format(epoch=epoch + 1, **values)
         except KeyError as error:
-            raise KeyError('Failed to format this callback filepath: "{}". Reason: {}'.format(self.filepath, error))
+            raise KeyError(f'Failed to format this callback filepath: "{self.filepath}". Reason: {error}') from error
         folder = os.path.dirname(path)
         if folder and not os.path.isdir(folder):
             os.makedirs(folder)
         if os.path.isdir(path):
-            raise IOError("Please specify a non-directory filepath for BaseModelCheckpoint. Filepath used is an "
-                          "existing directory: {}".format(path))
+            raise OSError(
+                "Please specify a non-directory filepath for BaseModelCheckpoint. Filepath used is an "
+                f"existing directory: {path}"
+            )
         return path
 
     def _write(self, path):
@@ -200,7 +204,8 @@ class BaseModelCheckpoint(object):
             self._compile_base()
         suffix = ".weights.h5" if path.endswith(".weights.h5") else os.path.splitext(path)[1]
         handle, temporary = tempfile.mkstemp(
-            prefix="." + os.path.basename(path) + ".", suffix=suffix, dir=os.path.dirname(path) or ".")
+            prefix="." + os.path.basename(path) + ".", suffix=suffix, dir=os.path.dirname(path) or "."
+        )
         os.close(handle)
         os.remove(temporary)  # Keras 2 and tf_keras would otherwise ask before overwriting
         try:
@@ -236,9 +241,10 @@ class BaseModelCheckpoint(object):
         if last and last // replicas <= 1:
             self._warned_uneven = True
             warnings.warn(
-                "The last batch has {} samples for {} replicas, so a replica gets {} sample(s): its "
+                f"The last batch has {last} samples for {replicas} replicas, so a replica gets {last // replicas} sample(s): its "
                 "BatchNormalization statistics become NaN or meaningless. Use a training-set size that is a multiple "
-                "of batch_size x replicas ({} x {}).".format(last, replicas, last // replicas, batch_size, replicas)
+                f"of batch_size x replicas ({batch_size} x {replicas}).",
+                stacklevel=2,
             )
 
 
@@ -265,7 +271,7 @@ def _compile_value(model, key):
             config = get_config() or {}
             if key in config:
                 return config[key]
-        except Exception:  # noqa: BLE001 - older tf_keras: fall back to the attribute
+        except Exception:
             pass
     compiled = getattr(model, "compiled_loss", None)
     if compiled is not None and key == "loss_weights":
@@ -297,12 +303,14 @@ def find_base_model(model, base_model=None):
         if not any(id(v) in trained for v in base_model.weights):
             raise BaseModelCheckpointError(
                 "base_model shares no weights with the model being trained, so its checkpoints would hold untrained "
-                "weights. Expected the template the wrapper calls. Received: base_model={}, model={}. With "
+                f"weights. Expected the template the wrapper calls. Received: base_model={base_model.name}, model={model.name}. With "
                 "multi_gpu_model(cpu_relocation=True) the wrapper trains a clone of your template: leave "
-                "base_model=None and the clone is found and saved.".format(base_model.name, model.name))
+                "base_model=None and the clone is found and saved."
+            )
         return base_model
     try:
         return find_template(model)
     except AmbiguousTemplate as error:
-        raise BaseModelCheckpointError(str(error).replace("Pass the template model itself.",
-                                                          "Pass base_model= explicitly.")) from None
+        raise BaseModelCheckpointError(
+            str(error).replace("Pass the template model itself.", "Pass base_model= explicitly.")
+        ) from None

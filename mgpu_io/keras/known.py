@@ -49,12 +49,25 @@ class _LocallyConnected(keras.layers.Layer):
 
     rank = None
 
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, activation=None,
-                 use_bias=True, implementation=1, **kwargs):
+    def __init__(
+        self,
+        filters,
+        kernel_size,
+        strides=1,
+        padding="valid",
+        data_format=None,
+        activation=None,
+        use_bias=True,
+        implementation=1,
+        **kwargs,
+    ):
         for key in [k for k in kwargs if k.endswith(("_initializer", "_regularizer", "_constraint"))]:
             kwargs.pop(key)  # the stored weights replace the initial ones; training options are not kept
         super().__init__(**kwargs)
-        pair = (lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v,) * self.rank)
+
+        def pair(v):
+            return tuple(v) if isinstance(v, (list, tuple)) else (v,) * self.rank
+
         self.filters, self.kernel_size, self.strides = filters, pair(kernel_size), pair(strides)
         self.padding, self.implementation = padding, implementation
         self.data_format = data_format or "channels_last"
@@ -73,7 +86,7 @@ class _LocallyConnected(keras.layers.Layer):
             window *= k
         self.kernel = self.add_weight(name="kernel", shape=(positions, window, self.filters))
         if self.use_bias:
-            bias = (self.filters,) + self.outputs if first and self.rank == 2 else self.outputs + (self.filters,)
+            bias = (self.filters, *self.outputs) if first and self.rank == 2 else (*self.outputs, self.filters)
             self.bias = self.add_weight(name="bias", shape=bias)
 
     def call(self, inputs):
@@ -85,7 +98,7 @@ class _LocallyConnected(keras.layers.Layer):
                 index[axis + (2 if first else 1)] = slice(i * s, i * s + k)
             windows.append(keras.ops.reshape(inputs[tuple(index)], (-1, self.kernel.shape[1])))
         outputs = keras.ops.einsum("bpf,pfo->bpo", keras.ops.stack(windows, axis=1), self.kernel)
-        outputs = keras.ops.reshape(outputs, (-1,) + self.outputs + (self.filters,))
+        outputs = keras.ops.reshape(outputs, (-1, *self.outputs, self.filters))
         if first and self.rank == 2:
             outputs = keras.ops.transpose(outputs, (0, 3, 1, 2))
         if self.use_bias:
@@ -94,20 +107,28 @@ class _LocallyConnected(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         if self.data_format == "channels_first" and self.rank == 2:
-            return (input_shape[0], self.filters) + self.outputs
-        return (input_shape[0],) + self.outputs + (self.filters,)
+            return (input_shape[0], self.filters, *self.outputs)
+        return (input_shape[0], *self.outputs, self.filters)
 
     def get_config(self):
-        return dict(super().get_config(), filters=self.filters, kernel_size=self.kernel_size, strides=self.strides,
-                    padding=self.padding, data_format=self.data_format, use_bias=self.use_bias,
-                    activation=keras.activations.serialize(self.activation), implementation=self.implementation)
+        return dict(
+            super().get_config(),
+            filters=self.filters,
+            kernel_size=self.kernel_size,
+            strides=self.strides,
+            padding=self.padding,
+            data_format=self.data_format,
+            use_bias=self.use_bias,
+            activation=keras.activations.serialize(self.activation),
+            implementation=self.implementation,
+        )
 
 
 def _positions(outputs):
     """Every output position, rows first: ``[(0, 0), (0, 1), ...]``."""
     positions = [()]
     for size in outputs:
-        positions = [p + (i,) for p in positions for i in range(size)]
+        positions = [(*p, i) for p in positions for i in range(size)]
     return positions
 
 

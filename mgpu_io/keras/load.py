@@ -23,8 +23,13 @@ from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.plan import planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
-from mgpu_io.keras._compat import (BUILD_ERRORS, Deferred, compile_args_from_training_config, import_keras,
-                                   model_from_legacy_config)
+from mgpu_io.keras._compat import (
+    BUILD_ERRORS,
+    Deferred,
+    compile_args_from_training_config,
+    import_keras,
+    model_from_legacy_config,
+)
 from mgpu_io.keras.lambdas import lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
@@ -75,14 +80,21 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
             f"architecture: load_model('model.json', weights='{path.name}')."
         )
     if kind is not None or (weights is not None and detect(weights) is not None):
-        with legacy_copy(path) as (readable, _), legacy_copy(weights, config=path) if weights is not None \
-                else contextlib.nullcontext((None, None)) as (readable_weights, _):
-            return load_model(readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode,
-                              lambdas=lambdas)
+        with (
+            legacy_copy(path) as (readable, _),
+            legacy_copy(weights, config=path) if weights is not None else contextlib.nullcontext((None, None)) as (
+                readable_weights,
+                _,
+            ),
+        ):
+            return load_model(
+                readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
+            )
     if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
         if lambdas:  # a .keras file saved each function under its layer name (keras/lambdas.py's `named`)
-            custom_objects = dict(custom_objects or {},
-                                  **{name: named(name, fn) for name, fn in resolved(lambdas).items()})
+            custom_objects = dict(
+                custom_objects or {}, **{name: named(name, fn) for name, fn in resolved(lambdas).items()}
+            )
         model = keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
         _warn_non_finite(model, path)
         return model
@@ -135,12 +147,12 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
 
     The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`).
     """
-    custom_objects = lambda_objects(plan.config, lambdas, custom_objects, source=plan.stored.path,
-                                    original=plan.lambdas)
+    custom_objects = lambda_objects(
+        plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
+    )
     deferred = Deferred()
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
-        model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects,
-                                                                 safe_mode))
+        model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
     except BUILD_ERRORS as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise KerasRefused(
@@ -157,11 +169,16 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None
         if stored_optimizer is not None:  # (name, array) pairs: tf_keras and Keras 3 say each slot's role by name
-            arrays = [(name, _read(stored_optimizer[name]))
-                      for name in read_str_list(stored_optimizer.attrs, "weight_names")]
+            arrays = [
+                (name, _read(stored_optimizer[name])) for name in read_str_list(stored_optimizer.attrs, "weight_names")
+            ]
         _compile(model, plan.training, arrays, custom_objects)
-        if arrays is None and getattr(model, "optimizer", None) is not None and model.compiled and \
-                not model.optimizer.built:
+        if (
+            arrays is None
+            and getattr(model, "optimizer", None) is not None
+            and model.compiled
+            and not model.optimizer.built
+        ):
             model.optimizer.build(model.trainable_variables)  # a fresh state that Keras saves and reloads whole
     return model
 
@@ -214,7 +231,7 @@ def _read(value):
         raw = np.frombuffer(mmap.mmap(-1, nbytes, flags=_POPULATED), np.uint8)  # page-aligned
     else:
         raw = np.empty(nbytes + _ALIGNMENT, np.uint8)
-        raw = raw[-raw.ctypes.data % _ALIGNMENT:][:nbytes]
+        raw = raw[-raw.ctypes.data % _ALIGNMENT :][:nbytes]
     array = raw.view(value.dtype).reshape(value.shape)
     value.read_direct(array)
     return array
@@ -228,9 +245,15 @@ def _assign(variable, array, handed_over=False, deferred=None):
     TensorFlow, the variable's buffer through DLPack, with no copy, where it is aligned and of the variable's
     dtype: the copy that ``assign`` makes of a NumPy array takes as long as reading the array from the file.
     """
-    if handed_over and isinstance(array, np.ndarray) and array.dtype.kind == "f" and array.flags.c_contiguous and \
-            array.ctypes.data % _ALIGNMENT == 0 and str(array.dtype) == str(variable.dtype) and \
-            import_keras().backend.backend() == "tensorflow":
+    if (
+        handed_over
+        and isinstance(array, np.ndarray)
+        and array.dtype.kind == "f"
+        and array.flags.c_contiguous
+        and array.ctypes.data % _ALIGNMENT == 0
+        and str(array.dtype) == str(variable.dtype)
+        and import_keras().backend.backend() == "tensorflow"
+    ):
         import tensorflow as tf
 
         array = tf.experimental.dlpack.from_dlpack(array.__dlpack__())
@@ -275,8 +298,11 @@ _COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
 def _check_resolvable(arguments, custom_objects):
     """Resolve every loss and metric named by a string now: Keras 3 would only fail at the first ``fit``."""
     keras = import_keras()
-    for key, resolve in (("loss", keras.losses.get), ("metrics", keras.metrics.get),
-                         ("weighted_metrics", keras.metrics.get)):
+    for key, resolve in (
+        ("loss", keras.losses.get),
+        ("metrics", keras.metrics.get),
+        ("weighted_metrics", keras.metrics.get),
+    ):
         stack = [arguments.get(key)]
         while stack:
             item = stack.pop()
@@ -284,8 +310,11 @@ def _check_resolvable(arguments, custom_objects):
                 stack.extend(item.values())
             elif isinstance(item, (list, tuple)):
                 stack.extend(item)
-            elif isinstance(item, str) and item not in (custom_objects or {}) and \
-                    item not in ("accuracy", "acc", "crossentropy", "ce"):
+            elif (
+                isinstance(item, str)
+                and item not in (custom_objects or {})
+                and item not in ("accuracy", "acc", "crossentropy", "ce")
+            ):
                 with keras.utils.custom_object_scope(custom_objects or {}):
                     resolve(item)
 
@@ -302,8 +331,12 @@ def _uncompiled(error):
 
 def _restore_optimizer_state(model, optimizer_name, stored):
     variables = model.trainable_variables
-    state = read_optimizer_state(optimizer_name, [array for _, array in stored], [tuple(v.shape) for v in variables],
-                                 names=[name for name, _ in stored])
+    state = read_optimizer_state(
+        optimizer_name,
+        [array for _, array in stored],
+        [tuple(v.shape) for v in variables],
+        names=[name for name, _ in stored],
+    )
     if state.problem is None:
         optimizer, deferred = model.optimizer, Deferred()
         deferred.create(lambda: optimizer.build(variables))  # the slots' zeros would only be overwritten
@@ -348,9 +381,12 @@ def _warn_channels_first_on_cpu(model, keras):
     (Conv3D, SeparableConv2D: measured on the layer sweep) compute something else. Say so, never silently."""
     if keras.backend.backend() != "tensorflow":
         return
-    found = [inner.name for layer in all_layers(model)
-             for inner in (layer, getattr(layer, "layer", None), getattr(layer, "forward_layer", None))
-             if "Conv" in type(inner).__name__ and getattr(inner, "data_format", None) == "channels_first"]
+    found = [
+        inner.name
+        for layer in all_layers(model)
+        for inner in (layer, getattr(layer, "layer", None), getattr(layer, "forward_layer", None))
+        if "Conv" in type(inner).__name__ and getattr(inner, "data_format", None) == "channels_first"
+    ]
     if not found:
         return
     import tensorflow as tf

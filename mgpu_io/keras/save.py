@@ -7,8 +7,17 @@ from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.load import build
 
 
-def unwrap_to_keras(source, output, *, config=None, include_optimizer=True, allow_plain=False, overwrite=False,
-                    safe_mode=True, lambdas=None):
+def unwrap_to_keras(
+    source,
+    output,
+    *,
+    config=None,
+    include_optimizer=True,
+    allow_plain=False,
+    overwrite=False,
+    safe_mode=True,
+    lambdas=None,
+):
     """Write the innermost template of ``source`` as a Keras 3 ``.keras`` file (with its training setup).
 
     The file is planned once (as :func:`mgpu_io.unwrap` plans a legacy output), built in Keras 3 and saved; the
@@ -27,8 +36,9 @@ def unwrap_to_keras(source, output, *, config=None, include_optimizer=True, allo
     """
     source, output = Path(source), Path(output)
     check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
-    with planned(source, output=output, config=config, include_optimizer=include_optimizer,
-                 allow_plain=allow_plain) as plan:
+    with planned(
+        source, output=output, config=config, include_optimizer=include_optimizer, allow_plain=allow_plain
+    ) as plan:
         model = build(plan, include_optimizer=include_optimizer, safe_mode=safe_mode, lambdas=lambdas)
         report = plan.report
     with atomic_path(output, suffix=".keras") as temporary:

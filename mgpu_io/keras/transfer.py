@@ -9,7 +9,6 @@ is a :class:`TransferReport`: what matched, what was converted, what is missing,
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import List
 
 import numpy as np
 
@@ -33,11 +32,11 @@ class TransferReport:
 
     source: str
     model: str
-    matched: List[dict] = field(default_factory=list)
-    converted: List[dict] = field(default_factory=list)
-    mismatched: List[dict] = field(default_factory=list)
-    missing: List[dict] = field(default_factory=list)
-    unexpected: List[dict] = field(default_factory=list)
+    matched: list[dict] = field(default_factory=list)
+    converted: list[dict] = field(default_factory=list)
+    mismatched: list[dict] = field(default_factory=list)
+    missing: list[dict] = field(default_factory=list)
+    unexpected: list[dict] = field(default_factory=list)
     loaded: int = 0
 
     @property
@@ -50,17 +49,32 @@ class TransferReport:
     def __str__(self):
         """Every weighted layer, matched or not, as ``mgpu-io transfer`` prints it."""
         converted = {c["layer"]: ", ".join(c["conversions"]) for c in self.converted}
-        rows = [(m["index"], m["target"], m["source"], _shapes(m["shapes"]),
-                 "converted: " + converted[m["target"]] if m["target"] in converted else "matched")
-                for m in self.matched]
-        rows += [(m["index"], m["target"], m["source"], f"{_shapes(m['expected'])} vs {_shapes(m['received'])}",
-                  "MISMATCH") for m in self.mismatched]
+        rows = [
+            (
+                m["index"],
+                m["target"],
+                m["source"],
+                _shapes(m["shapes"]),
+                "converted: " + converted[m["target"]] if m["target"] in converted else "matched",
+            )
+            for m in self.matched
+        ]
+        rows += [
+            (m["index"], m["target"], m["source"], f"{_shapes(m['expected'])} vs {_shapes(m['received'])}", "MISMATCH")
+            for m in self.mismatched
+        ]
         rows += [(m["index"], m["layer"], "-", _shapes(m["shapes"]), "MISSING in source") for m in self.missing]
-        rows += [(m["index"], "-", m["layer"], _shapes(m["shapes"]), "UNEXPECTED in source")
-                 for m in self.unexpected]
+        rows += [(m["index"], "-", m["layer"], _shapes(m["shapes"]), "UNEXPECTED in source") for m in self.unexpected]
         title = f"{printable(self.source)} -> {printable(self.model)}: {self.loaded} layers loaded"
-        return "\n".join([title] + columns(("#", "model layer", "source layer", "shapes", "status"),
-                                           [tuple(map(str, row)) for row in sorted(rows, key=lambda r: r[0])]))
+        return "\n".join(
+            [
+                title,
+                *columns(
+                    ("#", "model layer", "source layer", "shapes", "status"),
+                    [tuple(map(str, row)) for row in sorted(rows, key=lambda r: r[0])],
+                ),
+            ]
+        )
 
 
 def _shapes(shapes):
@@ -71,7 +85,7 @@ def _shapes(shapes):
 class _Layer:
     name: str
     arrays: object  # callable returning the list of numpy arrays
-    shapes: List[tuple]
+    shapes: list[tuple]
 
 
 def transfer_weights(source, model, *, strict=True, config=None):
@@ -109,9 +123,15 @@ def transfer_weights(source, model, *, strict=True, config=None):
         with open_stored(source) as stored, reading(stored.path, "reading the weights"):
             return _transfer(_file_layers(stored, targets), stored, str(source), model, targets, keras3, strict)
     template = find_template(source)
-    layers = [_Layer(layer.name, (lambda l=layer: [np.asarray(v) for v in legacy_weights(l)]),
-                     [tuple(v.shape) for v in legacy_weights(layer)])
-              for layer in template.layers if legacy_weights(layer)]
+    layers = [
+        _Layer(
+            layer.name,
+            (lambda lyr=layer: [np.asarray(v) for v in legacy_weights(lyr)]),
+            [tuple(v.shape) for v in legacy_weights(layer)],
+        )
+        for layer in template.layers
+        if legacy_weights(layer)
+    ]
     return _transfer(layers, None, f"in-memory model {source.name!r}", model, targets, keras3, strict)
 
 
@@ -129,8 +149,12 @@ def _transfer(sources, stored, source_name, model, targets, keras3, strict):
             conversion = conversions.weight_conversion(layer_config, source.shapes, context)
         received = source.shapes
         if conversion:
-            received = [tuple(a.shape) for a in conversion.apply([None] * len(source.shapes),
-                                                                 [np.zeros(s, "float32") for s in source.shapes])[1]]
+            received = [
+                tuple(a.shape)
+                for a in conversion.apply([None] * len(source.shapes), [np.zeros(s, "float32") for s in source.shapes])[
+                    1
+                ]
+            ]
         entry = {"index": index, "target": target.name, "source": source.name}
         if received != expected:
             report.mismatched.append(dict(entry, expected=expected, received=received))
@@ -139,10 +163,11 @@ def _transfer(sources, stored, source_name, model, targets, keras3, strict):
         if conversion:
             report.converted.append({"layer": target.name, "conversions": conversion.notes})
         plan.append((target, source, conversion))
-    for index, target in enumerate(targets[len(sources):], start=len(sources)):
-        report.missing.append({"index": index, "layer": target.name,
-                               "shapes": [tuple(v.shape) for v in legacy_weights(target)]})
-    for index, source in enumerate(sources[len(targets):], start=len(targets)):
+    for index, target in enumerate(targets[len(sources) :], start=len(sources)):
+        report.missing.append(
+            {"index": index, "layer": target.name, "shapes": [tuple(v.shape) for v in legacy_weights(target)]}
+        )
+    for index, source in enumerate(sources[len(targets) :], start=len(targets)):
         report.unexpected.append({"index": index, "layer": source.name, "shapes": source.shapes})
     if strict and not report.ok:
         raise WeightsMismatch(_strict_message(report))
@@ -165,11 +190,15 @@ def _strict_message(report):
             f"{len(m['received'])} of shapes {_shapes(m['received'])}"
         )
     if report.missing:
-        problems.append("the source has no weights for model layers " + ", ".join(
-            f"#{m['index']} {m['layer']}" for m in report.missing))
+        problems.append(
+            "the source has no weights for model layers "
+            + ", ".join(f"#{m['index']} {m['layer']}" for m in report.missing)
+        )
     if report.unexpected:
-        problems.append("the source has weights for more layers than the model: " + ", ".join(
-            f"#{m['index']} {m['layer']}" for m in report.unexpected))
+        problems.append(
+            "the source has weights for more layers than the model: "
+            + ", ".join(f"#{m['index']} {m['layer']}" for m in report.unexpected)
+        )
     first = problems[0]
     return (
         f"The weights do not fit the model: {first}. Expected the template that was wrapped, built by the same code. "
@@ -192,8 +221,9 @@ def _file_layers(stored, targets):
             f"filepath={stored.path}. Pass the weights file saved beside it."
         )
     extraction = extract(stored)
-    layers = [_stored_layer(layer.layer, layer.group, list(layer.names))
-              for layer in extraction.layout() if layer.names]
+    layers = [
+        _stored_layer(layer.layer, layer.group, list(layer.names)) for layer in extraction.layout() if layer.names
+    ]
     if len(layers) != len(targets) and extraction.is_wrapper and len(extraction.blocks) == 1:
         by_structure = _split_by_targets(extraction.blocks[0], targets)
         if by_structure is not None:
@@ -212,10 +242,10 @@ def _split_by_targets(block, targets):
     frozen = [len(t.non_trainable_weights) for t in targets]
     if sum(trainable) + sum(frozen) != len(block.names):
         return None
-    first, second = block.names[:sum(trainable)], block.names[sum(trainable):]
+    first, second = block.names[: sum(trainable)], block.names[sum(trainable) :]
     layers, i, j = [], 0, 0
     for target, t, n in zip(targets, trainable, frozen):
-        names = first[i:i + t] + second[j:j + n]
+        names = first[i : i + t] + second[j : j + n]
         i, j = i + t, j + n
         layers.append(_stored_layer(names[0].split("/")[0] if names else target.name, block.group, names))
     return layers
@@ -241,8 +271,10 @@ class TransferResult:
         if report.ok:
             last = f"Saved {printable(self.output)}: all {report.loaded} weighted layers loaded"
         else:
-            last = (f"! Saved {printable(self.output)} with {report.loaded} layers loaded; "
-                    f"{len(report.mismatched) + len(report.missing)} did not match")
+            last = (
+                f"! Saved {printable(self.output)} with {report.loaded} layers loaded; "
+                f"{len(report.mismatched) + len(report.missing)} did not match"
+            )
         return f"{report}\n{last}"
 
 

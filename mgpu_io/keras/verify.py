@@ -1,7 +1,6 @@
 """Compare two model files tensor by tensor and on a batch of inputs: the check after a repair."""
 
 from dataclasses import asdict, dataclass, field
-from typing import List
 
 import numpy as np
 
@@ -15,8 +14,8 @@ class VerifyReport:
     a: str
     b: str
     tolerance: float
-    weights: List[dict] = field(default_factory=list)
-    problems: List[str] = field(default_factory=list)
+    weights: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
     prediction_difference: float = None
 
     @property
@@ -29,10 +28,15 @@ class VerifyReport:
     def __str__(self):
         """The verdict and every problem, as ``mgpu-io verify`` prints it."""
         verdict = "agree" if self.agree else "DIFFER"
-        predictions = f", predictions differ by {self.prediction_difference:.2g}" \
-            if self.prediction_difference is not None else ""
-        lines = [f"{printable(self.a)} and {printable(self.b)} {verdict} (tolerance {self.tolerance:g}): "
-                 f"{len(self.weights)} weight tensors compared{predictions}"]
+        predictions = (
+            f", predictions differ by {self.prediction_difference:.2g}"
+            if self.prediction_difference is not None
+            else ""
+        )
+        lines = [
+            f"{printable(self.a)} and {printable(self.b)} {verdict} (tolerance {self.tolerance:g}): "
+            f"{len(self.weights)} weight tensors compared{predictions}"
+        ]
         return "\n".join(lines + [f"  ! {printable(problem)}" for problem in self.problems])
 
 
@@ -74,12 +78,15 @@ def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None):
         report.weights.append(entry)
     if not report.problems:
         rng = np.random.RandomState(seed)
-        inputs = [rng.standard_normal([batch] + [d or 8 for d in tensor.shape[1:]]).astype("float32")
-                  for tensor in model_a.inputs]
+        inputs = [
+            rng.standard_normal([batch] + [d or 8 for d in tensor.shape[1:]]).astype("float32")
+            for tensor in model_a.inputs
+        ]
         outputs_a = _as_list(model_a.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0))
         outputs_b = _as_list(model_b.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0))
-        report.prediction_difference = max(float(np.nanmax(np.abs(np.asarray(x) - np.asarray(y))))
-                                           for x, y in zip(outputs_a, outputs_b))
+        report.prediction_difference = max(
+            float(np.nanmax(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(outputs_a, outputs_b)
+        )
         if report.prediction_difference > tolerance:
             report.problems.append(f"predictions differ by {report.prediction_difference:.3g}")
     return report

@@ -39,8 +39,10 @@ def wrapper_template(model):
     if len(nested) > 1:
         raise AmbiguousTemplate(
             "The model holds {} nested models with weights ({}), so its template is ambiguous. Expected one "
-            "template inside a data-parallel wrapper. Received: model={}. Pass the template model itself."
-            .format(len(nested), ", ".join(layer.name for layer in nested), model.name))
+            "template inside a data-parallel wrapper. Received: model={}. Pass the template model itself.".format(
+                len(nested), ", ".join(layer.name for layer in nested), model.name
+            )
+        )
     return nested[0] if weighted == nested else None
 
 
@@ -98,7 +100,7 @@ def _value(variable, model):
 
     try:
         return np.asarray(variable.numpy())  # Keras 3, tf_keras (eager)
-    except Exception:  # noqa: BLE001 - a TF 1.x graph-mode variable: read it through that Keras' session
+    except Exception:
         pass
     package = type(model).__module__.split(".")[0]
     backend = "tensorflow.keras.backend" if package == "tensorflow" else package + ".backend"

@@ -167,5 +167,6 @@ def converted_note(converted):
     kind = "SavedModel" if converted["kind"] == SAVEDMODEL else "TF checkpoint"
     version = f" (TensorFlow {converted['tensorflow_version']})" if converted.get("tensorflow_version") else ""
     notes = "; ".join(converted.get("notes") or [])
-    return (f"read from a {kind}{version} as data (its protocol buffers and variables; nothing in it was run)"
-            + (f": {notes}" if notes else ""))
+    return f"read from a {kind}{version} as data (its protocol buffers and variables; nothing in it was run)" + (
+        f": {notes}" if notes else ""
+    )

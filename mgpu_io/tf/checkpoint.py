@@ -33,7 +33,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from mgpu_io._version import __version__
 from mgpu_io.errors import (
@@ -75,6 +75,7 @@ def import_tensorflow(what="Reading a SavedModel"):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         import tensorflow as tf
+
         # The protocol buffer classes the probe's child parses with, imported once here rather than in each child.
         from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2  # noqa: F401
     except ImportError as error:
@@ -103,7 +104,7 @@ def probed_tf(path, what, work):
                 f"its source (MGPU_IO_PROBE_TIMEOUT raises the limit for a very large model)."
             ) from None
         if text.startswith("Reading the file's structure crashed"):
-            reason = text[text.find("(") + 1:text.find(")")] if "(" in text else "a crash"
+            reason = text[text.find("(") + 1 : text.find(")")] if "(" in text else "a crash"
             raise NotAModelFile(
                 f"Reading the {what} crashed TensorFlow's reader ({reason}). Expected a file as TensorFlow writes it. "
                 f"Received: filepath={path}. The file is damaged; restore it from its source."
@@ -131,7 +132,7 @@ def guarded(path, what):
             f"The {what} is nested too deeply to read. Expected a structure as TensorFlow writes it. Received: "
             f"filepath={path}. The file is damaged or hostile."
         ) from None
-    except Exception as error:  # noqa: BLE001 - in the probe's child: any failure to read is damage, said once
+    except Exception as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read. Expected a file as TensorFlow writes it. Received: "
             f"filepath={path} ({type(error).__name__}: {_first_line(error)}). Restore it from its source."
@@ -153,7 +154,7 @@ class Variable:
     node: int
     full_name: str
     key: str
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     dtype: str
 
 
@@ -166,10 +167,10 @@ class Graph:
     """
 
     prefix: str
-    children: List[List[Tuple[str, int]]]
-    variables: Dict[int, Variable]
-    slots: Dict[int, List[Tuple[int, str, int]]]
-    keys: Dict[str, Tuple[Tuple[int, ...], str]] = field(repr=False)
+    children: list[list[tuple[str, int]]]
+    variables: dict[int, Variable]
+    slots: dict[int, list[tuple[int, str, int]]]
+    keys: dict[str, tuple[tuple[int, ...], str]] = field(repr=False)
     data_bytes: int = 0
 
     def child(self, node, name):
@@ -184,8 +185,8 @@ class Graph:
         """
         found = {}
         for local, target in self.children[node]:
-            if local.startswith(stem) and local[len(stem):].isdigit():
-                found[int(local[len(stem):])] = target
+            if local.startswith(stem) and local[len(stem) :].isdigit():
+                found[int(local[len(stem) :])] = target
         if sorted(found) != list(range(len(found))):
             raise NotAModelFile(
                 f"The object graph is damaged: the children {stem or '#'}N of node {node} are not numbered "
@@ -273,8 +274,9 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
             f"{OBJECT_GRAPH_KEY}). Load it in the TensorFlow that wrote it and save the model with "
             f"model.save_weights('weights.h5') instead."
         )
-    data_bytes = sum(p.stat().st_size for p in Path(prefix).parent.glob(Path(prefix).name + ".data-*-of-*")
-                     if p.is_file())
+    data_bytes = sum(
+        p.stat().st_size for p in Path(prefix).parent.glob(Path(prefix).name + ".data-*-of-*") if p.is_file()
+    )
     try:
         raw = reader.get_tensor(OBJECT_GRAPH_KEY)
     except reader_errors(tf) as error:
@@ -292,7 +294,7 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
     proto = trackable_object_graph_pb2.TrackableObjectGraph()
     try:
         proto.ParseFromString(raw)
-    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError, whatever the implementation
+    except Exception as error:
         raise NotAModelFile(
             f"The {what}'s object graph is damaged and cannot be parsed. Expected a TrackableObjectGraph, as "
             f"TensorFlow writes it. Received: filepath={path} ({_first_line(error)}). Restore it from its source."
@@ -316,10 +318,10 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
                 shape, dtype = keys[attribute.checkpoint_key]
                 variables[node_id] = Variable(node_id, attribute.full_name, attribute.checkpoint_key, shape, dtype)
         if node.slot_variables:
-            slots[node_id] = [(s.original_variable_node_id, s.slot_name, s.slot_variable_node_id)
-                              for s in node.slot_variables]
-    return Graph(prefix=prefix, children=children, variables=variables, slots=slots, keys=keys,
-                 data_bytes=data_bytes)
+            slots[node_id] = [
+                (s.original_variable_node_id, s.slot_name, s.slot_variable_node_id) for s in node.slot_variables
+            ]
+    return Graph(prefix=prefix, children=children, variables=variables, slots=slots, keys=keys, data_bytes=data_bytes)
 
 
 def reader_errors(tf):
@@ -341,8 +343,20 @@ def open_reader(tf, prefix, path, what="TF checkpoint"):
 def _declared_bytes(shape, dtype):
     """Bytes a value of ``shape`` and ``dtype`` takes (0 for a dtype of no fixed size, such as a string), or
     ``None`` for an impossible shape."""
-    sizes = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
-             "int32": 4, "int64": 8, "bool": 1, "complex64": 8, "complex128": 16}
+    sizes = {
+        "float16": 2,
+        "bfloat16": 2,
+        "float32": 4,
+        "float64": 8,
+        "int8": 1,
+        "uint8": 1,
+        "int16": 2,
+        "int32": 4,
+        "int64": 8,
+        "bool": 1,
+        "complex64": 8,
+        "complex128": 16,
+    }
     if any(d < 0 for d in shape):
         return None
     total = sizes.get(dtype, 0)
@@ -351,8 +365,9 @@ def _declared_bytes(shape, dtype):
     return total
 
 
-def weight_of(graph, node, path, *, allowed=FLOAT_DTYPES, expected_name=None, expected_shape=None,
-              what="TF checkpoint"):
+def weight_of(
+    graph, node, path, *, allowed=FLOAT_DTYPES, expected_name=None, expected_shape=None, what="TF checkpoint"
+):
     """The :class:`Variable` at ``node``, checked: a value of an ``allowed`` dtype (``None``: any) whose declared
     size fits in the data files, with the name and shape the caller expects.
 
@@ -404,7 +419,7 @@ class Weight:
 
     name: str
     key: str
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     dtype: str
 
 
@@ -418,17 +433,18 @@ class Plan:
 
     prefix: str
     full_model: bool
-    layers: List[Tuple[str, List[Weight]]]
-    root_attrs: Dict[str, object]
-    weights_attrs: Dict[str, object]
-    optimizer: Optional[List[Weight]] = None
+    layers: list[tuple[str, list[Weight]]]
+    root_attrs: dict[str, object]
+    weights_attrs: dict[str, object]
+    optimizer: Optional[list[Weight]] = None
     summary: dict = field(default_factory=dict)
 
 
 def provenance(kind, tensorflow_version):
     """The ``mgpu_io`` attribute: which tool converted which kind of input (Keras itself never reads it)."""
-    return json.dumps({"tool": f"mgpu-io {__version__}", "converted_from": kind,
-                       "tensorflow_version": tensorflow_version}).encode("utf8")
+    return json.dumps(
+        {"tool": f"mgpu-io {__version__}", "converted_from": kind, "tensorflow_version": tensorflow_version}
+    ).encode("utf8")
 
 
 def check_output(output, inputs=()):
@@ -487,31 +503,29 @@ def write_plan(tf, plan, output, path, what="TF checkpoint"):
             )
         return array
 
-    with atomic_path(output) as temporary:
-        # libhdf5 cannot name a file that has none yet (atomic_path's O_TMPFILE): hand it the open file instead.
-        handle = open(temporary, "w+b") if str(temporary).startswith("/proc/self/fd/") else None
-        with contextlib.ExitStack() as stack:
-            if handle is not None:
-                stack.enter_context(handle)
-            h5 = stack.enter_context(h5py.File(handle if handle is not None else temporary, "w"))
-            for key, text in plan.root_attrs.items():
-                if text is not None:
-                    h5.attrs[key] = text
-            root = h5.create_group("model_weights") if plan.full_model else h5
-            write_str_list(root.attrs, "layer_names", [name for name, _ in plan.layers])
-            for key, text in plan.weights_attrs.items():
-                if text is not None:
-                    root.attrs[key] = text
-            for name, weights in plan.layers:
-                group = root.create_group(name)
-                write_str_list(group.attrs, "weight_names", [weight.name for weight in weights])
-                for weight in weights:
-                    group.create_dataset(weight.name, data=value(weight))
-            if plan.optimizer:
-                group = h5.create_group("optimizer_weights")
-                write_str_list(group.attrs, "weight_names", [weight.name for weight in plan.optimizer])
-                for weight in plan.optimizer:
-                    group.create_dataset(weight.name, data=value(weight))
+    # libhdf5 cannot name a file that has none yet (atomic_path's O_TMPFILE): hand it the open file instead.
+    with atomic_path(output) as temporary, contextlib.ExitStack() as stack:
+        named = not str(temporary).startswith("/proc/self/fd/")
+        handle = None if named else stack.enter_context(open(temporary, "w+b"))
+        h5 = stack.enter_context(h5py.File(handle if handle is not None else temporary, "w"))
+        for key, text in plan.root_attrs.items():
+            if text is not None:
+                h5.attrs[key] = text
+        root = h5.create_group("model_weights") if plan.full_model else h5
+        write_str_list(root.attrs, "layer_names", [name for name, _ in plan.layers])
+        for key, text in plan.weights_attrs.items():
+            if text is not None:
+                root.attrs[key] = text
+        for name, weights in plan.layers:
+            group = root.create_group(name)
+            write_str_list(group.attrs, "weight_names", [weight.name for weight in weights])
+            for weight in weights:
+                group.create_dataset(weight.name, data=value(weight))
+        if plan.optimizer:
+            group = h5.create_group("optimizer_weights")
+            write_str_list(group.attrs, "weight_names", [weight.name for weight in plan.optimizer])
+            for weight in plan.optimizer:
+                group.create_dataset(weight.name, data=value(weight))
 
 
 def unique_names(layer, weights, path):
@@ -607,8 +621,7 @@ def _read_config(config):
                 f".h5. Received: config={config} (a weights-only file, which holds no architecture). Pass the JSON "
                 f"saved beside the checkpoint."
             )
-        return {"model_config": stored.model_config, "keras_version": stored.keras_version,
-                "backend": stored.backend}
+        return {"model_config": stored.model_config, "keras_version": stored.keras_version, "backend": stored.backend}
 
 
 def _plan(graph, stored, path):
@@ -636,13 +649,18 @@ def _plan(graph, stored, path):
     notes = []
     optimizer_variables = _optimizer_variables(graph)
     if optimizer_variables:
-        notes.append(f"optimizer state ({len(optimizer_variables)} variables) left out: a weights-only file has no "
-                     f"place for it")
-    others = sorted(graph.variables[n].full_name or graph.variables[n].key
-                    for n in set(graph.variables) - used - optimizer_variables)
+        notes.append(
+            f"optimizer state ({len(optimizer_variables)} variables) left out: a weights-only file has no place for it"
+        )
+    others = sorted(
+        graph.variables[n].full_name or graph.variables[n].key
+        for n in set(graph.variables) - used - optimizer_variables
+    )
     if others:
-        notes.append(f"{len(others)} variables that belong to no layer left out: {', '.join(others[:5])}"
-                     f"{', ...' if len(others) > 5 else ''}")
+        notes.append(
+            f"{len(others)} variables that belong to no layer left out: {', '.join(others[:5])}"
+            f"{', ...' if len(others) > 5 else ''}"
+        )
     if not stored["keras_version"]:
         notes.append("keras_version and backend not written: the config does not record them")
     versions = {"keras_version": ascii_attr(stored["keras_version"]), "backend": ascii_attr(stored["backend"])}
@@ -662,8 +680,9 @@ def _plan(graph, stored, path):
         "notes": notes,
     }
     root_attrs = dict(versions, mgpu_io=provenance("tf_checkpoint", None))
-    return Plan(prefix=graph.prefix, full_model=False, layers=layers, root_attrs=root_attrs, weights_attrs={},
-                summary=summary)
+    return Plan(
+        prefix=graph.prefix, full_model=False, layers=layers, root_attrs=root_attrs, weights_attrs={}, summary=summary
+    )
 
 
 def ascii_attr(text):
@@ -703,7 +722,7 @@ def pair_layers(graph, node, layers_config, model_config, path):
         raise WeightsMismatch(
             f"The config does not describe this checkpoint: model {name!r} has {len(layers_config)} layers in the "
             f"config and {len(nodes)} in the checkpoint. Expected the architecture the checkpoint was saved from. "
-            f"Received: layers {[layer_name(l) for l in layers_config][:8]} for filepath={path}. Pass the wrapper's "
+            f"Received: layers {[layer_name(lyr) for lyr in layers_config][:8]} for filepath={path}. Pass the wrapper's "
             f"own JSON (the multi-GPU model's to_json(), saved beside the checkpoint)."
         )
     return list(zip(layers_config, nodes))

@@ -37,7 +37,6 @@ from pathlib import Path
 from mgpu_io.errors import NotAModelFile, UnsupportedModel, WeightsMismatch
 from mgpu_io.tf.checkpoint import (
     COUNTER_DTYPES,
-    node_edges,
     FLOAT_DTYPES,
     Graph,
     Plan,
@@ -48,6 +47,7 @@ from mgpu_io.tf.checkpoint import (
     guarded,
     import_tensorflow,
     model_layers_of,
+    node_edges,
     pair_layers,
     probed_tf,
     provenance,
@@ -139,8 +139,11 @@ def untuple(value):
         {'batch_input_shape': [None, 6]}
     """
     if isinstance(value, dict):
-        if set(value) == {"class_name", "items"} and value["class_name"] == "__tuple__" \
-                and isinstance(value["items"], list):
+        if (
+            set(value) == {"class_name", "items"}
+            and value["class_name"] == "__tuple__"
+            and isinstance(value["items"], list)
+        ):
             return [untuple(item) for item in value["items"]]
         return {key: untuple(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -162,15 +165,18 @@ def _parse(folder):
     proto = saved_model_pb2.SavedModel()
     try:
         proto.ParseFromString(pb.read_bytes())
-    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError, whatever the implementation
+    except Exception as error:
         raise NotAModelFile(
             f"The SavedModel's saved_model.pb is damaged and cannot be parsed (truncated?). Expected a SavedModel "
             f"protocol buffer, as TensorFlow writes it. Received: filepath={folder} ({size} bytes; "
             f"{str(error).strip() or type(error).__name__}). Copy the folder again from its source."
         ) from None
     if len(proto.meta_graphs) != 1:
-        fix = ("Copy the folder again from its source (truncated?)." if not proto.meta_graphs else
-               "Save the Keras model with model.save(dir) alone, or as model.save('model.h5').")
+        fix = (
+            "Copy the folder again from its source (truncated?)."
+            if not proto.meta_graphs
+            else "Save the Keras model with model.save(dir) alone, or as model.save('model.h5')."
+        )
         raise NotAModelFile(
             f"The SavedModel holds {len(proto.meta_graphs)} meta graphs. Expected the one that Keras' "
             f"model.save(dir, save_format='tf') writes. Received: filepath={folder}. {fix}"
@@ -206,8 +212,11 @@ def _root_metadata(meta, folder):
         )
     metadata = json.loads(text)
     config = untuple(metadata.get("model_config")) if isinstance(metadata, dict) else None
-    if not (isinstance(config, dict) and isinstance(config.get("class_name"), str)
-            and isinstance(config.get("config"), (dict, list))):
+    if not (
+        isinstance(config, dict)
+        and isinstance(config.get("class_name"), str)
+        and isinstance(config.get("config"), (dict, list))
+    ):
         raise UnsupportedModel(
             f"The SavedModel's Keras model has no model_config (a subclassed model?), so no legacy file can describe "
             f"it. Expected a Functional or Sequential model. Received: filepath={folder} (class_name="
@@ -225,7 +234,8 @@ def _saved_graph(tf, meta, values, folder):
     count = len(nodes)
     children = node_edges(nodes, "SavedModel", folder)
     if len(values.children) > count or any(
-            not set(edges) <= set(children[node_id]) for node_id, edges in enumerate(values.children)):
+        not set(edges) <= set(children[node_id]) for node_id, edges in enumerate(values.children)
+    ):
         raise NotAModelFile(
             f"The SavedModel's variables do not belong to its saved_model.pb: their object graphs differ. Expected "
             f"the variables/ folder written with it. Received: filepath={folder}. Restore the folder from its "
@@ -239,8 +249,9 @@ def _saved_graph(tf, meta, values, folder):
             continue  # a variable that the checkpoint does not hold: refused below if it is a weight
         saved = node.variable
         shape = None if saved.shape.unknown_rank else [d.size for d in saved.shape.dim]
-        variable = weight_of(values, node_id, folder, allowed=None, expected_name=saved.name,
-                             expected_shape=shape, what=VARIABLES)
+        variable = weight_of(
+            values, node_id, folder, allowed=None, expected_name=saved.name, expected_shape=shape, what=VARIABLES
+        )
         dtype = tf.dtypes.as_dtype(saved.dtype).name if saved.dtype else variable.dtype
         if dtype != variable.dtype:
             raise WeightsMismatch(
@@ -253,10 +264,17 @@ def _saved_graph(tf, meta, values, folder):
     slots = {}
     for node_id, node in enumerate(nodes):
         if node.slot_variables:
-            slots[node_id] = [(s.original_variable_node_id, s.slot_name, s.slot_variable_node_id)
-                              for s in node.slot_variables]
-    return Graph(prefix=values.prefix, children=children, variables=variables, slots=slots, keys=values.keys,
-                 data_bytes=values.data_bytes)
+            slots[node_id] = [
+                (s.original_variable_node_id, s.slot_name, s.slot_variable_node_id) for s in node.slot_variables
+            ]
+    return Graph(
+        prefix=values.prefix,
+        children=children,
+        variables=variables,
+        slots=slots,
+        keys=values.keys,
+        data_bytes=values.data_bytes,
+    )
 
 
 def _metadata(meta, node):
@@ -294,8 +312,11 @@ def layer_weights(graph, node, folder):
     if non_trainable is None:
         non_trainable = [n for n in (everything or []) if n not in set(trainable)]
     weights = trainable + non_trainable
-    if len(set(weights)) != len(weights) or (everything is not None and set(weights) != set(everything)) \
-            or any(n not in graph.variables for n in weights):
+    if (
+        len(set(weights)) != len(weights)
+        or (everything is not None and set(weights) != set(everything))
+        or any(n not in graph.variables for n in weights)
+    ):
         raise NotAModelFile(
             f"The SavedModel's object graph is damaged: the variable lists of layer node {node} disagree. Expected "
             f"trainable and non-trainable variables that make up its variables. Received: filepath={folder}. "
@@ -316,17 +337,23 @@ def _optimizer(graph, training, trainable, folder):
     if iteration is None and not slots:
         return None, "no optimizer state (the optimizer never ran)"
     if cls not in SLOT_ORDER:
-        return None, (f"optimizer state of {cls or 'an unnamed optimizer'} left out: mgpu-io knows the legacy "
-                      f"layout of {', '.join(sorted(SLOT_ORDER))} only")
+        return None, (
+            f"optimizer state of {cls or 'an unnamed optimizer'} left out: mgpu-io knows the legacy "
+            f"layout of {', '.join(sorted(SLOT_ORDER))} only"
+        )
     names = list(dict.fromkeys(name for _, name, _ in slots))
     order = [name for name in SLOT_ORDER[cls] if name in names]
     if set(names) - set(order) or names != order or iteration not in graph.variables:
-        return None, (f"optimizer state left out: its slots {names} (and step counter) do not fit {cls}'s layout "
-                      f"{list(SLOT_ORDER[cls])}")
+        return None, (
+            f"optimizer state left out: its slots {names} (and step counter) do not fit {cls}'s layout "
+            f"{list(SLOT_ORDER[cls])}"
+        )
     by_slot = {(original, name): slot for original, name, slot in slots}
     if any(original not in trainable for original, _, _ in slots) or len(by_slot) != len(trainable) * len(order):
-        return None, ("optimizer state left out: its slots do not cover exactly the model's trainable variables "
-                      "(a layer was frozen or unfrozen after training?)")
+        return None, (
+            "optimizer state left out: its slots do not cover exactly the model's trainable variables "
+            "(a layer was frozen or unfrozen after training?)"
+        )
     entries = [iteration] + [by_slot[(variable, name)] for name in order for variable in trainable]
     weights = []
     for node in entries:
@@ -374,8 +401,15 @@ def _plan(tf, folder):
                 f"model in the TensorFlow that wrote it with model.save('model.h5') instead."
             )
         used.update(nodes)
-        weights = [Weight(graph.variables[n].full_name + ":0", graph.variables[n].key, graph.variables[n].shape,
-                          graph.variables[n].dtype) for n in nodes]
+        weights = [
+            Weight(
+                graph.variables[n].full_name + ":0",
+                graph.variables[n].key,
+                graph.variables[n].shape,
+                graph.variables[n].dtype,
+            )
+            for n in nodes
+        ]
         for weight in weights:
             if weight.dtype not in FLOAT_DTYPES:
                 raise UnsupportedModel(
@@ -385,8 +419,9 @@ def _plan(tf, folder):
                 )
         unique_names(name, weights, folder)
         layers.append((name, weights))
-    check_layers_with_weights(graph, 0, [node for _, node in pairs], folder,
-                              holds=lambda n: layer_weights(graph, n, folder))
+    check_layers_with_weights(
+        graph, 0, [node for _, node in pairs], folder, holds=lambda n: layer_weights(graph, n, folder)
+    )
 
     trainable = _list(graph, 0, "trainable_variables", folder) or []
     optimizer, why_not = _optimizer(graph, training, trainable, folder)
@@ -420,16 +455,23 @@ def _plan(tf, folder):
         "optimizer_class": config.get("class_name") if isinstance(config, dict) else None,
         "notes": notes,
     }
-    return Plan(prefix=graph.prefix, full_model=True, layers=layers, root_attrs=root_attrs,
-                weights_attrs={"keras_version": ascii_attr(keras_version), "backend": ascii_attr(backend)},
-                optimizer=optimizer, summary=summary)
+    return Plan(
+        prefix=graph.prefix,
+        full_model=True,
+        layers=layers,
+        root_attrs=root_attrs,
+        weights_attrs={"keras_version": ascii_attr(keras_version), "backend": ascii_attr(backend)},
+        optimizer=optimizer,
+        summary=summary,
+    )
 
 
 def _left_out(graph, used, optimizer):
     """Notes on the variables a legacy file has no place for: metric state, optimizer hyper-parameters, inner
     models' optimizers, and anything else."""
-    written = set(used) | {n for n in graph.variables if optimizer and graph.variables[n].key in
-                           {w.key for w in optimizer}}
+    written = set(used) | {
+        n for n in graph.variables if optimizer and graph.variables[n].key in {w.key for w in optimizer}
+    }
 
     def under(target):
         return set(graph.variables_under(target, skip=())) | {slot for _, _, slot in graph.slots.get(target, [])}
@@ -444,16 +486,24 @@ def _left_out(graph, used, optimizer):
     notes = []
     hyper = sorted(graph.variables[n].full_name for n in root_optimizer - written)
     if optimizer is not None and hyper:
-        notes.append(f"optimizer hyper-parameters ({', '.join(hyper)}) not written as weights: training_config "
-                     f"holds their values, as in a legacy file")
+        notes.append(
+            f"optimizer hyper-parameters ({', '.join(hyper)}) not written as weights: training_config "
+            f"holds their values, as in a legacy file"
+        )
     if inner - written - root_optimizer:
-        notes.append(f"{len(inner - written - root_optimizer)} variables of inner models' optimizers left out: a "
-                     f"legacy file keeps the outermost model's optimizer only")
+        notes.append(
+            f"{len(inner - written - root_optimizer)} variables of inner models' optimizers left out: a "
+            f"legacy file keeps the outermost model's optimizer only"
+        )
     if metrics - written:
         notes.append(f"metric state ({len(metrics - written)} variables) left out: a legacy file has no place for it")
-    others = sorted(graph.variables[n].full_name or graph.variables[n].key
-                    for n in set(graph.variables) - written - root_optimizer - inner - metrics)
+    others = sorted(
+        graph.variables[n].full_name or graph.variables[n].key
+        for n in set(graph.variables) - written - root_optimizer - inner - metrics
+    )
     if others:
-        notes.append(f"{len(others)} variables that belong to no layer left out: {', '.join(others[:5])}"
-                     f"{', ...' if len(others) > 5 else ''}")
+        notes.append(
+            f"{len(others)} variables that belong to no layer left out: {', '.join(others[:5])}"
+            f"{', ...' if len(others) > 5 else ''}"
+        )
     return notes

@@ -9,8 +9,7 @@ and the tests walk :data:`FAMILIES`. To add a conversion, add a file with a ``FA
 """
 
 from mgpu_io.format.config import copy_config
-from mgpu_io.format.conversions import (arguments, cudnn, hard_sigmoid, keras1, lambdas, structure,
-                                        training_config)
+from mgpu_io.format.conversions import arguments, cudnn, hard_sigmoid, keras1, lambdas, structure, training_config
 from mgpu_io.format.conversions.base import KERAS3, TF_KERAS, Context, Conversion, Family, Rule
 
 #: Every family, in the order their rewrites run (Keras 1 spelling first, weights: gates merged before rescaling).
@@ -26,8 +25,20 @@ FAMILIES = (
 #: Every rule by name, as reports list them.
 RULES = {rule.name: rule for family in FAMILIES for rule in family.rules}
 
-__all__ = ["FAMILIES", "RULES", "KERAS3", "TF_KERAS", "Context", "Conversion", "Family", "Rule", "convert_config",
-           "convert_training", "weight_conversion", "checks"]
+__all__ = [
+    "FAMILIES",
+    "KERAS3",
+    "RULES",
+    "TF_KERAS",
+    "Context",
+    "Conversion",
+    "Family",
+    "Rule",
+    "checks",
+    "convert_config",
+    "convert_training",
+    "weight_conversion",
+]
 
 
 def rules_table():
@@ -35,8 +46,10 @@ def rules_table():
     rows = ["| rule | family | what changes | what it avoids | proven on files of |", "|---|---|---|---|---|"]
     for family in FAMILIES:
         for rule in family.rules:
-            rows.append(f"| `{rule.name}` | {family.name} | {rule.summary} | {rule.avoids} | "
-                        f"{', '.join(rule.verified) or 'unit tests only'} |")
+            rows.append(
+                f"| `{rule.name}` | {family.name} | {rule.summary} | {rule.avoids} | "
+                f"{', '.join(rule.verified) or 'unit tests only'} |"
+            )
     return "\n".join(rows)
 
 
@@ -114,5 +127,9 @@ def weight_conversion(layer, shapes, context):
 
 def checks(template, context):
     """``(family, message, layer names)`` for everything the families find worth saying about ``template``."""
-    return [(family, message, layers) for family in _active(context) if family.check is not None
-            for message, layers in family.check(template, context)]
+    return [
+        (family, message, layers)
+        for family in _active(context)
+        if family.check is not None
+        for message, layers in family.check(template, context)
+    ]

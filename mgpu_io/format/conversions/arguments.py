@@ -15,8 +15,15 @@ RNN_CLASSES = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM
 ATTENTION = ("Attention", "AdditiveAttention")
 LOCALLY_CONNECTED = ("LocallyConnected1D", "LocallyConnected2D")
 #: Convolutions whose tf.keras/tf_keras configs carry the Conv base class's `groups`, which Keras 3's do not take.
-NO_GROUPS = ("DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "Conv1DTranspose",
-             "Conv2DTranspose", "Conv3DTranspose")
+NO_GROUPS = (
+    "DepthwiseConv1D",
+    "DepthwiseConv2D",
+    "SeparableConv1D",
+    "SeparableConv2D",
+    "Conv1DTranspose",
+    "Conv2DTranspose",
+    "Conv3DTranspose",
+)
 _MHA_BUILD_ARGUMENTS = ("query_shape", "key_shape", "value_shape", "softmax_robust_masking")
 SPATIAL_DROPOUT = ("SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D")
 
@@ -81,8 +88,12 @@ def _rewrite_config(config, context):
             changes.append("locally-connected")
         if cls in ATTENTION and "causal" in settings:
             if settings["causal"]:
-                _refuse(layer, "causal", settings["causal"], "Keras 3 takes the causal mask as a call argument, "
-                        "use_causal_mask, which a config cannot hold")
+                _refuse(
+                    layer,
+                    "causal",
+                    settings["causal"],
+                    "Keras 3 takes the causal mask as a call argument, use_causal_mask, which a config cannot hold",
+                )
             del settings["causal"]
             changes.append("attention-causal")
         if cls == "ThresholdedReLU":
@@ -91,11 +102,16 @@ def _rewrite_config(config, context):
             settings.update(threshold=theta, negative_slope=0.0, max_value=None)
             changes.append("thresholded-relu")
         for key, value in list(settings.items()):
-            if key.endswith("_regularizer") and isinstance(value, dict) and \
-                    value.get("class_name") == "WeightRegularizer":
+            if (
+                key.endswith("_regularizer")
+                and isinstance(value, dict)
+                and value.get("class_name") == "WeightRegularizer"
+            ):
                 inner = value.get("config") if isinstance(value.get("config"), dict) else {}
-                settings[key] = {"class_name": "L1L2", "config": {"l1": float(inner.get("l1", 0.0)),
-                                                                  "l2": float(inner.get("l2", 0.0))}}
+                settings[key] = {
+                    "class_name": "L1L2",
+                    "config": {"l1": float(inner.get("l1", 0.0)), "l2": float(inner.get("l2", 0.0))},
+                }
                 changes.append("weight-regularizer")
     return changes
 
@@ -106,8 +122,11 @@ def _locally_connected(layer, settings):
     cls = layer["class_name"]
     implementation = settings.get("implementation", 1)
     channels_last = settings.get("data_format", "channels_last") == "channels_last"
-    if implementation not in (1, 2, 3) or (implementation != 1 and not channels_last) or \
-            settings.get("padding", "valid") != "valid":
+    if (
+        implementation not in (1, 2, 3)
+        or (implementation != 1 and not channels_last)
+        or settings.get("padding", "valid") != "valid"
+    ):
         raise UnsupportedModel(
             f"Layer {layer_name(layer)!r} is a {cls} with implementation={implementation!r}, "
             f"padding={settings.get('padding', 'valid')!r}: Keras 3 removed the class, and mgpu-io rebuilds only "
@@ -124,14 +143,26 @@ def _weight_steps(layer, shapes, context):
     """tf.keras' ``implementation=2`` keeps a dense, masked kernel over every input and output position; mgpu-io's
     LocallyConnected reads the ``implementation=1`` layout, one (window, filters) block per output position."""
     config = layer.get("config") or {}
-    if layer["class_name"] in ("mgpu_io>LocallyConnected1D", "mgpu_io>LocallyConnected2D") and \
-            config.get("implementation") in (2, 3) and shapes:
+    if (
+        layer["class_name"] in ("mgpu_io>LocallyConnected1D", "mgpu_io>LocallyConnected2D")
+        and config.get("implementation") in (2, 3)
+        and shapes
+    ):
         unmask = unmask_kernel(config["kernel_size"], config.get("strides", 1))
         if config["implementation"] == 2:
             return [("locally-connected", unmask)]
-        return [("locally-connected", lambda names, arrays: unmask(names, [
-            densify_kernel(arrays[0], arrays[1].shape, config["kernel_size"], config.get("strides", 1))]
-            + list(arrays[1:])))]
+        return [
+            (
+                "locally-connected",
+                lambda names, arrays: unmask(
+                    names,
+                    [
+                        densify_kernel(arrays[0], arrays[1].shape, config["kernel_size"], config.get("strides", 1)),
+                        *list(arrays[1:]),
+                    ],
+                ),
+            )
+        ]
     return []
 
 
@@ -151,10 +182,10 @@ def densify_kernel(values, output_shape, kernel_size, strides):
     outputs, filters = tuple(output_shape[:-1]), output_shape[-1]
     inputs = tuple((o - 1) * s + k for o, s, k in zip(outputs, steps, sizes))
     channels = int(np.asarray(values).size // (int(np.prod(outputs)) * int(np.prod(sizes)) * filters))
-    connected = np.zeros(outputs + (filters,) + inputs + (channels,), dtype=bool)
+    connected = np.zeros((*outputs, filters, *inputs, channels), dtype=bool)
     for position in np.ndindex(*outputs):
         window = tuple(slice(p * s, p * s + k) for p, s, k in zip(position, steps, sizes))
-        connected[position + (slice(None),) + window + (slice(None),)] = True
+        connected[(*position, slice(None), *window, slice(None))] = True
     dense = np.zeros(connected.shape, dtype=np.asarray(values).dtype)
     dense[connected] = np.asarray(values).reshape(-1)  # C order: sorted (output index, input index), as stored
     first_input = rank + 1  # to (input positions, channels, output positions, filters)
@@ -171,18 +202,19 @@ def unmask_kernel(kernel_size, strides):
         >>> unmask_kernel([2], [1])(["k"], [dense])[1][0][:, :, 0].tolist()
         [[0.0, 2.0], [3.0, 5.0]]
     """
+
     def step(names, arrays):
         dense, rest = np.asarray(arrays[0]), arrays[1:]
         rank = (dense.ndim - 2) // 2
         sizes = list(kernel_size) if isinstance(kernel_size, (list, tuple)) else [kernel_size] * rank
         steps = list(strides) if isinstance(strides, (list, tuple)) else [strides] * rank
-        outputs, filters = dense.shape[rank + 1:-1], dense.shape[-1]
+        outputs, filters = dense.shape[rank + 1 : -1], dense.shape[-1]
         blocks = []
         for position in np.ndindex(*outputs):
             window = tuple(slice(p * s, p * s + k) for p, s, k in zip(position, steps, sizes))
-            block = dense[window + (slice(None),) + tuple(position) + (slice(None),)]
+            block = dense[(*window, slice(None), *tuple(position), slice(None))]
             blocks.append(block.reshape(-1, filters))
-        return names, [np.stack(blocks)] + list(rest)
+        return names, [np.stack(blocks), *list(rest)]
 
     return step
 
@@ -206,40 +238,83 @@ FAMILY = Family(
     name="arguments",
     summary="layer arguments that Keras 3 dropped, renamed or changed the default of",
     rules=(
-        Rule("rnn-time-major", "`time_major=False` (tf.keras 1.13-2.x RNN and CuDNN RNN configs) is dropped; "
-             "`True` is refused",
-             "Keras 3: `Unrecognized keyword arguments passed to LSTM: {'time_major': False}`", ()),
-        Rule("gru-reset-before", "a Keras 2 GRU config without `reset_after` (Keras <= 2.1) gets "
-             "`reset_after=False`, the only GRU those versions had",
-             "Keras 3 defaults to `reset_after=True`: a bias-shape mismatch, or other predictions", ()),
-        Rule("spatial-dropout-arguments", "`SpatialDropout1D/2D/3D` configs lose `trainable` (no weights) and "
-             "`noise_shape` (Keras 2 ignored it: the noise is per channel)",
-             "Keras 3: `SpatialDropout1D.__init__() got an unexpected keyword argument 'trainable'`", ()),
-        Rule("depthwise-groups", "`groups=1` on depthwise, separable and transposed convolutions (tf.keras 2.3+ and "
-             "tf_keras configs) is dropped; other values are refused", "Keras 3: `Unrecognized keyword arguments "
-             "passed to SeparableConv2D: {'groups': 1}`", ()),
-        Rule("multi-head-attention-shapes", "tf_keras `MultiHeadAttention` configs lose the shapes it was built "
-             "for (`query_shape`, `key_shape`, `value_shape`) and `softmax_robust_masking=False`; `True` is refused",
-             "Keras 3: `Unrecognized keyword arguments passed to MultiHeadAttention: {'query_shape': ...}`", ()),
-        Rule("locally-connected", "`LocallyConnected1D/2D` (`padding='valid'`), which Keras 3 "
-             "removed, becomes mgpu-io's registered copy `mgpu_io>LocallyConnected1D/2D`: the same computation "
-             "and weight layout (plain Keras 3 finds it after `import mgpu_io.keras.known`); tf.keras' "
-             "`implementation=2` and `3` kernels are laid out as `1`'s (target keras3 only)", "Keras 3: `Unknown layer: 'LocallyConnected2D'`",
-             ()),
-        Rule("sync-batch-normalization", "tf.keras' `experimental.SyncBatchNormalization` becomes Keras 3's "
-             "`BatchNormalization(synchronized=True)`, the same layer (target keras3 only)",
-             "Keras 3: `Unknown layer: 'SyncBatchNormalization'`", ()),
-        Rule("conv-rnn2d-cell", "`ConvRNN2D(cell=ConvLSTM2DCell(...))` (Keras 2.2-2.3) becomes the `ConvLSTM2D` it "
-             "computes, with the same weights; other cells are refused", "Keras 3: `Unknown layer: 'ConvRNN2D'`",
-             ()),
-        Rule("attention-causal", "`Attention`/`AdditiveAttention(causal=False)` (tf.keras 1.15-2.x) loses "
-             "`causal`; `causal=True` is refused (Keras 3 takes it when the layer is called)",
-             "Keras 3: `Unrecognized keyword arguments passed to Attention: {'causal': False}`", ()),
-        Rule("thresholded-relu", "`ThresholdedReLU(theta)` becomes `ReLU(threshold=theta)`: equal everywhere "
-             "except at x == theta exactly (0 before, theta now)", "Keras 3: `Unknown layer: 'ThresholdedReLU'`",
-             ()),
-        Rule("weight-regularizer", "Keras 1's `WeightRegularizer(l1, l2)` becomes `L1L2(l1, l2)`",
-             "Keras 3: `Could not locate class 'WeightRegularizer'`", ()),
+        Rule(
+            "rnn-time-major",
+            "`time_major=False` (tf.keras 1.13-2.x RNN and CuDNN RNN configs) is dropped; `True` is refused",
+            "Keras 3: `Unrecognized keyword arguments passed to LSTM: {'time_major': False}`",
+            (),
+        ),
+        Rule(
+            "gru-reset-before",
+            "a Keras 2 GRU config without `reset_after` (Keras <= 2.1) gets "
+            "`reset_after=False`, the only GRU those versions had",
+            "Keras 3 defaults to `reset_after=True`: a bias-shape mismatch, or other predictions",
+            (),
+        ),
+        Rule(
+            "spatial-dropout-arguments",
+            "`SpatialDropout1D/2D/3D` configs lose `trainable` (no weights) and "
+            "`noise_shape` (Keras 2 ignored it: the noise is per channel)",
+            "Keras 3: `SpatialDropout1D.__init__() got an unexpected keyword argument 'trainable'`",
+            (),
+        ),
+        Rule(
+            "depthwise-groups",
+            "`groups=1` on depthwise, separable and transposed convolutions (tf.keras 2.3+ and "
+            "tf_keras configs) is dropped; other values are refused",
+            "Keras 3: `Unrecognized keyword arguments passed to SeparableConv2D: {'groups': 1}`",
+            (),
+        ),
+        Rule(
+            "multi-head-attention-shapes",
+            "tf_keras `MultiHeadAttention` configs lose the shapes it was built "
+            "for (`query_shape`, `key_shape`, `value_shape`) and `softmax_robust_masking=False`; `True` is refused",
+            "Keras 3: `Unrecognized keyword arguments passed to MultiHeadAttention: {'query_shape': ...}`",
+            (),
+        ),
+        Rule(
+            "locally-connected",
+            "`LocallyConnected1D/2D` (`padding='valid'`), which Keras 3 "
+            "removed, becomes mgpu-io's registered copy `mgpu_io>LocallyConnected1D/2D`: the same computation "
+            "and weight layout (plain Keras 3 finds it after `import mgpu_io.keras.known`); tf.keras' "
+            "`implementation=2` and `3` kernels are laid out as `1`'s (target keras3 only)",
+            "Keras 3: `Unknown layer: 'LocallyConnected2D'`",
+            (),
+        ),
+        Rule(
+            "sync-batch-normalization",
+            "tf.keras' `experimental.SyncBatchNormalization` becomes Keras 3's "
+            "`BatchNormalization(synchronized=True)`, the same layer (target keras3 only)",
+            "Keras 3: `Unknown layer: 'SyncBatchNormalization'`",
+            (),
+        ),
+        Rule(
+            "conv-rnn2d-cell",
+            "`ConvRNN2D(cell=ConvLSTM2DCell(...))` (Keras 2.2-2.3) becomes the `ConvLSTM2D` it "
+            "computes, with the same weights; other cells are refused",
+            "Keras 3: `Unknown layer: 'ConvRNN2D'`",
+            (),
+        ),
+        Rule(
+            "attention-causal",
+            "`Attention`/`AdditiveAttention(causal=False)` (tf.keras 1.15-2.x) loses "
+            "`causal`; `causal=True` is refused (Keras 3 takes it when the layer is called)",
+            "Keras 3: `Unrecognized keyword arguments passed to Attention: {'causal': False}`",
+            (),
+        ),
+        Rule(
+            "thresholded-relu",
+            "`ThresholdedReLU(theta)` becomes `ReLU(threshold=theta)`: equal everywhere "
+            "except at x == theta exactly (0 before, theta now)",
+            "Keras 3: `Unknown layer: 'ThresholdedReLU'`",
+            (),
+        ),
+        Rule(
+            "weight-regularizer",
+            "Keras 1's `WeightRegularizer(l1, l2)` becomes `L1L2(l1, l2)`",
+            "Keras 3: `Could not locate class 'WeightRegularizer'`",
+            (),
+        ),
     ),
     rewrite_config=_rewrite_config,
     weight_steps=_weight_steps,

@@ -1,7 +1,7 @@
 """What a conversion is: named rules, grouped in families, each family one file of this package."""
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -23,7 +23,7 @@ class Rule:
     name: str
     summary: str
     avoids: str
-    verified: Tuple[str, ...] = ()
+    verified: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Family:
 
     name: str
     summary: str
-    rules: Tuple[Rule, ...]
+    rules: tuple[Rule, ...]
     rewrite_config: Optional[Callable] = None
     weight_steps: Optional[Callable] = None
     rewrite_training: Optional[Callable] = None
@@ -87,8 +87,8 @@ class Family:
 class Conversion:
     """What one layer's weights go through: ``notes`` name the rules, ``apply`` maps (names, arrays) to new ones."""
 
-    notes: List[str] = field(default_factory=list)
-    steps: List[Callable] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    steps: list[Callable] = field(default_factory=list)
 
     def add(self, note, step):
         self.notes.append(note)

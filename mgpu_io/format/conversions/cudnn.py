@@ -15,8 +15,10 @@ from mgpu_io.format.conversions.base import Family, Rule
 
 CUDNN_CLASSES = {
     "CuDNNLSTM": ("LSTM", {"activation": "tanh", "recurrent_activation": "sigmoid", "use_bias": True}),
-    "CuDNNGRU": ("GRU", {"activation": "tanh", "recurrent_activation": "sigmoid", "use_bias": True,
-                         "reset_after": True}),
+    "CuDNNGRU": (
+        "GRU",
+        {"activation": "tanh", "recurrent_activation": "sigmoid", "use_bias": True, "reset_after": True},
+    ),
 }
 
 
@@ -98,12 +100,19 @@ FAMILY = Family(
     name="cudnn",
     summary="CuDNNLSTM/CuDNNGRU as the standard layers, weights converted as Keras 2 did",
     rules=(
-        Rule("cudnn-to-standard-rnn", "`CuDNNLSTM`/`CuDNNGRU` configs become `LSTM`/`GRU(reset_after=True)` "
-             "with `recurrent_activation=\"sigmoid\"`",
-             "Keras 3 and tf_keras: \"Unknown layer: 'CuDNNLSTM'\"; Keras 2 on a CPU: no kernel for the cuDNN op",
-             ("keras224",)),
-        Rule("cudnn-weights", "CuDNN kernels transposed per gate, LSTM biases summed, GRU biases reshaped",
-             "the CuDNN layout does not fit the standard layers' weights (bias of 8 x units)", ("keras224",)),
+        Rule(
+            "cudnn-to-standard-rnn",
+            "`CuDNNLSTM`/`CuDNNGRU` configs become `LSTM`/`GRU(reset_after=True)` "
+            'with `recurrent_activation="sigmoid"`',
+            "Keras 3 and tf_keras: \"Unknown layer: 'CuDNNLSTM'\"; Keras 2 on a CPU: no kernel for the cuDNN op",
+            ("keras224",),
+        ),
+        Rule(
+            "cudnn-weights",
+            "CuDNN kernels transposed per gate, LSTM biases summed, GRU biases reshaped",
+            "the CuDNN layout does not fit the standard layers' weights (bias of 8 x units)",
+            ("keras224",),
+        ),
     ),
     rewrite_config=_rewrite_config,
     weight_steps=_weight_steps,

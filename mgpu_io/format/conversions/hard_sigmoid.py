@@ -19,8 +19,7 @@ HARD_SIGMOID_SCALE = 1.2  # (1/6) * 1.2 == 0.2
 KERAS2_HARD_SIGMOID = "mgpu_io>hard_sigmoid"
 
 _RECURRENT_ACTIVATION_GATES = {"LSTM": (0, 1, 3), "GRU": (0, 1), "ConvLSTM2D": (0, 1, 3)}
-_LINEAR_PREACTIVATION = ("Dense", "Conv1D", "Conv2D", "Conv3D", "SeparableConv1D", "SeparableConv2D",
-                         "Conv2DTranspose")
+_LINEAR_PREACTIVATION = ("Dense", "Conv1D", "Conv2D", "Conv3D", "SeparableConv1D", "SeparableConv2D", "Conv2DTranspose")
 
 
 def _weight_steps(layer, shapes, context):
@@ -32,8 +31,12 @@ def _weight_steps(layer, shapes, context):
     if cls in _LINEAR_PREACTIVATION and config.get("activation") == "hard_sigmoid":
         # A separable convolution's pre-activation is linear in its pointwise kernel and bias, not in both kernels.
         first = 1 if cls.startswith("Separable") else 0
-        return [("hard-sigmoid-rescaled", lambda names, arrays: (
-            names, arrays[:first] + [a * HARD_SIGMOID_SCALE for a in arrays[first:]]))]
+        return [
+            (
+                "hard-sigmoid-rescaled",
+                lambda names, arrays: (names, arrays[:first] + [a * HARD_SIGMOID_SCALE for a in arrays[first:]]),
+            )
+        ]
     return []
 
 
@@ -44,13 +47,14 @@ def rescale_gates(count, gates):
         >>> rescale_gates(4, (0, 1, 3))(["b"], [np.ones(4)])[1][0]
         array([1.2, 1.2, 1. , 1.2])
     """
+
     def rescale(names, arrays):
         scaled = []
         for array in arrays:
             array = np.array(array)
             size = array.shape[-1] // count
             for gate in gates:
-                array[..., gate * size:(gate + 1) * size] *= HARD_SIGMOID_SCALE
+                array[..., gate * size : (gate + 1) * size] *= HARD_SIGMOID_SCALE
             scaled.append(array)
         return names, scaled
 
@@ -66,8 +70,9 @@ def _by_function(layer):
     for key in ("activation", "recurrent_activation"):
         if config.get(key) != "hard_sigmoid":
             continue
-        if (key == "activation" and cls in _LINEAR_PREACTIVATION) or \
-                (key == "recurrent_activation" and cls in _RECURRENT_ACTIVATION_GATES):
+        if (key == "activation" and cls in _LINEAR_PREACTIVATION) or (
+            key == "recurrent_activation" and cls in _RECURRENT_ACTIVATION_GATES
+        ):
             continue  # made exact by scaling the weights
         keys.append(key)
     return keys
@@ -88,8 +93,12 @@ def inexact_in_keras3(layer):
 
 #: The registered function as Keras 3 serialises it: what a layer held by another layer (an RNN's cell, a
 #: wrapper's layer) needs, since Keras 3 builds those with its new deserializer, which resolves no string name.
-KERAS2_HARD_SIGMOID_OBJECT = {"module": "builtins", "class_name": "function", "config": KERAS2_HARD_SIGMOID,
-                              "registered_name": "function"}
+KERAS2_HARD_SIGMOID_OBJECT = {
+    "module": "builtins",
+    "class_name": "function",
+    "config": KERAS2_HARD_SIGMOID,
+    "registered_name": "function",
+}
 
 
 def _rewrite_config(config, context):
@@ -99,8 +108,9 @@ def _rewrite_config(config, context):
     in_the_graph = {id(layer) for layer in walk_layers(config)}
     for layer in walk_layers(config, wrapped=True):
         for key in _by_function(layer):
-            layer["config"][key] = KERAS2_HARD_SIGMOID if id(layer) in in_the_graph else \
-                dict(KERAS2_HARD_SIGMOID_OBJECT)
+            layer["config"][key] = (
+                KERAS2_HARD_SIGMOID if id(layer) in in_the_graph else dict(KERAS2_HARD_SIGMOID_OBJECT)
+            )
             changes.append("hard-sigmoid-keras2-function")
     return changes
 
@@ -108,23 +118,38 @@ def _rewrite_config(config, context):
 def _check(template, context):
     if context.target != KERAS3:
         return []
-    return [(reason, [layer["config"].get("name")]) for layer in walk_layers(template, wrapped=True)
-            for reason in [inexact_in_keras3(layer)] if reason]
+    return [
+        (reason, [layer["config"].get("name")])
+        for layer in walk_layers(template, wrapped=True)
+        for reason in [inexact_in_keras3(layer)]
+        if reason
+    ]
 
 
 FAMILY = Family(
     name="hard_sigmoid",
     summary="Keras 2's hard_sigmoid kept exact in Keras 3 (target keras3 only)",
     rules=(
-        Rule("hard-sigmoid-gates-rescaled", "LSTM/GRU/ConvLSTM2D gates that use Keras 2's `hard_sigmoid` (the "
-             "default `recurrent_activation`) get their kernel, recurrent kernel and bias columns scaled by 1.2",
-             "no error: Keras 3's `hard_sigmoid` has slope 1/6, so predictions silently differ (1.5e-2 measured)",
-             ("keras224", "keras122")),
-        Rule("hard-sigmoid-rescaled", "Dense and convolution layers with `activation='hard_sigmoid'` get their "
-             "kernel and bias scaled by 1.2", "no error: predictions silently differ in Keras 3", ()),
-        Rule("hard-sigmoid-keras2-function", "any other `hard_sigmoid` activation (an `Activation` layer, an RNN's "
-             "`activation`) refers to mgpu-io's registered copy of Keras 2's function, `mgpu_io>hard_sigmoid`",
-             "no error: Keras 3's `hard_sigmoid` has slope 1/6, so predictions silently differ", ()),
+        Rule(
+            "hard-sigmoid-gates-rescaled",
+            "LSTM/GRU/ConvLSTM2D gates that use Keras 2's `hard_sigmoid` (the "
+            "default `recurrent_activation`) get their kernel, recurrent kernel and bias columns scaled by 1.2",
+            "no error: Keras 3's `hard_sigmoid` has slope 1/6, so predictions silently differ (1.5e-2 measured)",
+            ("keras224", "keras122"),
+        ),
+        Rule(
+            "hard-sigmoid-rescaled",
+            "Dense and convolution layers with `activation='hard_sigmoid'` get their kernel and bias scaled by 1.2",
+            "no error: predictions silently differ in Keras 3",
+            (),
+        ),
+        Rule(
+            "hard-sigmoid-keras2-function",
+            "any other `hard_sigmoid` activation (an `Activation` layer, an RNN's "
+            "`activation`) refers to mgpu-io's registered copy of Keras 2's function, `mgpu_io>hard_sigmoid`",
+            "no error: Keras 3's `hard_sigmoid` has slope 1/6, so predictions silently differ",
+            (),
+        ),
     ),
     rewrite_config=_rewrite_config,
     weight_steps=_weight_steps,

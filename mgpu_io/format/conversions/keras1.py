@@ -29,8 +29,10 @@ from mgpu_io.format.config import copy_config, is_model, layer_name, model_layer
 from mgpu_io.format.conversions.base import Family, Rule
 
 _DATA_FORMAT = {"tf": "channels_last", "th": "channels_first"}
-_FIX = ("Rebuild that layer in code and load the weights with mgpu_io.transfer_weights, or pass keep_config=True "
-        "to write the Keras 1 config as it is (Keras 1 and 2 can load it).")
+_FIX = (
+    "Rebuild that layer in code and load the weights with mgpu_io.transfer_weights, or pass keep_config=True "
+    "to write the Keras 1 config as it is (Keras 1 and 2 can load it)."
+)
 
 # --- argument renames, per Keras 1 class (keras/legacy/interfaces.py of Keras 2.1.6, checked against 1.2.2) ---------
 
@@ -79,27 +81,63 @@ _CONVERSIONS = {
     "Permute": ("Permute", {}, ()),
     "RepeatVector": ("RepeatVector", {}, ()),
     "Lambda": ("Lambda", {}, ()),  # Keras 1 and Keras <= 2.1.1 wrote the same keys (legacy-format.md §3.4)
-    "Embedding": ("Embedding", {"init": "embeddings_initializer", "W_regularizer": "embeddings_regularizer",
-                                "W_constraint": "embeddings_constraint"}, ("input_length", "dropout")),
+    "Embedding": (
+        "Embedding",
+        {
+            "init": "embeddings_initializer",
+            "W_regularizer": "embeddings_regularizer",
+            "W_constraint": "embeddings_constraint",
+        },
+        ("input_length", "dropout"),
+    ),
     "LeakyReLU": ("LeakyReLU", {"alpha": "negative_slope"}, ()),
     "PReLU": ("PReLU", {"init": "alpha_initializer"}, ()),
     "ELU": ("ELU", {}, ()),
     "ThresholdedReLU": ("ThresholdedReLU", {}, ()),  # the arguments family makes it ReLU(threshold=theta)
-    "BatchNormalization": ("BatchNormalization", {"beta_init": "beta_initializer",
-                                                  "gamma_init": "gamma_initializer"}, ("mode",)),
-    "Convolution1D": ("Conv1D", dict(_WEIGHTED, nb_filter="filters", filter_length="kernel_size",
-                                     subsample_length="strides", border_mode="padding"),
-                      ("input_dim", "input_length")),
-    "AtrousConvolution1D": ("Conv1D", dict(_WEIGHTED, nb_filter="filters", filter_length="kernel_size",
-                                           subsample_length="strides", border_mode="padding",
-                                           atrous_rate="dilation_rate"), ("input_dim", "input_length")),
+    "BatchNormalization": (
+        "BatchNormalization",
+        {"beta_init": "beta_initializer", "gamma_init": "gamma_initializer"},
+        ("mode",),
+    ),
+    "Convolution1D": (
+        "Conv1D",
+        dict(
+            _WEIGHTED,
+            nb_filter="filters",
+            filter_length="kernel_size",
+            subsample_length="strides",
+            border_mode="padding",
+        ),
+        ("input_dim", "input_length"),
+    ),
+    "AtrousConvolution1D": (
+        "Conv1D",
+        dict(
+            _WEIGHTED,
+            nb_filter="filters",
+            filter_length="kernel_size",
+            subsample_length="strides",
+            border_mode="padding",
+            atrous_rate="dilation_rate",
+        ),
+        ("input_dim", "input_length"),
+    ),
     "Convolution2D": ("Conv2D", _CONV, ()),
     "AtrousConvolution2D": ("Conv2D", dict(_CONV, atrous_rate="dilation_rate"), ()),
     "Deconvolution2D": ("Conv2DTranspose", _CONV, ()),
-    "SeparableConvolution2D": ("SeparableConv2D", {"nb_filter": "filters", "subsample": "strides",
-                                                   "border_mode": "padding", "dim_ordering": "data_format",
-                                                   "b_regularizer": "bias_regularizer",
-                                                   "b_constraint": "bias_constraint", "bias": "use_bias"}, ()),
+    "SeparableConvolution2D": (
+        "SeparableConv2D",
+        {
+            "nb_filter": "filters",
+            "subsample": "strides",
+            "border_mode": "padding",
+            "dim_ordering": "data_format",
+            "b_regularizer": "bias_regularizer",
+            "b_constraint": "bias_constraint",
+            "bias": "use_bias",
+        },
+        (),
+    ),
     "Convolution3D": ("Conv3D", _CONV, ()),
     "UpSampling1D": ("UpSampling1D", {"length": "size"}, ()),
     "UpSampling2D": ("UpSampling2D", _ORDERED, ()),
@@ -123,10 +161,13 @@ _CONVERSIONS = {
     "GlobalMaxPooling3D": ("GlobalMaxPooling3D", _ORDERED, ()),
     "GlobalAveragePooling3D": ("GlobalAveragePooling3D", _ORDERED, ()),
     "SimpleRNN": ("SimpleRNN", _RECURRENT, _RNN_DROPPED),
-    "LSTM": ("LSTM", _RECURRENT, _RNN_DROPPED + ("forget_bias_init",)),
+    "LSTM": ("LSTM", _RECURRENT, (*_RNN_DROPPED, "forget_bias_init")),
     "GRU": ("GRU", _RECURRENT, _RNN_DROPPED),
-    "ConvLSTM2D": ("ConvLSTM2D", dict(_CONV, **{k: v for k, v in _RECURRENT.items() if k != "output_dim"}),
-                   ("forget_bias_init",)),
+    "ConvLSTM2D": (
+        "ConvLSTM2D",
+        dict(_CONV, **{k: v for k, v in _RECURRENT.items() if k != "output_dim"}),
+        ("forget_bias_init",),
+    ),
     "TimeDistributed": ("TimeDistributed", {}, ()),
     "Bidirectional": ("Bidirectional", {}, ()),
     "Merge": ("Merge", {}, ()),  # becomes Add, Multiply, Average, Maximum, Concatenate or Dot by its mode
@@ -144,15 +185,41 @@ _NO_EQUIVALENT = {
 
 #: Keras 1 classes whose config never stored ``dim_ordering`` (their ``get_config`` left it out): the layer took
 #: ``image_dim_ordering()`` from the keras.json of whichever machine built it.
-_ORDERING_NOT_STORED = ("UpSampling2D", "UpSampling3D", "ZeroPadding2D", "ZeroPadding3D", "Cropping2D", "Cropping3D",
-                        "SpatialDropout2D", "SpatialDropout3D")
+_ORDERING_NOT_STORED = (
+    "UpSampling2D",
+    "UpSampling3D",
+    "ZeroPadding2D",
+    "ZeroPadding3D",
+    "Cropping2D",
+    "Cropping3D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+)
 _DROPOUT_ONLY = ("SpatialDropout2D", "SpatialDropout3D")  # the ordering changes training only, never predictions
 
 #: Keras 1 merge modes and the Keras 2/3 layer that computes each exactly.
-MERGE_MODES = {"sum": "Add", "mul": "Multiply", "ave": "Average", "max": "Maximum", "concat": "Concatenate",
-               "dot": "Dot"}
-_MERGE_KEYS = ("mode", "mode_type", "concat_axis", "dot_axes", "output_shape", "output_shape_type", "output_mask",
-               "output_mask_type", "arguments", "node_indices", "tensor_indices", "layers")
+MERGE_MODES = {
+    "sum": "Add",
+    "mul": "Multiply",
+    "ave": "Average",
+    "max": "Maximum",
+    "concat": "Concatenate",
+    "dot": "Dot",
+}
+_MERGE_KEYS = (
+    "mode",
+    "mode_type",
+    "concat_axis",
+    "dot_axes",
+    "output_shape",
+    "output_shape_type",
+    "output_mask",
+    "output_mask_type",
+    "arguments",
+    "node_indices",
+    "tensor_indices",
+    "layers",
+)
 
 #: Keras 1 regularizer and constraint configs (``{"name": ..., ...}``) in Keras 2's spelling.
 _KERAS1_OBJECTS = {
@@ -167,15 +234,57 @@ _KERAS1_OBJECTS = {
 
 # Argument names only Keras 1 wrote, and only Keras 2 and later: a config without `keras_version` (a bare
 # `model_config` saved to a file) is told apart by them, never by the missing key.
-_KERAS1_ARGUMENTS = frozenset({"output_dim", "init", "inner_init", "inner_activation", "nb_filter", "nb_row",
-                               "nb_col", "border_mode", "subsample", "dim_ordering", "W_regularizer", "b_regularizer",
-                               "W_constraint", "b_constraint", "input_dtype", "consume_less", "dropout_W",
-                               "dropout_U", "beta_init", "gamma_init"})
-_KERAS2_ARGUMENTS = frozenset({"units", "kernel_initializer", "recurrent_initializer", "recurrent_activation",
-                               "filters", "kernel_size", "data_format", "kernel_regularizer", "bias_regularizer",
-                               "rate", "use_bias"})  # not `padding` or `strides`: Keras 1 pooling had them too
-_KERAS1_CLASSES = frozenset({"Merge", "Convolution1D", "Convolution2D", "Convolution3D", "AtrousConvolution2D",
-                             "TimeDistributedDense", "MaxoutDense", "Highway"})
+_KERAS1_ARGUMENTS = frozenset(
+    {
+        "output_dim",
+        "init",
+        "inner_init",
+        "inner_activation",
+        "nb_filter",
+        "nb_row",
+        "nb_col",
+        "border_mode",
+        "subsample",
+        "dim_ordering",
+        "W_regularizer",
+        "b_regularizer",
+        "W_constraint",
+        "b_constraint",
+        "input_dtype",
+        "consume_less",
+        "dropout_W",
+        "dropout_U",
+        "beta_init",
+        "gamma_init",
+    }
+)
+_KERAS2_ARGUMENTS = frozenset(
+    {
+        "units",
+        "kernel_initializer",
+        "recurrent_initializer",
+        "recurrent_activation",
+        "filters",
+        "kernel_size",
+        "data_format",
+        "kernel_regularizer",
+        "bias_regularizer",
+        "rate",
+        "use_bias",
+    }
+)  # not `padding` or `strides`: Keras 1 pooling had them too
+_KERAS1_CLASSES = frozenset(
+    {
+        "Merge",
+        "Convolution1D",
+        "Convolution2D",
+        "Convolution3D",
+        "AtrousConvolution2D",
+        "TimeDistributedDense",
+        "MaxoutDense",
+        "Highway",
+    }
+)
 
 
 def is_keras1(keras_version, config=None):
@@ -229,8 +338,9 @@ def refusal(name, cls, problem, expected, received, fix=_FIX):
         >>> print(refusal("h", "Highway", "is gone", "a layer Keras 3 has", "class_name='Highway'", "Rebuild it."))
         The Keras 1 layer 'h' (Highway) is gone. Expected a layer Keras 3 has. Received: class_name='Highway'. ...
     """
-    return UnsupportedModel(f"The Keras 1 layer {name!r} ({cls}) {problem}. Expected {expected}. "
-                            f"Received: {received}. {fix}")
+    return UnsupportedModel(
+        f"The Keras 1 layer {name!r} ({cls}) {problem}. Expected {expected}. Received: {received}. {fix}"
+    )
 
 
 def _convert_model(config):
@@ -242,9 +352,13 @@ def _convert_model(config):
     for model in [config] + [layer for layer in walk_layers(config) if is_model(layer)]:
         if model.get("class_name") == "Sequential" and _starts_with_merge(model):
             first = model_layers(model)[0]
-            raise refusal(layer_name(first), "Merge", "merges the branches of a nested Sequential", "a Merge of "
-                          "branches only at the start of the outermost Sequential",
-                          f"a Sequential {model.get('name') or ''!r} inside the model, starting with a Merge")
+            raise refusal(
+                layer_name(first),
+                "Merge",
+                "merges the branches of a nested Sequential",
+                "a Merge of branches only at the start of the outermost Sequential",
+                f"a Sequential {model.get('name') or ''!r} inside the model, starting with a Merge",
+            )
         if model.get("class_name") == "Model" and _inputs_through_identity(model):
             changes.append("keras1-identity-input")
     scope = _Scope(orderings=_stated_orderings(config), ranks=_dot_input_ranks(config))
@@ -277,8 +391,13 @@ def _convert_layer(layer, scope):
     name, cls = layer_name(layer), layer["class_name"]
     config = layer["config"]
     if cls in _NO_EQUIVALENT:
-        raise refusal(name, cls, f"cannot be converted: {_NO_EQUIVALENT[cls]}", "a Keras 1 layer that Keras 3 has",
-                      f"class_name={cls!r}")
+        raise refusal(
+            name,
+            cls,
+            f"cannot be converted: {_NO_EQUIVALENT[cls]}",
+            "a Keras 1 layer that Keras 3 has",
+            f"class_name={cls!r}",
+        )
     if cls not in _CONVERSIONS:
         raise UnsupportedModel(
             f"The Keras 1 layer {name!r} ({cls}) cannot be converted for Keras 3: mgpu-io knows no such Keras 1 "
@@ -290,8 +409,7 @@ def _convert_layer(layer, scope):
     _ordering(name, cls, config, scope)
     if cls == "Merge":
         new_class = _merge(name, config, scope)
-    elif cls in ("Convolution2D", "AtrousConvolution2D", "Deconvolution2D", "SeparableConvolution2D",
-                 "ConvLSTM2D"):
+    elif cls in ("Convolution2D", "AtrousConvolution2D", "Deconvolution2D", "SeparableConvolution2D", "ConvLSTM2D"):
         config["kernel_size"] = [config.pop("nb_row"), config.pop("nb_col")]
     elif cls == "Convolution3D":
         config["kernel_size"] = [config.pop(f"kernel_dim{i}") for i in (1, 2, 3)]
@@ -333,17 +451,37 @@ def _convert_layer(layer, scope):
 def _check_modes(name, cls, config):
     """Refuse Keras 1 options that Keras 3 cannot compute."""
     if cls == "BatchNormalization" and config.get("mode", 0) != 0:
-        why = ("normalises each sample by its own mean and (std + epsilon): Keras 3's LayerNormalization divides "
-               "by sqrt(var + epsilon)") if config["mode"] == 1 else \
-            "normalises with the statistics of each batch, at prediction too: Keras 3 uses its moving averages"
-        raise refusal(name, cls, f"uses mode={config['mode']}, which {why}", "mode=0 (feature-wise, moving "
-                      "averages at prediction)", f"mode={config['mode']}")
+        why = (
+            (
+                "normalises each sample by its own mean and (std + epsilon): Keras 3's LayerNormalization divides "
+                "by sqrt(var + epsilon)"
+            )
+            if config["mode"] == 1
+            else "normalises with the statistics of each batch, at prediction too: Keras 3 uses its moving averages"
+        )
+        raise refusal(
+            name,
+            cls,
+            f"uses mode={config['mode']}, which {why}",
+            "mode=0 (feature-wise, moving averages at prediction)",
+            f"mode={config['mode']}",
+        )
     if config.get("border_mode") == "full":
-        raise refusal(name, cls, "pads with border_mode='full' (Theano only), which Keras 3 does not have",
-                      "border_mode='valid' or 'same'", "border_mode='full'")
+        raise refusal(
+            name,
+            cls,
+            "pads with border_mode='full' (Theano only), which Keras 3 does not have",
+            "border_mode='valid' or 'same'",
+            "border_mode='full'",
+        )
     if cls == "Bidirectional" and config.get("merge_mode") not in ("sum", "mul", "ave", "concat", None):
-        raise refusal(name, cls, "has an unknown merge_mode", "one of 'sum', 'mul', 'ave', 'concat' or None",
-                      f"merge_mode={config.get('merge_mode')!r}")
+        raise refusal(
+            name,
+            cls,
+            "has an unknown merge_mode",
+            "one of 'sum', 'mul', 'ave', 'concat' or None",
+            f"merge_mode={config.get('merge_mode')!r}",
+        )
 
 
 def _ordering(name, cls, config, scope):
@@ -356,21 +494,30 @@ def _ordering(name, cls, config, scope):
         scope.changes.append("keras1-dim-ordering-inferred")
     elif cls not in _DROPOUT_ONLY:
         stated = sorted(scope.orderings) or "none"
-        saved = "Keras 1.2.2 did not save it for this class" if cls in _ORDERING_NOT_STORED else \
-            "the writer did not save it"
+        saved = (
+            "Keras 1.2.2 did not save it for this class"
+            if cls in _ORDERING_NOT_STORED
+            else "the writer did not save it"
+        )
         raise refusal(
-            name, cls, f"has no dim_ordering in its config: {saved}, and the layer used the image_dim_ordering of "
+            name,
+            cls,
+            f"has no dim_ordering in its config: {saved}, and the layer used the image_dim_ordering of "
             "the keras.json on the machine that built it ('tf' or 'th'), which the file does not say",
             "another layer of the model stating one dim_ordering (a convolution or pooling layer), which mgpu-io "
             "then applies to this one",
             f"dim_ordering missing, and the other layers state {stated}",
             "Rebuild the model in code with that layer's data_format and load the weights with "
-            "mgpu_io.transfer_weights, or pass keep_config=True for Keras 1 with the keras.json it was made with.")
+            "mgpu_io.transfer_weights, or pass keep_config=True for Keras 1 with the keras.json it was made with.",
+        )
 
 
 def _stated_orderings(config):
-    return {layer["config"]["dim_ordering"] for layer in walk_layers(config, wrapped=True)
-            if isinstance(layer.get("config"), dict) and layer["config"].get("dim_ordering") in _DATA_FORMAT}
+    return {
+        layer["config"]["dim_ordering"]
+        for layer in walk_layers(config, wrapped=True)
+        if isinstance(layer.get("config"), dict) and layer["config"].get("dim_ordering") in _DATA_FORMAT
+    }
 
 
 def _padding2d(padding):
@@ -381,8 +528,10 @@ def _padding2d(padding):
         ([[1, 0], [2, 1]], [[1, 1], [2, 2]], [[1, 0], [0, 3]])
     """
     if isinstance(padding, dict):
-        return [[padding.get("top_pad", 0), padding.get("bottom_pad", 0)],
-                [padding.get("left_pad", 0), padding.get("right_pad", 0)]]
+        return [
+            [padding.get("top_pad", 0), padding.get("bottom_pad", 0)],
+            [padding.get("left_pad", 0), padding.get("right_pad", 0)],
+        ]
     if len(padding) == 4:
         return [[padding[0], padding[1]], [padding[2], padding[3]]]
     return [[padding[0], padding[0]], [padding[1], padding[1]]]
@@ -396,10 +545,16 @@ def _keras2_objects(name, cls, config, scope):
         known = _KERAS1_OBJECTS.get(value["name"])
         extra = set(value) - {"name"} - set(known[1] if known else ())
         if known is None or extra:
-            raise refusal(name, cls, f"has a {key} that Keras 3 does not have", f"one of "
-                          f"{sorted(_KERAS1_OBJECTS)}", f"{key}={value!r}", "Rebuild that layer in code with a Keras 3 "
-                          "regularizer or constraint and load the weights with mgpu_io.transfer_weights, or pass "
-                          "keep_config=True to write the Keras 1 config as it is.")
+            raise refusal(
+                name,
+                cls,
+                f"has a {key} that Keras 3 does not have",
+                f"one of {sorted(_KERAS1_OBJECTS)}",
+                f"{key}={value!r}",
+                "Rebuild that layer in code with a Keras 3 "
+                "regularizer or constraint and load the weights with mgpu_io.transfer_weights, or pass "
+                "keep_config=True to write the Keras 1 config as it is.",
+            )
         new_class, arguments = known
         config[key] = {"class_name": new_class, "config": {arguments[k]: v for k, v in value.items() if k != "name"}}
         scope.changes.append("keras1-regularizers")
@@ -412,16 +567,32 @@ def _merge(name, config, scope):
     """The Keras 2/3 class of a Keras 1 ``Merge`` layer; its config is rewritten for that class."""
     mode, mode_type = config.get("mode", "sum"), config.get("mode_type", "raw")
     if mode_type != "raw":
-        raise refusal(name, "Merge", f"merges with a Python function of its own (mode_type={mode_type!r}), "
-                      "which Keras 3 has no merge layer for", f"a merge mode of {sorted(MERGE_MODES)}",
-                      f"mode_type={mode_type!r}", "Rebuild that layer in code (a "
-                      "Lambda on the list of inputs, or a Keras 3 merge layer) and load the weights with "
-                      "mgpu_io.transfer_weights, or pass keep_config=True to write the Keras 1 config as it is.")
+        raise refusal(
+            name,
+            "Merge",
+            f"merges with a Python function of its own (mode_type={mode_type!r}), which Keras 3 has no merge layer for",
+            f"a merge mode of {sorted(MERGE_MODES)}",
+            f"mode_type={mode_type!r}",
+            "Rebuild that layer in code (a "
+            "Lambda on the list of inputs, or a Keras 3 merge layer) and load the weights with "
+            "mgpu_io.transfer_weights, or pass keep_config=True to write the Keras 1 config as it is.",
+        )
     if mode not in MERGE_MODES:
-        why = ("divides by max(sqrt(dot(a, a) * dot(b, b)), 1e-7) where Keras 3's Dot(normalize=True) "
-               "l2-normalises each input first: the results differ") if mode == "cos" else "is not a Keras 1 mode"
-        raise refusal(name, "Merge", f"merges with mode={mode!r}, which {why}", f"a merge mode of "
-                      f"{sorted(MERGE_MODES)}", f"mode={mode!r}")
+        why = (
+            (
+                "divides by max(sqrt(dot(a, a) * dot(b, b)), 1e-7) where Keras 3's Dot(normalize=True) "
+                "l2-normalises each input first: the results differ"
+            )
+            if mode == "cos"
+            else "is not a Keras 1 mode"
+        )
+        raise refusal(
+            name,
+            "Merge",
+            f"merges with mode={mode!r}, which {why}",
+            f"a merge mode of {sorted(MERGE_MODES)}",
+            f"mode={mode!r}",
+        )
     settings = {"name": config["name"]}
     if mode == "concat":
         settings["axis"] = config.get("concat_axis", -1)
@@ -443,23 +614,64 @@ def _dot_axes(name, config, scope):
     axes = config.get("dot_axes", -1)
     ranks = scope.ranks.get(name)
     if not ranks or any(rank not in (2, 3) for rank in ranks) or len(set(ranks)) != 1:
-        raise refusal(name, "Merge", "merges with mode='dot', which Keras 1 computed with tf.matmul: equal to "
-                      "Keras 3's Dot for inputs of rank 2 or 3 only, and the rank of these inputs cannot be told "
-                      "from the config", "inputs of rank 2 or 3 whose shapes the config fixes",
-                      f"mode='dot', dot_axes={axes!r}, input ranks {ranks or 'unknown'}")
+        raise refusal(
+            name,
+            "Merge",
+            "merges with mode='dot', which Keras 1 computed with tf.matmul: equal to "
+            "Keras 3's Dot for inputs of rank 2 or 3 only, and the rank of these inputs cannot be told "
+            "from the config",
+            "inputs of rank 2 or 3 whose shapes the config fixes",
+            f"mode='dot', dot_axes={axes!r}, input ranks {ranks or 'unknown'}",
+        )
     if isinstance(axes, int):
         axes = [axes % ranks[0], axes % ranks[1]] if axes < 0 else [axes, axes]
     return list(axes)
 
 
-_SAME_RANK = frozenset({
-    "Dense", "Activation", "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
-    "GaussianDropout", "ActivityRegularization", "Masking", "BatchNormalization", "LeakyReLU", "PReLU", "ELU",
-    "ThresholdedReLU", "Highway", "MaxoutDense", "TimeDistributedDense", "Convolution1D", "AtrousConvolution1D",
-    "Convolution2D", "AtrousConvolution2D", "Deconvolution2D", "SeparableConvolution2D", "Convolution3D",
-    "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D",
-    "Cropping2D", "Cropping3D", "MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D",
-    "MaxPooling3D", "AveragePooling3D"})
+_SAME_RANK = frozenset(
+    {
+        "Dense",
+        "Activation",
+        "Dropout",
+        "SpatialDropout1D",
+        "SpatialDropout2D",
+        "SpatialDropout3D",
+        "GaussianNoise",
+        "GaussianDropout",
+        "ActivityRegularization",
+        "Masking",
+        "BatchNormalization",
+        "LeakyReLU",
+        "PReLU",
+        "ELU",
+        "ThresholdedReLU",
+        "Highway",
+        "MaxoutDense",
+        "TimeDistributedDense",
+        "Convolution1D",
+        "AtrousConvolution1D",
+        "Convolution2D",
+        "AtrousConvolution2D",
+        "Deconvolution2D",
+        "SeparableConvolution2D",
+        "Convolution3D",
+        "UpSampling1D",
+        "UpSampling2D",
+        "UpSampling3D",
+        "ZeroPadding1D",
+        "ZeroPadding2D",
+        "ZeroPadding3D",
+        "Cropping1D",
+        "Cropping2D",
+        "Cropping3D",
+        "MaxPooling1D",
+        "AveragePooling1D",
+        "MaxPooling2D",
+        "AveragePooling2D",
+        "MaxPooling3D",
+        "AveragePooling3D",
+    }
+)
 
 
 def _dot_input_ranks(config):
@@ -485,8 +697,15 @@ def _rank(layers, entry, seen):
     cls, settings = layer.get("class_name"), layer.get("config") or {}
     if cls == "InputLayer":
         return len(settings.get("batch_input_shape") or []) or None
-    if cls in ("Flatten", "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
-               "GlobalAveragePooling2D", "GlobalMaxPooling3D", "GlobalAveragePooling3D"):
+    if cls in (
+        "Flatten",
+        "GlobalMaxPooling1D",
+        "GlobalAveragePooling1D",
+        "GlobalMaxPooling2D",
+        "GlobalAveragePooling2D",
+        "GlobalMaxPooling3D",
+        "GlobalAveragePooling3D",
+    ):
         return 2
     if cls == "RepeatVector":
         return 3
@@ -514,8 +733,9 @@ def _rank(layers, entry, seen):
 
 def _starts_with_merge(model):
     layers = model_layers(model)
-    return bool(layers) and layers[0].get("class_name") == "Merge" and \
-        bool((layers[0].get("config") or {}).get("layers"))
+    return (
+        bool(layers) and layers[0].get("class_name") == "Merge" and bool((layers[0].get("config") or {}).get("layers"))
+    )
 
 
 def _merged_sequential_as_functional(model):
@@ -532,30 +752,57 @@ def _merged_sequential_as_functional(model):
             sources = []
             for branch in first["config"]["layers"]:
                 if branch.get("class_name") != "Sequential" or not model_layers(branch):
-                    raise refusal(layer_name(first), "Merge", "merges a branch that is not a Sequential model",
-                                  "Sequential branches", f"a branch of class_name={branch.get('class_name')!r}")
+                    raise refusal(
+                        layer_name(first),
+                        "Merge",
+                        "merges a branch that is not a Sequential model",
+                        "Sequential branches",
+                        f"a branch of class_name={branch.get('class_name')!r}",
+                    )
                 sources.append(chain(model_layers(branch)))
-            merge = {"name": layer_name(first), "class_name": "Merge", "config": first["config"],
-                     "inbound_nodes": [[[source, 0, 0] for source in sources]]}
+            merge = {
+                "name": layer_name(first),
+                "class_name": "Merge",
+                "config": first["config"],
+                "inbound_nodes": [[[source, 0, 0] for source in sources]],
+            }
             layers.append(merge)
             previous, rest = merge["name"], entries[1:]
         else:
             settings = first.get("config") or {}
             if "batch_input_shape" not in settings:
-                raise refusal(layer_name(first), first.get("class_name"), "starts a branch of a Merge without an "
-                              "input shape", "batch_input_shape on the first layer of each branch",
-                              "no batch_input_shape")
+                raise refusal(
+                    layer_name(first),
+                    first.get("class_name"),
+                    "starts a branch of a Merge without an input shape",
+                    "batch_input_shape on the first layer of each branch",
+                    "no batch_input_shape",
+                )
             previous = f"{layer_name(first)}_input"
-            layers.append({"name": previous, "class_name": "InputLayer", "inbound_nodes": [], "config": {
-                "name": previous, "batch_input_shape": settings.pop("batch_input_shape"),
-                "input_dtype": settings.pop("input_dtype", "float32"), "sparse": False}})
+            layers.append(
+                {
+                    "name": previous,
+                    "class_name": "InputLayer",
+                    "inbound_nodes": [],
+                    "config": {
+                        "name": previous,
+                        "batch_input_shape": settings.pop("batch_input_shape"),
+                        "input_dtype": settings.pop("input_dtype", "float32"),
+                        "sparse": False,
+                    },
+                }
+            )
             inputs.append([previous, 0, 0])
             rest = entries
         for entry in rest:
             if entry.get("class_name") in ("Merge", "Sequential", "Model"):
-                raise refusal(layer_name(entry), entry.get("class_name"), "follows the start of a merged "
-                              "Sequential branch", "a Merge only as the first layer of a Sequential",
-                              f"class_name={entry.get('class_name')!r}")
+                raise refusal(
+                    layer_name(entry),
+                    entry.get("class_name"),
+                    "follows the start of a merged Sequential branch",
+                    "a Merge only as the first layer of a Sequential",
+                    f"class_name={entry.get('class_name')!r}",
+                )
             layer = dict(entry, name=layer_name(entry), inbound_nodes=[[[previous, 0, 0]]])
             layers.append(layer)
             previous = layer["name"]
@@ -564,15 +811,26 @@ def _merged_sequential_as_functional(model):
     output = chain(model_layers(model))
     name = model.get("name") or (model["config"].get("name") if isinstance(model["config"], dict) else None)
     model["class_name"] = "Model"
-    model["config"] = {"name": name or "sequential", "layers": layers, "input_layers": inputs,
-                       "output_layers": [[output, 0, 0]]}
+    model["config"] = {
+        "name": name or "sequential",
+        "layers": layers,
+        "input_layers": inputs,
+        "output_layers": [[output, 0, 0]],
+    }
 
 
 # --- inputs that Keras 1 recorded as the output of a layer that returned its input ---------------------------
 
 
-_IDENTITY_AT_PREDICTION = ("ActivityRegularization", "Dropout", "SpatialDropout1D", "SpatialDropout2D",
-                           "SpatialDropout3D", "GaussianNoise", "GaussianDropout")
+_IDENTITY_AT_PREDICTION = (
+    "ActivityRegularization",
+    "Dropout",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+    "GaussianNoise",
+    "GaussianDropout",
+)
 
 
 def _identity_at_prediction(layer):
@@ -598,13 +856,22 @@ def _inputs_through_identity(model):
         while layers.get(current[0], {}).get("class_name") not in ("InputLayer", None):
             layer = layers[current[0]]
             nodes = layer.get("inbound_nodes") or []
-            if not _identity_at_prediction(layer) or current[1] >= len(nodes) or len(nodes[current[1]]) != 1 or \
-                    len(path) > len(layers):
-                raise refusal(current[0], layer.get("class_name"), "is recorded as a model input, which only an "
-                              "InputLayer can be in Keras 3", "model inputs that are InputLayers, or layers that "
-                              "Keras 1 let return their input unchanged (Activation('linear'))",
-                              f"input_layers={refs!r}", "Rebuild the model in code with an Input there and load "
-                              "the weights with mgpu_io.transfer_weights, or pass keep_config=True for Keras 1.")
+            if (
+                not _identity_at_prediction(layer)
+                or current[1] >= len(nodes)
+                or len(nodes[current[1]]) != 1
+                or len(path) > len(layers)
+            ):
+                raise refusal(
+                    current[0],
+                    layer.get("class_name"),
+                    "is recorded as a model input, which only an InputLayer can be in Keras 3",
+                    "model inputs that are InputLayers, or layers that "
+                    "Keras 1 let return their input unchanged (Activation('linear'))",
+                    f"input_layers={refs!r}",
+                    "Rebuild the model in code with an Input there and load "
+                    "the weights with mgpu_io.transfer_weights, or pass keep_config=True for Keras 1.",
+                )
             path.append(current[0])
             current = list(nodes[current[1]][0][:3])
         if path:
@@ -631,8 +898,13 @@ def _deconvolution_output(name, config):
     padding, defaults, paddings = config.get("border_mode", "valid"), [], []
     for out, k, s in zip(spatial, kernel, strides):
         if out is None:
-            raise refusal(name, "Deconvolution2D", "has an output_shape without its spatial size", "an "
-                          "output_shape fixing rows and columns", f"output_shape={shape!r}")
+            raise refusal(
+                name,
+                "Deconvolution2D",
+                "has an output_shape without its spatial size",
+                "an output_shape fixing rows and columns",
+                f"output_shape={shape!r}",
+            )
         size = (out - k + 1) if padding == "valid" else out
         size = (size + s - 1) // s  # the input size that TensorFlow accepted for this output
         if padding == "valid":
@@ -644,9 +916,13 @@ def _deconvolution_output(name, config):
     if list(spatial) == defaults:
         return
     if not all(0 <= p < s for p, s in zip(paddings, strides)):
-        raise refusal(name, "Deconvolution2D", "has an output_shape that Keras 3 cannot produce", "an output "
-                      "size that Keras 3 reaches with an output_padding below the stride",
-                      f"output_shape={shape!r}, kernel {kernel}, strides {strides}, border_mode={padding!r}")
+        raise refusal(
+            name,
+            "Deconvolution2D",
+            "has an output_shape that Keras 3 cannot produce",
+            "an output size that Keras 3 reaches with an output_padding below the stride",
+            f"output_shape={shape!r}, kernel {kernel}, strides {strides}, border_mode={padding!r}",
+        )
     config["output_padding"] = paddings
 
 
@@ -692,6 +968,7 @@ def transpose_kernels(axes, count=1):
         >>> kernel.shape, bias.shape
         ((3, 3, 2, 4), (4,))
     """
+
     def transpose(names, arrays):
         return names, [np.transpose(a, axes) if i < count else a for i, a in enumerate(arrays)]
 
@@ -709,11 +986,12 @@ def conv1d_kernel(kernel_size, filters):
         >>> kernel.shape
         (3, 2, 4)
     """
+
     def squeeze(names, arrays):
         kernel = arrays[0]
         if not (kernel.shape[:2] == (kernel_size, 1) and kernel.shape[3] == filters):
             kernel = np.transpose(kernel, (2, 3, 1, 0))  # Keras 1.1: (filters, input_dim, length, 1)
-        return names, [kernel[:, 0, :, :]] + list(arrays[1:])
+        return names, [kernel[:, 0, :, :], *list(arrays[1:])]
 
     return squeeze
 
@@ -735,8 +1013,7 @@ def _weight_steps(layer, shapes, context):
         return []
     rank = len(shapes[0])
     if cls == "Conv1D" and rank == 4:
-        return [("keras1-kernels-transposed", conv1d_kernel(_first(config.get("kernel_size")),
-                                                            config.get("filters")))]
+        return [("keras1-kernels-transposed", conv1d_kernel(_first(config.get("kernel_size")), config.get("filters")))]
     if cls in ("Conv2D", "Conv3D") and channels_first and rank in _TH_KERNEL:
         return [("keras1-kernels-transposed", transpose_kernels(_TH_KERNEL[rank]))]
     if cls == "SeparableConv2D" and channels_first and rank == 4:
@@ -761,40 +1038,84 @@ FAMILY = Family(
     name="keras1",
     summary="Keras 1 configs and weights in the Keras 2 spelling and layout",
     rules=(
-        Rule("keras1-to-keras2", "Keras 1 layers (" + ", ".join(f"`{c}`" for c in sorted(_CONVERSIONS)) + ") "
-             "get Keras 2's class and argument names (`output_dim` -> `units`, `init`, `nb_filter`, `border_mode`, "
-             "`inner_activation`, `TimeDistributedDense` -> `Dense`, ...); " + ", ".join(
-                 f"`{c}`" for c in sorted(_NO_EQUIVALENT)) + ", BatchNormalization `mode` 1 and 2, "
-             "`border_mode='full'` and Merge `cos` and function modes are refused by name",
-             "not readable by Keras 3 or tf_keras", ("keras122",)),
-        Rule("keras1-gates-merged", "Keras 1 LSTM/ConvLSTM2D/GRU weights as 12/12/9 per-gate arrays (`W_i, U_i, "
-             "b_i, W_c, ...`) become one kernel, recurrent kernel and bias, gates in order `i, f, c, o` "
-             "(`z, r, h`); Keras 1 GRUs get `reset_after=False`",
-             "Keras 2 and 3 hold three arrays: a weight-count mismatch", ("keras122",)),
-        Rule("keras1-merge", "the Keras 1 `Merge` layer (`merge()`) becomes `Add`, `Multiply`, `Average`, "
-             "`Maximum`, `Concatenate` or `Dot` by its mode (`dot` only on inputs of rank 2 or 3, where Keras 1's "
-             "`tf.matmul` contracts the same axes)", "Keras 3: `Unknown layer: 'Merge'`", ()),
-        Rule("keras1-sequential-merge", "a Keras 1 `Sequential` whose first layer merges `Sequential` branches "
-             "becomes the functional model Keras 1 built: one input per branch, in order",
-             "Keras 3 has no layer that holds models as branches", ()),
-        Rule("keras1-identity-input", "a model input that Keras 1 recorded as the output of a layer that returned "
-             "its input unchanged (`Activation('linear')`, `ActivityRegularization`) refers to the InputLayer "
-             "beneath it", "Keras 3: `Graph disconnected: cannot find parent for tensor`", ()),
-        Rule("keras1-regularizers", "Keras 1 regularizer and constraint configs (`{'name': 'L1L2Regularizer', "
-             "...}`, `MaxNorm(m=...)`) get Keras 2's spelling", "Keras 3: `Error when deserializing class 'Dense'`",
-             ()),
-        Rule("keras1-channels-first", "`dim_ordering='th'` becomes `data_format='channels_first'`",
-             "not readable by Keras 3; TensorFlow on a CPU cannot run channels_first convolutions (load_model "
-             "warns)", ()),
-        Rule("keras1-dim-ordering-inferred", "Cropping, ZeroPadding, UpSampling and SpatialDropout 2D/3D layers, "
-             "whose `dim_ordering` Keras 1.2.2 did not save, take the one every other layer of the model states; "
-             "with none stated the first three are refused", "Keras 3 would use its own default ordering", ()),
-        Rule("keras1-kernels-transposed", "Keras 1 kernels in Keras 2's layout: `'th'` convolution kernels "
-             "`(filters, input, *spatial)` -> `(*spatial, input, filters)`, `Convolution1D` kernels lose their "
-             "dummy axis, `Deconvolution2D` kernels swap their channel axes; `output_shape` becomes "
-             "`output_padding`", "a shape mismatch, or a kernel read in the wrong layout", ()),
-        Rule("keras1-prelu-shared-axes", "a Keras 1 PReLU whose alphas have size-1 axes gets them as "
-             "`shared_axes` (Keras 1.2.2 did not save them)", "a weight shape mismatch", ()),
+        Rule(
+            "keras1-to-keras2",
+            "Keras 1 layers (" + ", ".join(f"`{c}`" for c in sorted(_CONVERSIONS)) + ") "
+            "get Keras 2's class and argument names (`output_dim` -> `units`, `init`, `nb_filter`, `border_mode`, "
+            "`inner_activation`, `TimeDistributedDense` -> `Dense`, ...); "
+            + ", ".join(f"`{c}`" for c in sorted(_NO_EQUIVALENT))
+            + ", BatchNormalization `mode` 1 and 2, "
+            "`border_mode='full'` and Merge `cos` and function modes are refused by name",
+            "not readable by Keras 3 or tf_keras",
+            ("keras122",),
+        ),
+        Rule(
+            "keras1-gates-merged",
+            "Keras 1 LSTM/ConvLSTM2D/GRU weights as 12/12/9 per-gate arrays (`W_i, U_i, "
+            "b_i, W_c, ...`) become one kernel, recurrent kernel and bias, gates in order `i, f, c, o` "
+            "(`z, r, h`); Keras 1 GRUs get `reset_after=False`",
+            "Keras 2 and 3 hold three arrays: a weight-count mismatch",
+            ("keras122",),
+        ),
+        Rule(
+            "keras1-merge",
+            "the Keras 1 `Merge` layer (`merge()`) becomes `Add`, `Multiply`, `Average`, "
+            "`Maximum`, `Concatenate` or `Dot` by its mode (`dot` only on inputs of rank 2 or 3, where Keras 1's "
+            "`tf.matmul` contracts the same axes)",
+            "Keras 3: `Unknown layer: 'Merge'`",
+            (),
+        ),
+        Rule(
+            "keras1-sequential-merge",
+            "a Keras 1 `Sequential` whose first layer merges `Sequential` branches "
+            "becomes the functional model Keras 1 built: one input per branch, in order",
+            "Keras 3 has no layer that holds models as branches",
+            (),
+        ),
+        Rule(
+            "keras1-identity-input",
+            "a model input that Keras 1 recorded as the output of a layer that returned "
+            "its input unchanged (`Activation('linear')`, `ActivityRegularization`) refers to the InputLayer "
+            "beneath it",
+            "Keras 3: `Graph disconnected: cannot find parent for tensor`",
+            (),
+        ),
+        Rule(
+            "keras1-regularizers",
+            "Keras 1 regularizer and constraint configs (`{'name': 'L1L2Regularizer', "
+            "...}`, `MaxNorm(m=...)`) get Keras 2's spelling",
+            "Keras 3: `Error when deserializing class 'Dense'`",
+            (),
+        ),
+        Rule(
+            "keras1-channels-first",
+            "`dim_ordering='th'` becomes `data_format='channels_first'`",
+            "not readable by Keras 3; TensorFlow on a CPU cannot run channels_first convolutions (load_model warns)",
+            (),
+        ),
+        Rule(
+            "keras1-dim-ordering-inferred",
+            "Cropping, ZeroPadding, UpSampling and SpatialDropout 2D/3D layers, "
+            "whose `dim_ordering` Keras 1.2.2 did not save, take the one every other layer of the model states; "
+            "with none stated the first three are refused",
+            "Keras 3 would use its own default ordering",
+            (),
+        ),
+        Rule(
+            "keras1-kernels-transposed",
+            "Keras 1 kernels in Keras 2's layout: `'th'` convolution kernels "
+            "`(filters, input, *spatial)` -> `(*spatial, input, filters)`, `Convolution1D` kernels lose their "
+            "dummy axis, `Deconvolution2D` kernels swap their channel axes; `output_shape` becomes "
+            "`output_padding`",
+            "a shape mismatch, or a kernel read in the wrong layout",
+            (),
+        ),
+        Rule(
+            "keras1-prelu-shared-axes",
+            "a Keras 1 PReLU whose alphas have size-1 axes gets them as `shared_axes` (Keras 1.2.2 did not save them)",
+            "a weight shape mismatch",
+            (),
+        ),
     ),
     rewrite_config=_rewrite_config,
     weight_steps=_weight_steps,

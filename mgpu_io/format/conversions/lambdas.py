@@ -16,7 +16,7 @@ can read ("bad marshal data"). A repair never keeps it: each such Lambda is writ
 """
 
 from dataclasses import dataclass
-from typing import Callable, Tuple
+from typing import Callable
 
 from mgpu_io.format.config import layer_name, walk_layers
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
@@ -41,7 +41,7 @@ class KnownFunction:
     source: str
     origin: str
     matches: Callable
-    verified: Tuple[str, ...]
+    verified: tuple[str, ...]
 
     @property
     def registered(self):
@@ -56,8 +56,12 @@ def _from_file(lam, module):
 def _inception_resnet_scale(lam):
     """keras_applications' (and Keras 2.1's) InceptionResNetV2 residual scaling: two inputs, one ``scale``."""
     arguments = lam.arguments or {}
-    return (set(arguments) == {"scale"} and isinstance(arguments["scale"], (int, float))
-            and len(lam.inbound) == 2 and _from_file(lam, "inception_resnet_v2"))
+    return (
+        set(arguments) == {"scale"}
+        and isinstance(arguments["scale"], (int, float))
+        and len(lam.inbound) == 2
+        and _from_file(lam, "inception_resnet_v2")
+    )
 
 
 #: Every function Keras itself stored as a Lambda that a repair rebuilds without the user's help.
@@ -133,51 +137,82 @@ def _check(template, context):
     messages = []
     user = [lam for lam in found if lam.kind == "user" or (lam.reference == lam.layer and lam.code is None)]
     if user:
-        messages.append((
-            f"Lambda layers hold your own code, stored as bytecode that mgpu-io never runs nor copies: the "
-            f"repaired config refers to each by its layer name. Supply the functions: lambdas={{{user[0].layer!r}: "
-            f"fn, ...}} (load_model, a .keras output), or custom_objects={{{user[0].layer!r}: fn, ...}} when Keras 3 "
-            f"loads a repaired .h5",
-            [lam.layer for lam in user]))
+        messages.append(
+            (
+                f"Lambda layers hold your own code, stored as bytecode that mgpu-io never runs nor copies: the "
+                f"repaired config refers to each by its layer name. Supply the functions: lambdas={{{user[0].layer!r}: "
+                f"fn, ...}} (load_model, a .keras output), or custom_objects={{{user[0].layer!r}: fn, ...}} when Keras 3 "
+                f"loads a repaired .h5",
+                [lam.layer for lam in user],
+            )
+        )
     known = [lam for lam in found if lam.kind == "keras" or (lam.reference or "").startswith(PACKAGE + ">")]
     if known:
         names = sorted({lam.known or lam.reference for lam in known})
-        messages.append((
-            f"Lambda layers written by Keras itself are rebuilt from mgpu-io's copy ({', '.join(names)}); "
-            f"mgpu_io.load_model supplies them, plain Keras 3 after `import mgpu_io.keras.known`",
-            [lam.layer for lam in known]))
+        messages.append(
+            (
+                f"Lambda layers written by Keras itself are rebuilt from mgpu-io's copy ({', '.join(names)}); "
+                f"mgpu_io.load_model supplies them, plain Keras 3 after `import mgpu_io.keras.known`",
+                [lam.layer for lam in known],
+            )
+        )
     return messages
 
 
 def needed_functions(config):
     """The Lambda layers of a repaired ``config`` that refer to a user function by their own name."""
-    return [lam for lam in lambda_layers(config)
-            if lam.code is None and lam.reference == lam.layer and not lam.reference.startswith(PACKAGE + ">")]
+    return [
+        lam
+        for lam in lambda_layers(config)
+        if lam.code is None and lam.reference == lam.layer and not lam.reference.startswith(PACKAGE + ">")
+    ]
 
 
 FAMILY = Family(
     name="lambdas",
     summary="Lambda layers' stored bytecode, replaced by references that Keras 3 resolves in safe mode",
     rules=(
-        Rule("lambda-by-reference", "a template Lambda whose function is stored bytecode refers to its layer name "
-             "instead; the user supplies the function (`lambdas=`, `--lambda`, or Keras' `custom_objects`)",
-             "Keras 3: `Requested the deserialization of a Lambda layer whose function is a Python lambda`; "
-             "`safe_mode=False` runs the stored bytecode, which fails on any other Python (`bad marshal data`)",
-             ("keras216", "keras224", "keras231", "tfkeras115")),
-        Rule("lambda-function-name", "a Lambda whose function the writer stored by name is written in Keras 3's "
-             "spelling of a function reference", "Keras 3: `TypeError: Could not parse config: <function ...>`",
-             ()),
-        Rule("lambda-known-function", "a Lambda that Keras itself wrote (InceptionResNetV2's residual scaling) "
-             "refers to mgpu-io's registered copy, `mgpu_io>NAME`, identified by its stored metadata",
-             "the same refusal, for code the user never wrote", KNOWN_FUNCTIONS[0].verified),
-        Rule("lambda-output-shape-traced", "a Lambda's output-shape function (stored bytecode) is left out; Keras 3 "
-             "infers the shape by tracing the function", "the same refusal, for the shape function",
-             ("keras224", "keras231", "tfkeras115")),
-        Rule("lambda-mask-dropped", "a Lambda's mask function (stored bytecode, tf.keras) is left out: "
-             "the layer passes no mask", "the same refusal, for the mask function", ()),
-        Rule("relu6-activation", "Keras 2.1 MobileNet's `Activation('relu6')` becomes `ReLU(max_value=6)`, "
-             "the same function", "Keras 2.2+ and tf_keras: `Unknown activation function: relu6`",
-             ("keras216",)),
+        Rule(
+            "lambda-by-reference",
+            "a template Lambda whose function is stored bytecode refers to its layer name "
+            "instead; the user supplies the function (`lambdas=`, `--lambda`, or Keras' `custom_objects`)",
+            "Keras 3: `Requested the deserialization of a Lambda layer whose function is a Python lambda`; "
+            "`safe_mode=False` runs the stored bytecode, which fails on any other Python (`bad marshal data`)",
+            ("keras216", "keras224", "keras231", "tfkeras115"),
+        ),
+        Rule(
+            "lambda-function-name",
+            "a Lambda whose function the writer stored by name is written in Keras 3's "
+            "spelling of a function reference",
+            "Keras 3: `TypeError: Could not parse config: <function ...>`",
+            (),
+        ),
+        Rule(
+            "lambda-known-function",
+            "a Lambda that Keras itself wrote (InceptionResNetV2's residual scaling) "
+            "refers to mgpu-io's registered copy, `mgpu_io>NAME`, identified by its stored metadata",
+            "the same refusal, for code the user never wrote",
+            KNOWN_FUNCTIONS[0].verified,
+        ),
+        Rule(
+            "lambda-output-shape-traced",
+            "a Lambda's output-shape function (stored bytecode) is left out; Keras 3 "
+            "infers the shape by tracing the function",
+            "the same refusal, for the shape function",
+            ("keras224", "keras231", "tfkeras115"),
+        ),
+        Rule(
+            "lambda-mask-dropped",
+            "a Lambda's mask function (stored bytecode, tf.keras) is left out: the layer passes no mask",
+            "the same refusal, for the mask function",
+            (),
+        ),
+        Rule(
+            "relu6-activation",
+            "Keras 2.1 MobileNet's `Activation('relu6')` becomes `ReLU(max_value=6)`, the same function",
+            "Keras 2.2+ and tf_keras: `Unknown activation function: relu6`",
+            ("keras216",),
+        ),
     ),
     rewrite_config=_rewrite_config,
     check=_check,
@@ -186,5 +221,12 @@ FAMILY = Family(
 )
 
 
-__all__ = ["FAMILY", "KNOWN_FUNCTIONS", "KnownFunction", "LambdaLayer", "known_function", "needed_functions",
-           "template_lambdas"]
+__all__ = [
+    "FAMILY",
+    "KNOWN_FUNCTIONS",
+    "KnownFunction",
+    "LambdaLayer",
+    "known_function",
+    "needed_functions",
+    "template_lambdas",
+]

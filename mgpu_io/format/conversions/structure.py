@@ -6,10 +6,16 @@ sees what changed. The rules work on plain dicts and never touch weights.
 """
 
 from mgpu_io.errors import UnsupportedModel
-from mgpu_io.format.config import (FUNCTIONAL_CLASSES, MODEL_CLASSES, WRAPPED_LAYER_KEYS, copy_config, layer_name,
-                                   model_layers, walk_layers)
+from mgpu_io.format.config import (
+    FUNCTIONAL_CLASSES,
+    MODEL_CLASSES,
+    WRAPPED_LAYER_KEYS,
+    copy_config,
+    layer_name,
+    model_layers,
+    walk_layers,
+)
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
-
 
 SEPARABLE_CLASSES = ("SeparableConv1D", "SeparableConv2D")
 _UNUSED_KERNEL_ARGUMENTS = ("kernel_initializer", "kernel_regularizer", "kernel_constraint")
@@ -55,16 +61,18 @@ def _tensor_keywords(layer, names, changes):
     if not isinstance(nodes, list):
         return
     for index, node in enumerate(nodes):
-        if not (isinstance(node, list) and node and all(isinstance(entry, list) and len(entry) in (3, 4)
-                                                         for entry in node)):
+        if not (
+            isinstance(node, list) and node and all(isinstance(entry, list) and len(entry) in (3, 4) for entry in node)
+        ):
             continue
         keywords = next((entry[3] for entry in node if len(entry) == 4 and isinstance(entry[3], dict)), {})
         states = layer.get("class_name") in _RECURRENT and len(node) > 1  # Keras 2: initial_state as extra inputs
         if not states and not any(_is_history(value, names) for value in keywords.values()):
             continue
         inputs = [_keras_tensor(entry[:3]) for entry in node]
-        arguments = {key: _keras_tensor(value) if _is_history(value, names) else value
-                     for key, value in keywords.items()}
+        arguments = {
+            key: _keras_tensor(value) if _is_history(value, names) else value for key, value in keywords.items()
+        }
         if states:
             inputs, arguments["initial_state"] = inputs[:1], inputs[1:]
         nodes[index] = {"args": [inputs[0] if len(inputs) == 1 else inputs], "kwargs": arguments}
@@ -76,15 +84,18 @@ _RECURRENT = ("LSTM", "GRU", "SimpleRNN", "RNN", "ConvLSTM2D", "Bidirectional", 
 
 
 def _is_history(value, names):
-    return isinstance(value, list) and len(value) == 3 and value[0] in names and \
-        all(isinstance(v, int) for v in value[1:])
+    return (
+        isinstance(value, list) and len(value) == 3 and value[0] in names and all(isinstance(v, int) for v in value[1:])
+    )
 
 
 def _keras_tensor(history):
     """Keras 3's serialised reference to a layer's output tensor (its shape is a placeholder: the tensor is looked
     up by its history when the model is rebuilt)."""
-    return {"class_name": "__keras_tensor__", "config": {"shape": [], "dtype": "float32",
-                                                          "keras_history": list(history)}}
+    return {
+        "class_name": "__keras_tensor__",
+        "config": {"shape": [], "dtype": "float32", "keras_history": list(history)},
+    }
 
 
 #: Layer configs that Keras 3's legacy reader misbuilds and its native reader builds as written: (rule, test).
@@ -160,7 +171,7 @@ def _rename_scoped_layers(model, changes):
     if isinstance(model.get("config"), dict):
         for key in ("input_layers", "output_layers"):
             refs = model["config"].get(key) or []
-            for ref in ([refs] if refs and isinstance(refs[0], str) else refs):
+            for ref in [refs] if refs and isinstance(refs[0], str) else refs:
                 if isinstance(ref, list) and ref and ref[0] in renamed:
                     ref[0] = renamed[ref[0]]
     changes.append("layer-name-slash")
@@ -222,7 +233,7 @@ def _inline_consumed_models(model, changes):
         layers = model["config"]["layers"]
         consumed = {entry[0] for layer in layers for node in layer.get("inbound_nodes") or [] for entry in node}
         nested = next(
-            (l for l in layers if l["class_name"] in FUNCTIONAL_CLASSES and layer_name(l) in consumed), None
+            (lyr for lyr in layers if lyr["class_name"] in FUNCTIONAL_CLASSES and layer_name(lyr) in consumed), None
         )
         if nested is None:
             return
@@ -234,10 +245,10 @@ def _inline(model, nested):
     name = layer_name(nested)
     inner = nested["config"]
     inner_inputs = [ref[0] for ref in inner["input_layers"]]
-    inner_layers = [l for l in inner["layers"] if layer_name(l) not in inner_inputs]
-    counts = {layer_name(l): len(l.get("inbound_nodes") or []) for l in inner_layers}
+    inner_layers = [lyr for lyr in inner["layers"] if layer_name(lyr) not in inner_inputs]
+    counts = {layer_name(lyr): len(lyr.get("inbound_nodes") or []) for lyr in inner_layers}
     calls = nested.get("inbound_nodes") or []
-    clashes = set(counts) & {layer_name(l) for l in model["config"]["layers"] if l is not nested}
+    clashes = set(counts) & {layer_name(lyr) for lyr in model["config"]["layers"] if lyr is not nested}
     if clashes:
         raise UnsupportedModel(
             f"The nested model {name!r} cannot be inlined for Keras 3: its layer names are used outside it too. "
@@ -249,8 +260,8 @@ def _inline(model, nested):
         target, index, tensor, rest = entry[0], entry[1], entry[2], list(entry[3:])
         if target in inner_inputs:
             source = calls[call][inner_inputs.index(target)]
-            return [source[0], source[1], source[2]] + rest
-        return [target, call * counts[target] + index, tensor] + rest
+            return [source[0], source[1], source[2], *rest]
+        return [target, call * counts[target] + index, tensor, *rest]
 
     def outer(entry):
         if entry[0] != name:
@@ -282,7 +293,7 @@ REMOVED_CLASSES = {
     "RandomFourierFeatures": "an experimental tf.keras layer (tf.keras.layers.experimental)",
     "MaxoutDense": "a Keras 1 layer (kept in Keras 2.0-2.3 as a legacy layer)",
     "Merge": "Keras 1's merge layer (kept in Keras 2.0-2.1 as a legacy layer; Keras 2.2 and 3 have Add, "
-             "Concatenate, Multiply, Average, Maximum and Dot instead)",
+    "Concatenate, Multiply, Average, Maximum and Dot instead)",
 }
 
 
@@ -294,8 +305,11 @@ def _refuse_removed_classes(config):
     for layer in walk_layers(config, wrapped=True):
         if isinstance(layer, dict) and layer.get("class_name") in REMOVED_CLASSES:
             cls = layer["class_name"]
-            elsewhere = ", or pass keep_config=True and target='tf_keras' for tf_keras, which has the class" \
-                if cls in TF_KERAS_HAS else ""
+            elsewhere = (
+                ", or pass keep_config=True and target='tf_keras' for tf_keras, which has the class"
+                if cls in TF_KERAS_HAS
+                else ""
+            )
             raise UnsupportedModel(
                 f"Layer {layer_name(layer)!r} is a {cls}: {REMOVED_CLASSES[cls]}, which Keras 3 does not have. "
                 f"Expected layers that Keras 3 builds. Received: class_name={cls!r}. Rebuild the template in code "
@@ -314,43 +328,91 @@ FAMILY = Family(
     name="structure",
     summary="config structures that Keras 3's legacy loader misreads",
     rules=(
-        Rule("sequential-list-config", "a Keras <= 2.1 Sequential config written as a bare list gets a dict",
-             "Keras 3: `TypeError: pop expected at most 1 argument, got 2`", ()),
-        Rule("sequential-explicit-input", "`batch_input_shape` on a Sequential's first layer becomes an explicit "
-             "InputLayer", "Keras 3 adds a second batch axis: `(None, None, 400, 3)`",
-             ("keras224", "keras231", "tfkeras115")),
-        Rule("functional-drop-batch-input-shape", "`batch_input_shape` on non-input layers of a functional model "
-             "is dropped (the InputLayer carries it)", "the same second batch axis", ()),
-        Rule("nested-layer-module", "a `Bidirectional`/`TimeDistributed` layer's inner layer config (and an "
-             "`RNN`'s cells) gets `module: keras.layers`", "Keras 3: `Could not locate class 'LSTM'`", ("keras224",)),
-        Rule("several-axes", "a layer with a list of several axes (`LayerNormalization(axis=[1, 2])`) gets "
-             "`module: keras.layers`, so that Keras 3 builds it with its native reader",
-             "Keras 3's legacy reader drops an `axis` list of more than one axis (the layer normalises the last "
-             "axis only): a weight-shape mismatch, or other predictions", ()),
-        Rule("attention-score-mode", "an `Attention` layer with a `score_mode` (TF 2.4+, tf_keras) gets `module: "
-             "keras.layers`, so that Keras 3 builds it with its native reader", "Keras 3's legacy reader turns "
-             "`score_mode='dot'` into the function `dot`: `Invalid value for argument score_mode`", ()),
-        Rule("node-tensor-keywords", "a layer call with tensors among its keywords (tf.keras 2.x "
-             "`MultiHeadAttention(query, value=v)`), or a recurrent layer called with `initial_state` (which Keras 2 "
-             "stored as extra inputs: seq2seq decoders), is written in Keras 3's node format",
-             "Keras 3's legacy reader passes `['input_2', 0, 0]` to the layer as a list: `MultiHeadAttention.build() "
-             "missing 1 required positional argument: 'value_shape'`; `Layer \"decoder\" expects 1 input(s), but it "
-             "received 3 input tensors`", ()),
-        Rule("layer-name-slash", "layer names with `/` (keras_applications' DenseNet: `conv1/conv`) get `_` "
-             "(`conv1_conv`); their weights follow them", "Keras 3: `Argument 'name' must be a string and cannot "
-             "contain character '/'`", ("tfkeras115",)),
-        Rule("separable-kernel-arguments", "tf.keras `SeparableConv1D/2D` configs lose the unused `kernel_*` "
-             "arguments (their kernels are `depthwise_*` and `pointwise_*`)",
-             "Keras 3: `SeparableConv2D.__init__() got an unexpected keyword argument 'kernel_initializer'`",
-             ("tfkeras115",)),
-        Rule("initializer-dtype", "tf.keras initializer configs lose their `dtype`",
-             "Keras 3: `GlorotUniform.__init__() got an unexpected keyword argument 'dtype'`", ("tfkeras115",)),
-        Rule("nested-sequential-as-functional", "a nested Sequential whose output feeds another layer becomes the "
-             "equivalent functional config", "see `nested-model-inlined`", ("keras224",)),
-        Rule("nested-model-inlined", "a nested model whose output feeds another layer (a Siamese branch) is "
-             "inlined as shared layers: same weights, same computation",
-             "Keras 3's legacy loader applies Keras 2's node offset to `output_layers` but not to consuming "
-             "layers, so no nested config loads in both Keras 3 and tf_keras", ("keras224",)),
+        Rule(
+            "sequential-list-config",
+            "a Keras <= 2.1 Sequential config written as a bare list gets a dict",
+            "Keras 3: `TypeError: pop expected at most 1 argument, got 2`",
+            (),
+        ),
+        Rule(
+            "sequential-explicit-input",
+            "`batch_input_shape` on a Sequential's first layer becomes an explicit InputLayer",
+            "Keras 3 adds a second batch axis: `(None, None, 400, 3)`",
+            ("keras224", "keras231", "tfkeras115"),
+        ),
+        Rule(
+            "functional-drop-batch-input-shape",
+            "`batch_input_shape` on non-input layers of a functional model is dropped (the InputLayer carries it)",
+            "the same second batch axis",
+            (),
+        ),
+        Rule(
+            "nested-layer-module",
+            "a `Bidirectional`/`TimeDistributed` layer's inner layer config (and an "
+            "`RNN`'s cells) gets `module: keras.layers`",
+            "Keras 3: `Could not locate class 'LSTM'`",
+            ("keras224",),
+        ),
+        Rule(
+            "several-axes",
+            "a layer with a list of several axes (`LayerNormalization(axis=[1, 2])`) gets "
+            "`module: keras.layers`, so that Keras 3 builds it with its native reader",
+            "Keras 3's legacy reader drops an `axis` list of more than one axis (the layer normalises the last "
+            "axis only): a weight-shape mismatch, or other predictions",
+            (),
+        ),
+        Rule(
+            "attention-score-mode",
+            "an `Attention` layer with a `score_mode` (TF 2.4+, tf_keras) gets `module: "
+            "keras.layers`, so that Keras 3 builds it with its native reader",
+            "Keras 3's legacy reader turns "
+            "`score_mode='dot'` into the function `dot`: `Invalid value for argument score_mode`",
+            (),
+        ),
+        Rule(
+            "node-tensor-keywords",
+            "a layer call with tensors among its keywords (tf.keras 2.x "
+            "`MultiHeadAttention(query, value=v)`), or a recurrent layer called with `initial_state` (which Keras 2 "
+            "stored as extra inputs: seq2seq decoders), is written in Keras 3's node format",
+            "Keras 3's legacy reader passes `['input_2', 0, 0]` to the layer as a list: `MultiHeadAttention.build() "
+            "missing 1 required positional argument: 'value_shape'`; `Layer \"decoder\" expects 1 input(s), but it "
+            "received 3 input tensors`",
+            (),
+        ),
+        Rule(
+            "layer-name-slash",
+            "layer names with `/` (keras_applications' DenseNet: `conv1/conv`) get `_` "
+            "(`conv1_conv`); their weights follow them",
+            "Keras 3: `Argument 'name' must be a string and cannot contain character '/'`",
+            ("tfkeras115",),
+        ),
+        Rule(
+            "separable-kernel-arguments",
+            "tf.keras `SeparableConv1D/2D` configs lose the unused `kernel_*` "
+            "arguments (their kernels are `depthwise_*` and `pointwise_*`)",
+            "Keras 3: `SeparableConv2D.__init__() got an unexpected keyword argument 'kernel_initializer'`",
+            ("tfkeras115",),
+        ),
+        Rule(
+            "initializer-dtype",
+            "tf.keras initializer configs lose their `dtype`",
+            "Keras 3: `GlorotUniform.__init__() got an unexpected keyword argument 'dtype'`",
+            ("tfkeras115",),
+        ),
+        Rule(
+            "nested-sequential-as-functional",
+            "a nested Sequential whose output feeds another layer becomes the equivalent functional config",
+            "see `nested-model-inlined`",
+            ("keras224",),
+        ),
+        Rule(
+            "nested-model-inlined",
+            "a nested model whose output feeds another layer (a Siamese branch) is "
+            "inlined as shared layers: same weights, same computation",
+            "Keras 3's legacy loader applies Keras 2's node offset to `output_layers` but not to consuming "
+            "layers, so no nested config loads in both Keras 3 and tf_keras",
+            ("keras224",),
+        ),
     ),
     rewrite_config=_rewrite_config,
 )

@@ -13,8 +13,19 @@ _PER_OUTPUT_KEYS = ("loss", "metrics", "weighted_metrics", "loss_weights", "samp
 # Optimizer arguments that Keras 2 spelled differently from Keras 3 (Keras 3 rejects the old names).
 _OPTIMIZER_RENAMES = {"lr": "learning_rate"}
 # Keras' own optimizers, which tf_keras (TF >= 2.11) writes as "Custom>Adam" in an HDF5 file's training config.
-_BUILTIN_OPTIMIZERS = {"Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "Ftrl", "Lion", "Nadam",
-                       "RMSprop", "SGD"}
+_BUILTIN_OPTIMIZERS = {
+    "Adadelta",
+    "Adafactor",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "Ftrl",
+    "Lion",
+    "Nadam",
+    "RMSprop",
+    "SGD",
+}
 # Arguments of tf_keras' optimizers that Keras 3's do not take ("Argument(s) not recognized: {'jit_compile': ...}").
 _TF_KERAS_ONLY_ARGUMENTS = ("jit_compile", "is_legacy_optimizer")
 # Loss aliases that Keras 3's legacy loader cannot resolve, and the names that Keras 3 and tf_keras share.
@@ -70,8 +81,7 @@ def metrics_per_output(training_config, outputs):
     changes = []
     for key in ("metrics", "weighted_metrics"):
         value = training_config.get(key)
-        if len(names) > 1 and isinstance(value, list) and value and \
-                not any(isinstance(v, (list, dict)) for v in value):
+        if len(names) > 1 and isinstance(value, list) and value and not any(isinstance(v, (list, dict)) for v in value):
             training_config[key] = {name: list(value) for name in names}
             changes.append("metrics-per-output")
     return list(dict.fromkeys(changes))
@@ -102,8 +112,8 @@ def normalize_training_config(training_config):
     changes = []
     optimizer_config = config.get("optimizer_config") or {}
     name = optimizer_config.get("class_name") if isinstance(optimizer_config, dict) else None
-    if isinstance(name, str) and name.startswith("Custom>") and name[len("Custom>"):] in _BUILTIN_OPTIMIZERS:
-        optimizer_config["class_name"] = name[len("Custom>"):]
+    if isinstance(name, str) and name.startswith("Custom>") and name[len("Custom>") :] in _BUILTIN_OPTIMIZERS:
+        optimizer_config["class_name"] = name[len("Custom>") :]
         arguments = optimizer_config.get("config")
         for argument in _TF_KERAS_ONLY_ARGUMENTS:
             if isinstance(arguments, dict):
@@ -154,22 +164,41 @@ FAMILY = Family(
     name="training_config",
     summary="compile settings spelled as Keras 3 reads them",
     rules=(
-        Rule("optimizer-arguments", "optimizer `lr` becomes `learning_rate`; a zero `decay` is dropped",
-             "Keras 3: `Argument(s) not recognized: {'lr': ...}`; `decay` is no longer an argument (a non-zero one is "
-             "kept and Keras 3 ignores it with a warning)", ("keras122", "keras216", "keras224", "keras231", "tfkeras115")),
-        Rule("optimizer-custom-prefix", "tf_keras' `Custom>Adam` (its name for Keras' own optimizers) becomes "
-             "`Adam`, without the `jit_compile` and `is_legacy_optimizer` arguments Keras 3 does not take",
-             "a tf_keras checkpoint compiled with Keras' default optimizer and a fresh state (\"Argument(s) not "
-             "recognized: {'jit_compile': False}\")", ()),
-        Rule("loss-names", "loss aliases (`mse`, `mae`, `kld`, `logcosh`, `cosine_proximity`) get their full names",
-             "Keras 3's legacy loader: `Could not deserialize 'keras.metrics.mse'`",
-             ("keras122", "keras216", "keras224", "keras231", "tfkeras115")),
-        Rule("metrics-per-output", "one metrics list for a model of several outputs becomes one list per "
-             "output (Keras 2 applied every metric to every output)", "Keras 3: the first `fit` fails with "
-             "`tuple arity mismatch ... Invalid metrics`", ("keras224", "keras231", "tfkeras115")),
-        Rule("loss-reduction-auto", "tf.keras loss objects' `reduction='auto'` becomes `'sum_over_batch_size'`, "
-             "what `auto` meant outside distribution strategies",
-             "Keras 3: `Invalid value for argument reduction. Received: reduction=auto`: the whole load failed", ()),
+        Rule(
+            "optimizer-arguments",
+            "optimizer `lr` becomes `learning_rate`; a zero `decay` is dropped",
+            "Keras 3: `Argument(s) not recognized: {'lr': ...}`; `decay` is no longer an argument (a non-zero one is "
+            "kept and Keras 3 ignores it with a warning)",
+            ("keras122", "keras216", "keras224", "keras231", "tfkeras115"),
+        ),
+        Rule(
+            "optimizer-custom-prefix",
+            "tf_keras' `Custom>Adam` (its name for Keras' own optimizers) becomes "
+            "`Adam`, without the `jit_compile` and `is_legacy_optimizer` arguments Keras 3 does not take",
+            "a tf_keras checkpoint compiled with Keras' default optimizer and a fresh state (\"Argument(s) not "
+            "recognized: {'jit_compile': False}\")",
+            (),
+        ),
+        Rule(
+            "loss-names",
+            "loss aliases (`mse`, `mae`, `kld`, `logcosh`, `cosine_proximity`) get their full names",
+            "Keras 3's legacy loader: `Could not deserialize 'keras.metrics.mse'`",
+            ("keras122", "keras216", "keras224", "keras231", "tfkeras115"),
+        ),
+        Rule(
+            "metrics-per-output",
+            "one metrics list for a model of several outputs becomes one list per "
+            "output (Keras 2 applied every metric to every output)",
+            "Keras 3: the first `fit` fails with `tuple arity mismatch ... Invalid metrics`",
+            ("keras224", "keras231", "tfkeras115"),
+        ),
+        Rule(
+            "loss-reduction-auto",
+            "tf.keras loss objects' `reduction='auto'` becomes `'sum_over_batch_size'`, "
+            "what `auto` meant outside distribution strategies",
+            "Keras 3: `Invalid value for argument reduction. Received: reduction=auto`: the whole load failed",
+            (),
+        ),
     ),
     rewrite_training=_rewrite_training,
 )
