@@ -127,6 +127,8 @@ def detect_wrapper(model_config) -> Optional[WrapperLevel]:
         if template_name not in (None, source) or replica_nodes not in (None, node_indices):
             return None
         template_name, replica_nodes = source, node_indices
+    if template_name is None or replica_nodes is None:
+        return None
     template = layers.get(template_name)
     if template is None or template["class_name"] not in MODEL_CLASSES or len(set(replica_nodes)) != len(replica_nodes):
         return None
@@ -173,7 +175,7 @@ def unroll(model_config) -> Unrolled:
         >>> unroll({"class_name": "Sequential", "config": {"name": "s", "layers": []}}).depth
         0
     """
-    levels = []
+    levels: list[WrapperLevel] = []
     current = model_config
     while True:
         level = detect_wrapper(current)

@@ -6,7 +6,7 @@ layer groups; both by :mod:`mgpu_io.format.detect`.
 """
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from mgpu_io.errors import WeightsMismatch
 from mgpu_io.format.config import layer_name, model_layers, output_names
@@ -19,7 +19,7 @@ from mgpu_io.format.weights import LayerWeights, check_shapes, split_by_layer, s
 class Block:
     """Stored weights that belong together: one layer's group, or the whole template's group."""
 
-    group: object
+    group: Any  # the h5py group that holds the names
     names: list[str]
     layer: Optional[str] = None
 
@@ -72,13 +72,14 @@ class Extraction:
                 for layer in layers:
                     layer.group = block.group
             else:
-                layers = [LayerWeights(b.layer, None, b.names, b.group) for b in self.blocks]
+                # each block is one layer's group here; only a weights wrapper's single block has no layer
+                layers = [LayerWeights(b.layer, None, b.names, b.group) for b in self.blocks if b.layer is not None]
             _check_present(layers, self.stored)
             return layers
         top_level = {layer_name(layer): layer for layer in model_layers(config)}
         assigned = {name: LayerWeights(name, layer["class_name"], []) for name, layer in top_level.items()}
         for block in self.blocks:
-            if block.layer in top_level:
+            if block.layer is not None and block.layer in top_level:
                 parts = [LayerWeights(block.layer, None, block.names)]
             else:
                 parts = split_by_layer(config, block.names, where=block.group.name)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 import h5py
+import numpy as np
 
 from mgpu_io.errors import FailedSaveStub, MgpuIOError, NotAModelFile, WeightsMismatch
 from mgpu_io.format.attrs import read_str, read_str_list
@@ -124,7 +125,7 @@ class _StoredDataset(h5py.Dataset):
 
 
 #: NumPy types by the encoding of the HDF5 type they were converted from (a few kinds in any real file).
-_DTYPES = {}
+_DTYPES: dict[bytes, np.dtype] = {}
 
 
 def _member(group, name):

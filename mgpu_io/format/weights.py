@@ -11,7 +11,7 @@ config implies must hold.
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from mgpu_io.errors import WeightsMismatch
 from mgpu_io.format.config import MODEL_CLASSES, RECURRENT_GATES, layer_name, model_layers, model_name, walk_layers
@@ -92,7 +92,7 @@ class LayerWeights:
     layer: str
     class_name: Optional[str]
     names: list[str]
-    group: object = None
+    group: Any = None  # the h5py group the names are read from
 
 
 def _stem(weight_name):
@@ -162,7 +162,7 @@ def split_by_layer(template_config, weight_names, where="template") -> list[Laye
             f"layer order, then non-trainable ones. Received: owners {owners} in group {where!r}. The weights "
             f"were not written by Keras for this config; pair them with the config they were saved with."
         )
-    grouped = {name: [] for name in order}
+    grouped: dict[str, list[str]] = {name: [] for name in order}
     for weight, owner in zip(weight_names, owners):
         grouped[owner].append(weight)
     result = []
@@ -218,7 +218,9 @@ def split_without_config(weight_names) -> list[LayerWeights]:
         stem = _stem(weight)
         match = _KERAS1_PARAM.match(stem)
         owners.append(stem.split("/")[0] if "/" in stem else (match.group("layer") if match else stem))
-    first, second, seen = [], [], set()
+    first: list[str] = []
+    second: list[str] = []
+    seen: set[str] = set()
     in_second = False
     for previous, owner in zip([None, *owners], owners):
         if owner in seen and owner != previous:
@@ -228,7 +230,7 @@ def split_without_config(weight_names) -> list[LayerWeights]:
             section.append(owner)
         seen.add(owner)
     order = _merge_orders(first, second)
-    grouped = {name: [] for name in order}
+    grouped: dict[str, list[str]] = {name: [] for name in order}
     for weight, owner in zip(weight_names, owners):
         grouped[owner].append(weight)
     return [LayerWeights(layer=name, class_name=None, names=grouped[name]) for name in order]

@@ -12,9 +12,15 @@ so that Keras 3 resolves the reference with its safe mode on::
 :func:`mgpu_io.load_model` imports it itself. Each copy is the writer's own source, in Keras 3 operations.
 """
 
+from typing import TYPE_CHECKING
+
 from mgpu_io.keras._compat import import_keras
 
 keras = import_keras()  # a core-only install gets MissingDependency, naming the extra to install
+if TYPE_CHECKING:
+    from keras.layers import Layer
+else:
+    Layer = keras.layers.Layer
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="inception_resnet_scale")
@@ -41,13 +47,13 @@ def hard_sigmoid(x):
     return keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)
 
 
-class _LocallyConnected(keras.layers.Layer):
+class _LocallyConnected(Layer):
     """Keras 2's and tf.keras' ``LocallyConnected1D/2D`` (``implementation=1``, ``padding='valid'``), which Keras 3
     removed: an unshared convolution, one kernel per output position, with the old weight layout (kernel
     ``(positions, window * channels, filters)``; bias one per output position and filter), so the stored weights
     load as they are. Each window is flattened as tf.keras did: (rows, columns, channels), or channels first."""
 
-    rank = None
+    rank: int  # 1 or 2, set by each subclass
 
     def __init__(
         self,

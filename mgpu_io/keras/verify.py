@@ -1,6 +1,7 @@
 """Compare two model files tensor by tensor and on a batch of inputs: the check after a repair."""
 
 from dataclasses import asdict, dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -16,7 +17,7 @@ class VerifyReport:
     tolerance: float
     weights: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    prediction_difference: float = None
+    prediction_difference: Optional[float] = None
 
     @property
     def agree(self):

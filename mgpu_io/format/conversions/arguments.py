@@ -185,7 +185,8 @@ def densify_kernel(values, output_shape, kernel_size, strides):
     connected = np.zeros((*outputs, filters, *inputs, channels), dtype=bool)
     for position in np.ndindex(*outputs):
         window = tuple(slice(p * s, p * s + k) for p, s, k in zip(position, steps, sizes))
-        connected[(*position, slice(None), *window, slice(None))] = True
+        index = (*position, slice(None), *window, slice(None))
+        connected[index] = True
     dense = np.zeros(connected.shape, dtype=np.asarray(values).dtype)
     dense[connected] = np.asarray(values).reshape(-1)  # C order: sorted (output index, input index), as stored
     first_input = rank + 1  # to (input positions, channels, output positions, filters)
@@ -212,7 +213,8 @@ def unmask_kernel(kernel_size, strides):
         blocks = []
         for position in np.ndindex(*outputs):
             window = tuple(slice(p * s, p * s + k) for p, s, k in zip(position, steps, sizes))
-            block = dense[(*window, slice(None), *tuple(position), slice(None))]
+            index = (*window, slice(None), *position, slice(None))
+            block = dense[index]
             blocks.append(block.reshape(-1, filters))
         return names, [np.stack(blocks), *list(rest)]
 
