@@ -7,7 +7,7 @@ LEGACY_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions
 DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
 DEMO_OUT := build/demo/template.h5
 
-.PHONY: demo test fixtures clean legacy-env jax-env bench fuzz matrix
+.PHONY: demo test check lint format fixtures clean legacy-env jax-env bench fuzz matrix
 JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 
@@ -38,8 +38,26 @@ $(JAX_STAMP): pyproject.toml
 
 jax-env: $(JAX_STAMP)
 
-test: $(STAMP) legacy-env $(JAX_STAMP)
-	$(BIN)/python -m pytest -q
+# The whole suite on every core (pytest-xdist; a file's tests stay on one worker, so its fixtures are made once),
+# after the linters. Leave a long family out by name: make test PYTEST_ARGS='-m "not layer_sweep"'.
+JOBS ?= auto
+PYTEST_ARGS ?=
+test: $(STAMP) legacy-env $(JAX_STAMP) lint
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+
+# The quick loop for a change to format/ or cli/: the linters, then the core tier (no Keras), about a minute.
+check: $(STAMP) lint
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile -m core
+
+# ruff (lint and format) and mypy, configured in pyproject.toml; `make format` applies ruff's fixes.
+lint: $(STAMP)
+	$(BIN)/ruff check mgpu_io
+	$(BIN)/ruff format --check mgpu_io
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix mgpu_io
+	$(BIN)/ruff format mgpu_io
 
 # Regenerate every fixture with the real historical writers: fixtures/files (Python 3.7, TF 1.15, Keras
 # 1.2.2/2.1.6/2.2.4/2.3.1), fixtures/applications (keras.applications and Lambda templates), fixtures/tf2 (TF 2.0-2.3,

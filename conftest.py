@@ -3,15 +3,45 @@
 Every test runs on the CPU, as the users' laptops do, and TensorFlow keeps quiet. Docstring examples create their
 temporary folders with ``tempfile``, as a reader would; here those land in pytest's own temporary folder, so a run
 leaves nothing behind. The helpers the tests share live in tests/helpers.py.
+
+The suite has tiers, marked here by file so that a new test file joins its tier in one line:
+
+- ``core``: the format core, the CLI, the errors and the architecture (no Keras imported): ``make check``;
+- the long families, each a marker that selects it or leaves it out (``pytest -m "not layer_sweep"``):
+  ``layer_sweep``, ``backends`` (Keras 3 on JAX, its own environment), ``legacy_stack`` (Keras 2.2.4 on Python 3.7,
+  and the tf.distribute strategies), ``packaging`` (wheel and core-only installs) and ``fuzz`` (the harness's slice).
+
+Everything else (Keras 3 and tf_keras loading the fixtures) is unmarked: ``make test`` runs it all.
 """
 
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).parent
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+sys.path.insert(0, str(ROOT / "tests"))
+from tiers import MARKER_HELP, tiers_of  # noqa: E402  (tests/tiers.py: the one list of tiers)
+
+
+def pytest_configure(config):
+    for name, text in MARKER_HELP.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        try:
+            relative = Path(str(item.path)).resolve().relative_to(ROOT.resolve()).as_posix()
+        except ValueError:
+            continue
+        for tier in tiers_of(relative):
+            item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,45 @@
+"""The test tiers, by path: which files `make check` runs (``core``) and the long families' markers.
+
+The root conftest.py marks each collected test with the tiers of its file; tests/test_tiers.py checks the list.
+"""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Tier markers by path (a file, or a folder for everything under it), relative to the repository root.
+TIERS = {
+    "core": [
+        "tests/test_format_units.py",
+        "tests/test_cli.py",
+        "tests/test_inspect.py",
+        "tests/test_errors.py",
+        "tests/test_unwrap_behaviour.py",
+        "tests/test_batch.py",
+        "tests/test_h5attrs.py",
+        "tests/test_hostile_files.py",
+        "tests/test_interruptions.py",
+        "tests/test_architecture.py",
+        "tests/test_tiers.py",
+        "mgpu_io/format",
+        "mgpu_io/cli",
+    ],
+    "layer_sweep": ["tests/test_layer_sweep.py"],
+    "backends": ["tests/test_backends.py"],
+    "legacy_stack": ["tests/test_checkpoint_stacks.py"],
+    "packaging": ["tests/test_packaging.py"],
+    "fuzz": ["tests/fuzz"],
+}
+
+MARKER_HELP = {
+    "core": "the format core, the CLI, errors and the architecture, without Keras (make check)",
+    "layer_sweep": "every public layer class of every writer through load_model (long)",
+    "backends": "every fixture on Keras 3's JAX backend, in .venv-jax (long)",
+    "legacy_stack": "BaseModelCheckpoint on Keras 2.2.4 / Python 3.7 and under tf.distribute (long)",
+    "packaging": "the wheel and a core-only install in a fresh environment (long)",
+}
+
+
+def tiers_of(relative):
+    """The tier markers of a collected file, by its path relative to the repository root."""
+    return [tier for tier, paths in TIERS.items() for path in paths if relative == path or relative.startswith(path + "/")]
