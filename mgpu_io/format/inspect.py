@@ -56,6 +56,7 @@ class InspectReport:
     levels: list[dict] = field(default_factory=list)
     weights: int = 0
     lambdas: list[dict] = field(default_factory=list)
+    template_class: Optional[str] = None
 
     def to_dict(self):
         return asdict(self)
@@ -90,8 +91,9 @@ class InspectReport:
                     lines.append("  " + "    " * depth + "└── " + entry)
                     depth += 1
             outputs = names(self.outputs) if self.outputs is not None else "not recorded"
+            template = self.template or f"unnamed {self.template_class or 'model'}"  # a Keras 2.0-2.1 Sequential
             lines.append(
-                "  " + "    " * depth + f"└── {printable(self.template or '?')} (template): inputs: "
+                "  " + "    " * depth + f"└── {printable(template)} (template): inputs: "
                 f"{names(self.inputs)}; outputs: {outputs}"
             )
             lines.append(f"  weights: {self.weights}; optimizer state: {'yes' if self.has_optimizer_weights else 'no'}")
@@ -281,6 +283,7 @@ def _inspect(stored, scan_weights):
         levels=levels,
         weights=sum(len(layer.names) for layer in layers),
         lambdas=[lam.to_dict() for lam in template_lambdas(template)] if template is not None else [],
+        template_class=template.get("class_name") if template is not None else None,
     )
 
 

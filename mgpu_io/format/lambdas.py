@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from mgpu_io.format.config import inbound_nodes, layer_name, walk_layers
+from mgpu_io.format.text import summarize
 
 #: Payloads larger than this are not scanned (Keras' own Lambdas are a few hundred bytes).
 SCAN_LIMIT = 1 << 20
@@ -170,9 +171,9 @@ class LambdaLayer:
         elif self.reference:
             parts.append(f"function {self.reference!r}")
         if self.arguments:
-            parts.append(f"arguments={self.arguments}")
+            parts.append(f"arguments={summarize(self.arguments)}")
         if self.output_shape is not None:
-            parts.append(f"output_shape={self.output_shape}")
+            parts.append(f"output_shape={summarize(self.output_shape)}")
         if self.inbound:
             parts.append(f"inputs {', '.join(self.inbound)}")
         return f"{self.layer} ({'; '.join(parts)})" if parts else self.layer

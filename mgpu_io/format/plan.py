@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, NotAWrapper, OutputError, WeightsMismatch
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, WeightsMismatch
 from mgpu_io.format import conversions
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model_layers, model_name, walk_layers
@@ -195,6 +195,27 @@ def check_options(*, target="keras3", keep_config=False, cpu=False, output_forma
                 )
 
 
+def _plain_advice(template, context, normalise):
+    """What to do with a plain model instead of unwrapping it: load it as it is where Keras 3 can, else convert it."""
+    if template is None:
+        return (
+            "Load the weights into your model with model.load_weights or mgpu_io.transfer_weights, or pass "
+            "allow_plain=True to copy them through."
+        )
+    if normalise:
+        try:
+            _, changes = conversions.convert_config(template, context)
+        except MgpuIOError as error:
+            return f"Neither Keras 3 nor mgpu_io.load_model loads it as it is: {str(error).split('. ')[0]}."
+        if changes:
+            return (
+                f"Keras 3 cannot load it as it is (it needs {', '.join(changes[:4])}"
+                f"{', ...' if len(changes) > 4 else ''}): load it with mgpu_io.load_model, or pass allow_plain=True "
+                f"to write it converted."
+            )
+    return "Load it as it is, or pass allow_plain=True to copy it through."
+
+
 def make_plan(
     stored,
     *,
@@ -210,12 +231,6 @@ def make_plan(
     extraction = extract(stored)
     if config is not None:
         _attach_config(extraction, config)
-    if not extraction.is_wrapper and not allow_plain:
-        raise NotAWrapper(
-            f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
-            f"layers, one nested template and axis-0 merges. Received: filepath={stored.path} ({stored.file_type} "
-            f"file, plain model). Load it as it is, or pass allow_plain=True to copy it through."
-        )
     template, changes, conversions_by_layer, warnings = extraction.template_config, [], {}, []
     written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
     normalise = template is not None and not keep_config and not written_by_keras3
@@ -228,6 +243,12 @@ def make_plan(
         weights_file=stored.file_type == WEIGHTS,
         keras_version=str(stored.keras_version or ""),
     )
+    if not extraction.is_wrapper and not allow_plain:
+        raise NotAWrapper(
+            f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
+            f"layers, one nested template and axis-0 merges. Received: filepath={stored.path} ({stored.file_type} "
+            f"file, plain model). {_plain_advice(template, context, normalise)}"
+        )
     if normalise or cpu_only:
         template, changes = conversions.convert_config(template, context)
     layers = extraction.layout(template)

@@ -51,3 +51,67 @@ def columns(header, rows, indent="  "):
         indent + "  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip()
         for row in table
     ]
+
+
+def _numeric_shape(value):
+    """The shape of a nested list of numbers (a JSON-stored array), or ``None`` when ``value`` is not one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ()
+    if not isinstance(value, list) or not value:
+        return None
+    inner = [_numeric_shape(item) for item in value]
+    if inner[0] is None or any(shape != inner[0] for shape in inner):
+        return None
+    return (len(value), *inner[0])
+
+
+def _flat(value):
+    return [item for part in value for item in _flat(part)] if isinstance(value, list) else [value]
+
+
+def _array(shape, dtype, values):
+    first = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in values[:3])
+    more = ", ..." if len(values) > 3 else ""
+    return f"<array shape={shape} dtype={dtype} [{first}{more}]>"
+
+
+def summarize(value, limit=80):
+    """``value`` as a short text for a message: arrays by shape, dtype and first values, long text cut.
+
+    Configs store arrays as nested lists (tf.keras), ``{"type": "ndarray", "value": ...}`` (Keras 2) or
+    ``{"class_name": "__numpy__", "config": {...}}`` (Keras 3); a message names them without printing every number.
+
+    Example:
+        >>> summarize({"mu": [[0.5, 1.0], [1.5, 2.0]], "scale": 2})
+        "{'mu': <array shape=(2, 2) dtype=float [0.5, 1, 1.5, ...]>, 'scale': 2}"
+        >>> summarize({"type": "ndarray", "value": [1, 2]})
+        '<array shape=(2,) dtype=int [1, 2]>'
+        >>> summarize("x" * 100, limit=10)
+        "'xxxxxxxxxx...' (100 characters)"
+    """
+    if isinstance(value, dict):
+        if value.get("type") == "ndarray" and "value" in value:  # Keras 2's numpy payload: an array even if small
+            shape = _numeric_shape(value["value"])
+            if shape:
+                values = _flat(value["value"])
+                return _array(shape, "float" if any(isinstance(v, float) for v in values) else "int", values)
+            return summarize(value["value"], limit)
+        if value.get("class_name") == "__numpy__" and isinstance(value.get("config"), dict):
+            stored = value["config"].get("value")
+            shape = _numeric_shape(stored)
+            if shape is not None:
+                return _array(shape, value["config"].get("dtype", "?"), _flat(stored))
+        return "{" + ", ".join(f"{key!r}: {summarize(item, limit)}" for key, item in value.items()) + "}"
+    shape = _numeric_shape(value)
+    if shape:  # a list of numbers, at any depth
+        values = _flat(value)
+        if len(values) > 3 or len(shape) > 1:
+            return _array(shape, "float" if any(isinstance(v, float) for v in values) else "int", values)
+    if isinstance(value, (list, tuple)):
+        items = [summarize(item, limit) for item in value[:8]]
+        more = [f"... ({len(value)} items)"] if len(value) > 8 else []
+        text = ", ".join(items + more)
+        return f"[{text}]" if isinstance(value, list) else f"({text}{',' if len(value) == 1 else ''})"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)".replace("'...", "...'", 1)
+    return repr(value)

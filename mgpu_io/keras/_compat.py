@@ -6,7 +6,7 @@ private helpers. Should a future Keras move them, this module is the one to chan
 
 import contextlib
 
-from mgpu_io.errors import MissingDependency
+from mgpu_io.errors import MgpuIOError, MissingDependency
 
 
 def import_keras():
@@ -120,6 +120,8 @@ class Deferred:
             try:
                 with self._scope:
                     return build()
+            except MgpuIOError:  # our own refusal (a ValueError too): not Keras' deferral failing
+                raise
             except BUILD_ERRORS:
                 self.finish()
                 self.active = False

@@ -17,7 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOWarning, WeightsMismatch
+from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOError, MgpuIOWarning, WeightsMismatch
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import read_optimizer_state
@@ -153,6 +153,8 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     deferred = Deferred()
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
         model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
+    except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
+        raise
     except BUILD_ERRORS as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise KerasRefused(
