@@ -69,6 +69,7 @@ fixtures:
 	bash fixtures/generate/applications/run.sh
 	bash fixtures/generate/tf2/run.sh
 	bash fixtures/generate/layers/run.sh
+	bash fixtures/generate/plain/run.sh
 
 # Speed and memory against a durable copy and Keras' own loader, each against its goal; writes docs/benchmarks.md
 # (about 15 minutes, 35 GB of free disk).

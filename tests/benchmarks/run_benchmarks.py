@@ -4,10 +4,12 @@ Files: data-parallel wrappers of about 1 GB and 10 GB (weights plus Adam state),
 10 over the same 100 MB of weights, written by tf_keras on current TensorFlow (the same legacy HDF5 layout the old
 writers used; its slice Lambdas are real marshalled code); and a folder of 425 small files, the repository's
 fixtures written by the old writers. Each figure is the median of several runs, each run a fresh process, on the
-same file and disk as its reference, and is reported against the goal of issue 13 (:data:`GOALS`):
+same file and disk as its reference, and is reported against its goal (:data:`GOALS`, set by issue 13; the small files' by issue 24); each goal met is kept
+as a guard against a regression:
 
 - `mgpu-io unwrap` wall time vs a durable copy (`cp`, then `sync`), at 1 GB and 10 GB, and its peak RSS;
-- a folder of small files with `--jobs 2`, in files per second, and the HDF5 work alone as a floor (hdf5_floor.py);
+- a folder of small files with `--jobs 2`, in files per second, against the HDF5 work alone (hdf5_floor.py): the
+  rate two workers would reach if a file cost only its HDF5 calls;
 - `mgpu_io.load_model` of the wrapper vs `keras.models.load_model` of the equivalent clean file (the load call only);
 - `mgpu-io inspect` of the 1 GB file and `mgpu-io --help` wall time (neither imports TensorFlow or Keras);
 - the naive recovery people used (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`), for comparison.
@@ -129,7 +131,9 @@ def write_wrapper(path, width, depth, nesting, train=True):
 GOALS = {
     "unwrap 1 GB": ("`unwrap` of the 1 GB wrapper vs a durable copy (`cp` + `sync`)", 1.25, "ratio"),
     "unwrap 10 GB": ("`unwrap` of the 10 GB wrapper vs a durable copy (`cp` + `sync`)", 1.05, "ratio"),
-    "small files": ("a folder of small wrappers, `--jobs 2`", 300, "files/s"),
+    # Issue 24 retired the 300 files/s goal (below what the HDF5 calls alone allow once start-up is counted): the
+    # small files' rate is measured against the floor's, two workers at the floor's cost a file.
+    "small files": ("a folder of small wrappers, `--jobs 2`, vs the HDF5 calls alone (the floor)", 0.6, "floor"),
     "load compiled": ("`load_model()` compiled vs `keras.models.load_model` of the clean file", 1.2, "ratio"),
     "load weights": ("`load_model(compile=False)` vs Keras' load of the clean file (compile=False)", 1.2, "ratio"),
     "help": ("`mgpu-io --help`", 0.3, "seconds"),
@@ -333,9 +337,11 @@ def write_report(results, runs):
             ratio = r["ours"] / r["reference"]
             lines.append(f"| {what} | {r['ours']:.2f} s | {r['reference']:.2f} s | {ratio:.2f}x | ≤ {goal}x | "
                          f"{'yes' if ratio <= goal else 'NO'} |")
-        elif unit == "files/s":
-            lines.append(f"| {what} | {r['ours']:.0f} files/s ({r['count']} files in {r['seconds']:.2f} s) | - | - "
-                         f"| ≥ {goal} files/s | {'yes' if r['ours'] >= goal else 'NO'} |")
+        elif unit == "floor":
+            floor_rate = 2000 / results["small floor"]["total"]  # files/s: two workers at the floor's ms a file
+            ratio = r["ours"] / floor_rate
+            lines.append(f"| {what} | {r['ours']:.0f} files/s ({r['count']} files in {r['seconds']:.2f} s) | "
+                         f"{floor_rate:.0f} files/s | {ratio:.2f}x | ≥ {goal}x | {'yes' if ratio >= goal else 'NO'} |")
         elif unit == "MiB":
             lines.append(f"| {what} | {r['ours']:.0f} MiB | - | - | ≤ {goal} MiB | "
                          f"{'yes' if r['ours'] <= goal else 'NO'} |")
@@ -346,7 +352,7 @@ def write_report(results, runs):
     lines += ["", "For comparison (no goal): the naive recovery of the 1 GB wrapper takes "
               + (f"{naive:.2f} s" if naive is not None else "more than 600 s")
               + f" against `unwrap`'s {results['unwrap 1 GB']['ours']:.2f} s.", "",
-              "A floor for the small files (no goal): the HDF5 calls of their repairs alone (the same reads and "
+              "The floor for the small files: the HDF5 calls of their repairs alone (the same reads and "
               "writes), made through h5py's low-level API with no planning, no checking logic and no worker "
               f"processes (tests/benchmarks/hdf5_floor.py, the best of {runs} runs), take {floor['total']:.1f} ms a "
               f"file: reading {floor['read']:.1f} ms, writing {floor['write']:.1f} ms, `fsync` {floor['sync']:.1f} "
