@@ -151,3 +151,10 @@ def test_the_stub_of_a_failed_save_is_a_value_error_too(tmp_path):
     with pytest.raises(ValueError) as raised:
         mgpu_io.unwrap(FIXTURES / "k216_failed_save_stub.h5", tmp_path / "out.h5")
     assert isinstance(raised.value, mgpu_io.FailedSaveStub)
+
+
+def test_the_plain_sequential_fixture_loads_with_its_writers_predictions():
+    pytest.importorskip("keras")
+    data = np.load(PLAIN_SEQUENTIAL.with_suffix(".npz"))
+    model = mgpu_io.load_model(PLAIN_SEQUENTIAL)
+    assert np.max(np.abs(model.predict(data["x0"], verbose=0) - data["y0"])) <= 1e-5
