@@ -1,0 +1,155 @@
+"""The source of the template's own Lambda functions, recovered from their stored bytecode as data.
+
+A Lambda's function is stored as CPython bytecode of the writer's Python (2.7, 3.5-3.8), which no other Python
+loads ("bad marshal data"). The decompilers made for it, uncompyle6 and decompyle3 on xdis (GPL-3.0; the optional
+extra ``pip install "mgpu-io[lambdas]"``), turn it back into source without running it. They run as a separate
+program (``format/_decompile.py``, started with ``python -I``) under lowered limits: CPU time, address space
+(:data:`MEMORY`), no file written, and a wall-clock limit (:data:`TIMEOUT`) after which it is killed. A crafted
+code object gives an ``error`` for its Lambda, never a hang or an exhausted parent. Nothing recovered is compiled or
+run here: :mod:`mgpu_io.keras.trusted` does that, and only when the caller trusts the file (``safe_mode=False``).
+
+Without the extra, every Lambda's ``recovered`` says how to get its source (:data:`INSTALL_HINT`) and everything
+else works as before.
+"""
+
+import base64
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mgpu_io.format.lambdas import SCAN_LIMIT, decode_payload
+
+#: What gets the decompilers.
+INSTALL_HINT = 'pip install "mgpu-io[lambdas]"'
+#: Seconds (wall clock) the decompiler program may take for one file's Lambdas (``MGPU_IO_DECOMPILE_TIMEOUT``).
+TIMEOUT = float(os.environ.get("MGPU_IO_DECOMPILE_TIMEOUT", "60"))
+#: CPU seconds and address space the decompiler program may use (only ever lowered below the current limits).
+CPU_SECONDS = 30
+MEMORY = 1 << 30
+_PROGRAM = Path(__file__).with_name("_decompile.py")
+_NEEDED = ("xdis", "uncompyle6", "spark_parser")
+
+
+def available():
+    """Whether the decompilers (the ``lambdas`` extra) are installed; nothing is imported to find out."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in _NEEDED)
+    except (ImportError, ValueError):
+        return False
+
+
+def decompile(payloads, *, timeout=None):
+    """Recover each stored function in ``payloads`` (the bytes of its marshalled code) in the decompiler program.
+
+    Returns one dict per payload: what ``_decompile.recover`` found (``python``, ``name``, ``args``, ``body``,
+    ``globals``, ``freevars``, ...), or ``{"error": "..."}``.
+    """
+    if not payloads:
+        return []
+    if not available():
+        return [{"error": f"the decompilers are not installed: {INSTALL_HINT} recovers the source"}] * len(payloads)
+    request = {
+        "path": [entry for entry in sys.path if entry and Path(entry).is_absolute()],
+        "seconds": CPU_SECONDS,
+        "memory": MEMORY,
+        "functions": [{"code": base64.b64encode(data).decode("ascii")} for data in payloads],
+    }
+    limit = TIMEOUT if timeout is None else timeout
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", str(_PROGRAM)],
+            input=json.dumps(request).encode(),
+            capture_output=True,
+            timeout=limit,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return [{"error": f"the decompiler did not finish within {limit:g} s"}] * len(payloads)
+    except OSError as error:
+        return [{"error": f"the decompiler could not start ({error})"}] * len(payloads)
+    try:
+        answers = json.loads(done.stdout.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        answers = None
+    if done.returncode != 0 or not isinstance(answers, list) or len(answers) != len(payloads):
+        what = f"signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
+        return [{"error": f"the decompiler stopped ({what}) within its limits"}] * len(payloads)
+    return [answer if isinstance(answer, dict) else {"error": "no answer"} for answer in answers]
+
+
+def recover_lambdas(lambdas):
+    """Set ``recovered`` on each of ``lambdas`` (:class:`~mgpu_io.format.lambdas.LambdaLayer`) that stores the
+    user's bytecode: ``python``, ``source`` (``lambda x: ...`` or ``def name(...): ...``, defaults included),
+    ``free_names`` (module globals it needs, e.g. ``K``, ``np``, the user's own), ``closure`` (names from an
+    enclosing function), or ``error``. Lambdas written by Keras itself (``known``) are left as they are."""
+    todo = [lam for lam in lambdas if lam.kind == "user" and lam.payload is not None]
+    payloads = []
+    for lam in todo:
+        data = decode_payload(lam.payload)
+        payloads.append(data if data is not None and len(data) <= SCAN_LIMIT else b"")
+    answers = iter(decompile([data for data in payloads if data]))
+    for lam, data in zip(todo, payloads):
+        if data:
+            lam.recovered = _recovered(next(answers), lam.defaults)
+        else:
+            lam.recovered = {"error": f"the stored function is empty or larger than {SCAN_LIMIT} bytes"}
+    return lambdas
+
+
+def _recovered(answer, defaults):
+    if "error" in answer or "body" not in answer:
+        return {"error": str(answer.get("error", "no source"))}
+    return {
+        "python": answer.get("python"),
+        "source": function_source(answer, defaults),
+        "free_names": list(answer.get("globals") or []),
+        "closure": list(answer.get("freevars") or []),
+        "args": list(answer.get("args") or []),
+        "defaults": defaults if isinstance(defaults, list) else None,
+        "name": answer.get("name"),
+        "body": answer.get("body"),
+        "varargs": answer.get("varargs"),
+        "varkw": answer.get("varkw"),
+        "kwonly": list(answer.get("kwonly") or []),
+    }
+
+
+def signature(answer, defaults):
+    """The parameter list (``x, scale=1.0, *rest``) of a recovered function, with the defaults Keras stored."""
+    args = list(answer.get("args") or [])
+    values = list(defaults) if isinstance(defaults, (list, tuple)) else []
+    first_default = len(args) - len(values)
+    parts = [name if i < first_default else f"{name}={values[i - first_default]!r}" for i, name in enumerate(args)]
+    if answer.get("varargs"):
+        parts.append("*" + answer["varargs"])
+    elif answer.get("kwonly"):
+        parts.append("*")
+    parts += list(answer.get("kwonly") or [])
+    if answer.get("varkw"):
+        parts.append("**" + answer["varkw"])
+    return ", ".join(parts)
+
+
+def _lambda_expression(body):
+    """The expression of a body that is one ``return`` (what a ``lambda`` decompiles to), else ``None``."""
+    text = body.strip()
+    if text.startswith("return ") and "\n" not in text:
+        return text[len("return ") :]
+    return None
+
+
+def function_source(answer, defaults=None, name=None):
+    """The recovered function as source: ``lambda x: ...`` for a lambda, else ``def name(...):`` and its body.
+    With ``name``, always a ``def`` of that name (what ``mgpu-io lambdas`` writes, one per layer)."""
+    body = answer.get("body") or ""
+    expression = _lambda_expression(body)
+    params = signature(answer, defaults)
+    if name is None and answer.get("name") == "<lambda>" and expression is not None:
+        return f"lambda {params}: {expression}" if params else f"lambda: {expression}"
+    if name is None:
+        name = answer.get("name") or "function"
+    lines = body.strip("\n").splitlines() or ["pass"]
+    return f"def {name}({params}):\n" + "\n".join(("    " + line) if line else "" for line in lines) + "\n"
