@@ -15,7 +15,9 @@ else works as before.
 import base64
 import importlib.util
 import json
+import keyword
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +27,9 @@ from mgpu_io.format.lambdas import SCAN_LIMIT, decode_payload
 #: What gets the decompilers.
 INSTALL_HINT = 'pip install "mgpu-io[lambdas]"'
 #: Seconds (wall clock) the decompiler program may take for one file's Lambdas (``MGPU_IO_DECOMPILE_TIMEOUT``).
-TIMEOUT = float(os.environ.get("MGPU_IO_DECOMPILE_TIMEOUT", "60"))
+TIMEOUT = float(os.environ.get("MGPU_IO_DECOMPILE_TIMEOUT", "15"))
 #: CPU seconds and address space the decompiler program may use (only ever lowered below the current limits).
-CPU_SECONDS = 30
+CPU_SECONDS = 10
 MEMORY = 1 << 30
 _PROGRAM = Path(__file__).with_name("_decompile.py")
 _NEEDED = ("xdis", "uncompyle6", "spark_parser")
@@ -153,3 +155,82 @@ def function_source(answer, defaults=None, name=None):
         name = answer.get("name") or "function"
     lines = body.strip("\n").splitlines() or ["pass"]
     return f"def {name}({params}):\n" + "\n".join(("    " + line) if line else "" for line in lines) + "\n"
+
+
+def python_name(layer):
+    """A Python identifier for a layer's function: ``"block/1"`` -> ``"block_1"``, ``"lambda"`` -> ``"lambda_"``.
+
+    Example:
+        >>> python_name("conv-1/scale"), python_name("1st"), python_name("lambda")
+        ('conv_1_scale', '_1st', 'lambda_')
+    """
+    name = re.sub(r"\W", "_", str(layer)) or "_"
+    if name[0].isdigit():
+        name = "_" + name
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def recovered_lines(recovered):
+    """What ``inspect`` prints under a Lambda about its recovered source (nothing for Keras' own functions)."""
+    if not recovered:
+        return []
+    if "error" in recovered:
+        return [f"source not recovered: {recovered['error'][:300]}"]
+    lines = [f"recovered source (written on Python {recovered.get('python')}):"]
+    lines += ["  " + line for line in (recovered.get("source") or "").rstrip("\n").splitlines()]
+    if recovered.get("free_names") or recovered.get("closure"):
+        lines.append(f"free names: {', '.join((recovered.get('free_names') or []) + (recovered.get('closure') or []))}")
+    return lines
+
+
+def module_source(path, lambdas, output="my_lambdas.py"):
+    """The text of a reviewable module holding each of ``lambdas``' (``inspect``'s dicts) recovered functions, one
+    ``def`` per Lambda layer named after it; a header lists the names to supply. Keras' own functions are left out
+    (mgpu-io rebuilds them)."""
+    user = [lam for lam in lambdas if lam.get("kind") == "user"]
+    free = []
+    for lam in user:
+        recovered = lam.get("recovered") or {}
+        names = (recovered.get("free_names") or []) + (recovered.get("closure") or [])
+        free += [name for name in names if name not in ("K", "np", "tf", "keras")]
+    free = list(dict.fromkeys(free))
+    header = [
+        f'"""The Lambda functions of {Path(path).name}, recovered from its stored bytecode by mgpu-io (as data: '
+        f"nothing was run).",
+        "",
+        "Review every function before you use it: it is what the file holds, decompiled by uncompyle6/decompyle3.",
+        "Keras 2's backend is `K` (mgpu_io.keras.backend2, on keras.ops); `np` is NumPy, `tf` TensorFlow.",
+        f"Names to supply (the file does not hold them): {', '.join(free) if free else 'none'}.",
+        "",
+        "Use it:",
+        f"    mgpu_io.load_model({str(path)!r}, lambdas={str(output)!r})",
+        f"    mgpu-io unwrap {path} model.keras --lambda-module {output}",
+        '"""',
+        "",
+        "import numpy as np",
+        "",
+        "from mgpu_io.keras import backend2 as K",
+        "",
+    ]
+    uses_tf = any("tf" in ((lam.get("recovered") or {}).get("free_names") or []) for lam in user)
+    if uses_tf:
+        header += ["import tensorflow as tf  # the functions call TensorFlow: they run on its backend only", ""]
+    for name in free:
+        header.append(f"# {name} = ...  # TODO: used by the functions below; the file does not hold it")
+    body = []
+    for lam in user:
+        recovered = lam.get("recovered") or {}
+        name = python_name(lam["layer"])
+        body += ["", ""]
+        if "error" in recovered or "body" not in recovered:
+            body += [
+                f"# Lambda layer {lam['layer']!r}: its source was not recovered ({recovered.get('error', 'no source')}).",
+                f"# def {name}(...):  # TODO: write it",
+            ]
+            continue
+        note = f"# Lambda layer {lam['layer']!r}, written on Python {recovered.get('python')}"
+        if lam.get("arguments"):
+            note += f"; called with arguments {sorted(lam['arguments'])}"
+        body.append(note)
+        body.append(function_source(recovered, recovered.get("defaults"), name=name).rstrip("\n"))
+    return "\n".join(header + body) + "\n"
