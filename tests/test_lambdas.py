@@ -230,10 +230,13 @@ def test_a_missing_function_is_one_typed_error_that_describes_each_lambda():
     assert error.value.layers == ["gate", "l2_norm"]
     message = str(error.value)
     assert message.startswith("The template's Lambda layers hold your own code, which mgpu-io never runs from the "
-                              "file. Expected a function for each of them in filepath=")
+                              "file (stored code allows arbitrary code execution). Expected a function for each of "
+                              "them in filepath=")
     assert ("Received none for: gate (<lambda>; from fixtures/generate/applications/write_app_fixtures.py; using t; "
             "inputs embed, gate_in); l2_norm (<lambda>;") in message
-    assert message.endswith("Pass them: lambdas={'gate': fn, 'l2_norm': fn}.")
+    assert message.endswith("Pass them: lambdas={'gate': fn, 'l2_norm': fn}; `mgpu-io lambdas FILE -o "
+                            "my_lambdas.py` writes their recovered source (pip install \"mgpu-io[lambdas]\"). Only "
+                            "for a file you trust: safe_mode=False rebuilds them from that source.")
 
 
 def test_the_cli_says_which_lambdas_to_give_in_flags(cli, tmp_path):

@@ -29,6 +29,7 @@ FLAGS = {
     "verbose=True": "--verbose",
     "builder=": "--builder ",
     "lambdas=": "--lambda ",
+    "safe_mode=False": "--unsafe-trust-file",
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",

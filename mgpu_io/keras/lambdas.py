@@ -14,6 +14,7 @@ from pathlib import Path
 from mgpu_io.errors import InvalidArgument, MissingLambda
 from mgpu_io.format.conversions.lambdas import needed_functions
 from mgpu_io.format.lambdas import lambda_layers
+from mgpu_io.format.recover import INSTALL_HINT
 
 
 def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, original=None):
@@ -58,9 +59,11 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
         lines = [(described.get(lam.layer) or lam).describe() for lam in missing]
         where = f" in filepath={source}" if source is not None else ""
         raise MissingLambda(
-            f"The template's Lambda layers hold your own code, which mgpu-io never runs from the file. Expected a "
-            f"function for each of them{where}. Received none for: {'; '.join(lines)}. Pass them: "
-            f"lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}.",
+            f"The template's Lambda layers hold your own code, which mgpu-io never runs from the file (stored code "
+            f"allows arbitrary code execution). Expected a function for each of them{where}. Received none for: "
+            f"{'; '.join(lines)}. Pass them: lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}; "
+            f"`mgpu-io lambdas FILE -o my_lambdas.py` writes their recovered source ({INSTALL_HINT}). Only for a "
+            f"file you trust: safe_mode=False rebuilds them from that source.",
             [lam.layer for lam in missing],
         )
     return objects
