@@ -13,8 +13,11 @@ import importlib
 import json
 import marshal
 import shutil
+import subprocess
+import sys
 
 import h5py
+import numpy as np
 import pytest
 from helpers import (APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch, fixture_path, fixtures,
                      predict)
@@ -356,3 +359,54 @@ def test_an_activation_layer_with_keras2_hard_sigmoid_computes_keras2s_function(
     model = model_from_legacy_config(converted, None, True)
     x = np.array([[-4.0, -1.0, 0.0, 1.0, 2.4]], dtype="float32")
     np.testing.assert_allclose(model.predict(x, verbose=0), np.clip(0.2 * x + 0.5, 0, 1), atol=1e-7)
+
+
+# --- Keras' own test, and the decompilers' absence (both run with or without the extra) -------------------------
+
+
+KERAS_TEST_SAVING_LAMBDA = r"""
+import sys, numpy as np, tf_keras
+mean = np.random.random((4, 2, 3))
+std = np.abs(np.random.random((4, 2, 3))) + 1e-5
+inputs = tf_keras.layers.Input(shape=(4, 2, 3))
+output = tf_keras.layers.Lambda(
+    lambda image, mu, std: (image - mu) / std,
+    arguments={"mu": mean, "std": std},
+    output_shape=inputs.shape,
+)(inputs)
+tf_keras_model = tf_keras.Model(inputs, output)
+tf_keras_model.compile(loss="mean_squared_error", optimizer="sgd", metrics=["acc"])
+tf_keras_model.save(sys.argv[1])
+np.savez(sys.argv[2], mean=mean, std=std)
+"""
+
+
+def test_keras_own_test_saving_lambda_passes_with_mgpu_io_load_model(tmp_path):
+    """keras/src/legacy/saving/legacy_h5_format_test.py's test_saving_lambda (tf_keras writes the file, on this
+    very Python: its bytecode is 3.11's, which no decompiler reads, so trust runs it as Keras' own loader does)."""
+    pytest.importorskip("tf_keras")
+    path, arrays = tmp_path / "lambda_model.h5", tmp_path / "arrays.npz"
+    subprocess.run([sys.executable, "-c", KERAS_TEST_SAVING_LAMBDA, str(path), str(arrays)], check=True,
+                   capture_output=True, cwd=tmp_path, timeout=300)
+    mean, std = np.load(arrays)["mean"], np.load(arrays)["std"]
+
+    with pytest.raises(MissingLambda, match="arbitrary code execution"):  # Keras: ValueError, same words
+        mgpu_io.load_model(path)
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'lambda' runs the bytecode stored in the file"):
+        loaded = mgpu_io.load_model(path, safe_mode=False)
+    np.testing.assert_allclose(mean, loaded.layers[1].arguments["mu"])
+    np.testing.assert_allclose(std, loaded.layers[1].arguments["std"])
+    x = np.random.random((2, 4, 2, 3)).astype("float32")
+    np.testing.assert_allclose(predict(loaded, [x]), (x - mean) / std, rtol=1e-5, atol=1e-5)
+
+
+def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monkeypatch):
+    from mgpu_io.format import recover
+
+    monkeypatch.setattr(recover, "available", lambda: False)
+    path = USER_LAMBDAS
+    answers = recover.decompile([b"x"])
+    assert answers == [{"error": 'the decompilers are not installed: pip install "mgpu-io[lambdas]" recovers the source'}]
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")  # inspect in this process, where `available` is patched
+    report = mgpu_io.inspect(path)
+    assert all('pip install "mgpu-io[lambdas]"' in lam["recovered"]["error"] for lam in report.lambdas)
