@@ -95,16 +95,18 @@ def recover_lambdas(lambdas):
     answers = iter(decompile([data for data in payloads if data]))
     for lam, data in zip(todo, payloads):
         if data:
-            lam.recovered = _recovered(next(answers), lam.defaults)
+            lam.recovered = _recovered(next(answers), lam.defaults, lam.closure)
         else:
             lam.recovered = {"error": f"the stored function is empty or larger than {SCAN_LIMIT} bytes"}
     return lambdas
 
 
-def _recovered(answer, defaults):
+def _recovered(answer, defaults, closure=None):
     if "error" in answer or "body" not in answer:
         return {"error": str(answer.get("error", "no source"))}
+    freevars = list(answer.get("freevars") or [])
     return {
+        "closure_values": dict(zip(freevars, closure)) if closure and len(closure) == len(freevars) else None,
         "python": answer.get("python"),
         "source": function_source(answer, defaults),
         "free_names": list(answer.get("globals") or []),
@@ -191,7 +193,8 @@ def module_source(path, lambdas, output="my_lambdas.py"):
     free = []
     for lam in user:
         recovered = lam.get("recovered") or {}
-        names = (recovered.get("free_names") or []) + (recovered.get("closure") or [])
+        stored = recovered.get("closure_values") or {}
+        names = (recovered.get("free_names") or []) + [n for n in recovered.get("closure") or [] if n not in stored]
         free += [name for name in names if name not in ("K", "np", "tf", "keras")]
     free = list(dict.fromkeys(free))
     header = [
@@ -232,5 +235,12 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         if lam.get("arguments"):
             note += f"; called with arguments {sorted(lam['arguments'])}"
         body.append(note)
-        body.append(function_source(recovered, recovered.get("defaults"), name=name).rstrip("\n"))
+        function = function_source(recovered, recovered.get("defaults"), name=name).rstrip("\n")
+        stored = recovered.get("closure_values") or {}
+        if stored:  # the enclosing function's values, as the file stored them: rebuilt as a closure
+            inner = "\n".join("    " + line if line else "" for line in function.splitlines())
+            body.append(f"def _make_{name}({', '.join(stored)}):\n{inner}\n\n    return {name}\n\n")
+            body.append(f"{name} = _make_{name}({', '.join(repr(value) for value in stored.values())})")
+        else:
+            body.append(function)
     return "\n".join(header + body) + "\n"

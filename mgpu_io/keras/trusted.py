@@ -42,7 +42,7 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
             lam.recovered = lam.recovered or {"error": f"the decompilers are not installed ({INSTALL_HINT})"}
     namespace = base_globals()
     namespace.update(custom_objects or {})
-    functions, missing = {}, {}
+    functions, missing, ready = {}, {}, []
     for lam in todo:
         recovered = lam.recovered or {}
         if "error" in recovered:
@@ -56,13 +56,13 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
                 )
             functions[lam.layer] = function
             continue
-        closure = dict(zip(recovered.get("closure") or [], lam.closure or []))
+        closure = recovered.get("closure_values") or dict(zip(recovered.get("closure") or [], lam.closure or []))
         needed = [name for name in recovered.get("free_names") or [] if name not in namespace]
         needed += [name for name in recovered.get("closure") or [] if name not in closure and name not in namespace]
         if needed:
             missing[lam.layer] = needed
             continue
-        functions[lam.layer] = _compiled(lam, recovered, dict(namespace, **closure))
+        ready.append((lam, recovered, dict(namespace, **closure)))
     if missing:
         names = list(dict.fromkeys(name for needed in missing.values() for name in needed))
         where = "; ".join(f"{layer} uses {', '.join(needed)}" for layer, needed in missing.items())
@@ -72,6 +72,8 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
             f"custom_objects={{{', '.join(repr(name) + ': ...' for name in names)}}}, or write the functions "
             f"with `mgpu-io lambdas FILE -o my_lambdas.py`, define the names there and pass lambdas=my_lambdas."
         )
+    for lam, recovered, scope in ready:  # nothing is compiled before every name is known
+        functions[lam.layer] = _compiled(lam, recovered, scope)
     return functions
 
 
