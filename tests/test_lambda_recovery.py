@@ -321,3 +321,37 @@ def test_keras2s_backend_functions_compute_what_keras2s_did():
     assert K.int_shape(K.random_normal((3, 5), mean=0.0, stddev=1.0)) == (3, 5)
     np.testing.assert_allclose(K.concatenate([x, K.square(x)], axis=-1), np.concatenate([x, x**2], -1), rtol=1e-6)
     np.testing.assert_allclose(K.sqrt(K.abs(-x)), np.sqrt(x), rtol=1e-6)
+
+
+def _sweep_lambda_cases():
+    from layer_sweep import cases, writers
+
+    return [(writer, case, entry) for writer in writers() for case, entry in cases(writer)
+            if entry.get("class") == "Lambda"]
+
+
+SWEEP_SOURCES = {"<lambda>": "lambda x: x * 2.0 + 1.0",
+                 "scale_shift": "def scale_shift(x, scale=1.0, shift=0.5):\n    return x * scale + shift\n"}
+
+
+@pytest.mark.parametrize("writer,case,entry", _sweep_lambda_cases(), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_when_trusted(writer, case, entry):
+    """fixtures/layers: Keras 1.2.2 to tf.keras 2.3 on Python 3.7 (raw_unicode_escape and base64 payloads), and
+    tf_keras on today's Python, whose bytecode no decompiler reads: trust runs it as Keras does."""
+    from layer_sweep import SWEEP, _batch
+
+    path = SWEEP / writer / entry["file"]
+    lambdas = mgpu_io.inspect(path).lambdas
+    assert lambdas
+    for lam in lambdas:
+        recovered = lam["recovered"]
+        if writer != "tfkeras":
+            assert _same_code(recovered["source"], SWEEP_SOURCES[lam["code"]["function_name"]]), recovered["source"]
+            assert "3.7" in recovered["python"]
+        else:
+            assert recovered["error"].startswith("no Python of 2.7 and 3.5-3.8 reads it")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
+        model = mgpu_io.load_model(path, compile=False, safe_mode=False)
+    xs, ys = _batch(writer, case)
+    assert_predictions_match(predict(model, xs), ys)
