@@ -355,3 +355,34 @@ def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_wh
         model = mgpu_io.load_model(path, compile=False, safe_mode=False)
     xs, ys = _batch(writer, case)
     assert_predictions_match(predict(model, xs), ys)
+
+
+AUDIT = r"""
+import json, os, sys
+os.environ["MGPU_IO_PROBE"] = "0"  # inspect in this process, so that the hook sees all it does
+import mgpu_io, mgpu_io.format.inspect
+events = []
+def hook(event, args):
+    if event in ("marshal.loads", "marshal.load", "exec", "compile", "code.__new__", "os.system"):
+        frame = sys._getframe(1)
+        while frame is not None:
+            if "importlib" in frame.f_code.co_filename:  # Python's own import of .pyc files
+                return
+            frame = frame.f_back
+        events.append([event])
+    elif event == "subprocess.Popen":
+        events.append([event, [str(a) for a in args[1]]])
+sys.addaudithook(hook)
+report = mgpu_io.inspect(sys.argv[1])
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "tf_keras", "xdis", "uncompyle6"))
+print(json.dumps({"events": events, "heavy": heavy, "recovered": [l["recovered"].get("python") for l in report.lambdas]}))
+"""
+
+
+def test_recovery_starts_only_the_decompiler_program_and_runs_nothing_here():
+    path = fixture_path(next(e for e in USER_ENTRIES if e["file"] == "k224_user_lambdas_x2_full.h5"))
+    done = subprocess.run([sys.executable, "-c", AUDIT, str(path)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, check=True)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["events"] == [["subprocess.Popen", [sys.executable, "-I", str(recover._PROGRAM)]]]
+    assert seen["heavy"] == [] and all(seen["recovered"])

@@ -30,6 +30,7 @@ FLAGS = {
     "builder=": "--builder ",
     "lambdas=": "--lambda ",
     "safe_mode=False": "--unsafe-trust-file",
+    "lambdas='my_lambdas.py'": "--lambda-module my_lambdas.py",
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",

@@ -70,7 +70,7 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
             f"The recovered Lambda functions use names that the file does not hold. Expected a value for each of "
             f"{names}. Received: {where}. Pass them as Keras 2 did: "
             f"custom_objects={{{', '.join(repr(name) + ': ...' for name in names)}}}, or write the functions "
-            f"with `mgpu-io lambdas FILE -o my_lambdas.py`, define the names there and pass lambdas=my_lambdas."
+            f"with `mgpu-io lambdas FILE -o my_lambdas.py`, define the names there and pass lambdas='my_lambdas.py'."
         )
     for lam, recovered, scope in ready:  # nothing is compiled before every name is known
         functions[lam.layer] = _compiled(lam, recovered, scope)
@@ -140,7 +140,7 @@ def _compiled(lam, recovered, namespace):
         raise InvalidArgument(
             f"Lambda layer {lam.layer!r}'s recovered source does not compile on this Python ({error.msg}, line "
             f"{error.lineno}). Expected Python 3 source. Received: {_one_line(recovered)}. Write it with "
-            f"`mgpu-io lambdas FILE -o my_lambdas.py`, port it, and pass lambdas=my_lambdas."
+            f"`mgpu-io lambdas FILE -o my_lambdas.py`, port it, and pass lambdas='my_lambdas.py'."
         ) from None
     scope = dict(namespace)
     exec(code, scope)  # the caller trusts the file (safe_mode=False); this is the recovered source, compiled here
