@@ -142,7 +142,8 @@ def test_a_name_the_file_does_not_hold_is_one_error_saying_how_to_pass_it(tmp_pa
         "The recovered Lambda functions use names that the file does not hold. Expected a value for each of "
         "['SCALE']. Received: double uses SCALE. Pass them as Keras 2 did: custom_objects={'SCALE': ...}, or write "
         "the functions with `mgpu-io lambdas FILE -o my_lambdas.py`")
-    model = mgpu_io.load_model(path, compile=False, safe_mode=False, custom_objects={"SCALE": 2.0})
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'double' runs its function recovered"):
+        model = mgpu_io.load_model(path, compile=False, safe_mode=False, custom_objects={"SCALE": 2.0})
     xs, ys = fixture_batch(_entry())
     assert_predictions_match(predict(model, xs), ys)
 
