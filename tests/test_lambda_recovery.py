@@ -274,6 +274,7 @@ def test_each_pythons_lambdas_are_recovered_as_written(entry):
         assert entry["python"][:3] in recovered[layer]["python"].split(" or ")
         assert recovered[layer]["free_names"] == entry["free_names"].get(layer, []), layer
     assert recovered["power"]["closure_values"] == {"p": 2}
+    assert recovered["with_squares"]["output_shape"] == "lambda s: (s[0], s[1] * 2)"  # shown; Keras 3 traces
     assert recovered["clip_scale"]["defaults"] == [-2.0, 2.0]
 
 

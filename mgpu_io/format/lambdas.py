@@ -141,6 +141,7 @@ class LambdaLayer:
         recovered: the function's source recovered from its bytecode, as data (:mod:`mgpu_io.format.recover`;
             only where asked for: ``inspect``, ``mgpu-io lambdas``, a trusted load), or why not (``error``).
         payload, defaults, closure: the stored code string, default values and closure values (Keras' three).
+        output_shape_payload: the stored code string of an output-shape function.
     """
 
     layer: str
@@ -156,6 +157,7 @@ class LambdaLayer:
     payload: Optional[str] = field(default=None, repr=False)
     defaults: Optional[list] = field(default=None, repr=False)
     closure: Optional[list] = field(default=None, repr=False)
+    output_shape_payload: Optional[str] = field(default=None, repr=False)
 
     @property
     def kind(self):
@@ -186,7 +188,7 @@ class LambdaLayer:
 
     def to_dict(self):
         found = dict(asdict(self), kind=self.kind)
-        del found["payload"], found["closure"], found["defaults"]
+        del found["payload"], found["closure"], found["defaults"], found["output_shape_payload"]
         return found
 
 
@@ -266,7 +268,9 @@ def lambda_layers(model_config):
         function = config.get("function")
         code = stored_code(function)
         output_shape = config.get("output_shape")
+        shape_code = None
         if config.get("output_shape_type") == "lambda" or isinstance(output_shape, dict):
+            shape_code = stored_code(output_shape) if isinstance(output_shape, (list, tuple, dict)) else None
             output_shape = "function"
         try:
             inbound = [entry[0] for node in inbound_nodes(layer) for entry in node if isinstance(entry[0], str)]
@@ -286,6 +290,7 @@ def lambda_layers(model_config):
                 payload=code or None,
                 defaults=_stored_part(function, 1, "defaults"),
                 closure=_stored_part(function, 2, "closure"),
+                output_shape_payload=shape_code or None,
             )
         )
     return found

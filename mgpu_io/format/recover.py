@@ -88,17 +88,27 @@ def recover_lambdas(lambdas):
     ``free_names`` (module globals it needs, e.g. ``K``, ``np``, the user's own), ``closure`` (names from an
     enclosing function), or ``error``. Lambdas written by Keras itself (``known``) are left as they are."""
     todo = [lam for lam in lambdas if lam.kind == "user" and lam.payload is not None]
-    payloads = []
+    payloads, shapes = [], []
     for lam in todo:
-        data = decode_payload(lam.payload)
-        payloads.append(data if data is not None and len(data) <= SCAN_LIMIT else b"")
-    answers = iter(decompile([data for data in payloads if data]))
+        payloads.append(_bytes(lam.payload))
+        shapes.append(_bytes(lam.output_shape_payload))
+    answers = iter(decompile([data for data in payloads + shapes if data]))  # one program for all of them
     for lam, data in zip(todo, payloads):
         if data:
             lam.recovered = _recovered(next(answers), lam.defaults, lam.closure)
         else:
             lam.recovered = {"error": f"the stored function is empty or larger than {SCAN_LIMIT} bytes"}
+    for lam, data in zip(todo, shapes):
+        if data:
+            answer = next(answers)
+            if "body" in answer and "error" not in lam.recovered:
+                lam.recovered["output_shape"] = function_source(answer)
     return lambdas
+
+
+def _bytes(payload):
+    data = decode_payload(payload) if payload else None
+    return data if data is not None and len(data) <= SCAN_LIMIT else b""
 
 
 def _recovered(answer, defaults, closure=None):
@@ -140,9 +150,17 @@ def signature(answer, defaults):
 def _lambda_expression(body):
     """The expression of a body that is one ``return`` (what a ``lambda`` decompiles to), else ``None``."""
     text = body.strip()
-    if text.startswith("return ") and "\n" not in text:
+    if not text.startswith("return "):
+        return None
+    lines = text.splitlines()
+    depth = 0
+    for number, line in enumerate(lines):  # one statement may span lines inside brackets (uncompyle6's tuples)
+        depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+        if depth <= 0 and number < len(lines) - 1:
+            return None
+    if len(lines) == 1:
         return text[len("return ") :]
-    return None
+    return " ".join(line.strip() for line in lines)[len("return ") :].replace("( ", "(").replace("[ ", "[")
 
 
 def function_source(answer, defaults=None, name=None):
@@ -180,6 +198,10 @@ def recovered_lines(recovered):
         return [f"source not recovered: {recovered['error'][:300]}"]
     lines = [f"recovered source (written on Python {recovered.get('python')}):"]
     lines += ["  " + line for line in (recovered.get("source") or "").rstrip("\n").splitlines()]
+    if recovered.get("output_shape"):
+        lines.append(
+            f"output_shape function (Keras 3 traces the function instead): {recovered['output_shape'].strip()}"
+        )
     if recovered.get("free_names") or recovered.get("closure"):
         lines.append(f"free names: {', '.join((recovered.get('free_names') or []) + (recovered.get('closure') or []))}")
     return lines
@@ -234,6 +256,8 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         note = f"# Lambda layer {lam['layer']!r}, written on Python {recovered.get('python')}"
         if lam.get("arguments"):
             note += f"; called with arguments {sorted(lam['arguments'])}"
+        if recovered.get("output_shape"):
+            note += f"; output_shape was {recovered['output_shape'].strip()} (Keras 3 traces the function for it)"
         body.append(note)
         function = function_source(recovered, recovered.get("defaults"), name=name).rstrip("\n")
         stored = recovered.get("closure_values") or {}
