@@ -388,3 +388,18 @@ def test_recovery_starts_only_the_decompiler_program_and_runs_nothing_here():
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["events"] == [["subprocess.Popen", [sys.executable, "-I", str(recover._PROGRAM)]]]
     assert seen["heavy"] == [] and all(seen["recovered"])
+
+
+def test_tensorflow_calls_run_on_its_backend_and_are_named_on_the_others(tmp_path):
+    path = _with_function(tmp_path, _bytecode("3.7.16", "f = lambda t: tf.multiply(t, 2.0)\n"))
+    from mgpu_io.keras import backend2
+
+    if backend2.backend() == "tensorflow":
+        with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'double' runs its function recovered"):
+            model = mgpu_io.load_model(path, compile=False, safe_mode=False)
+        xs, ys = fixture_batch(_entry())
+        assert_predictions_match(predict(model, xs), ys)
+    else:
+        with pytest.raises(InvalidArgument, match=r"Lambda layer 'double' calls TensorFlow \(tf\.multiply\), which "
+                                                  r"runs on Keras' TensorFlow backend only"):
+            mgpu_io.load_model(path, compile=False, safe_mode=False)

@@ -13,6 +13,7 @@ The function's module globals are what Keras 2 code of the era expected: ``K`` (
 values Keras stored. A name the function needs that none of these gives is one error naming it.
 """
 
+import re
 import warnings
 
 from mgpu_io.errors import InvalidArgument, MgpuIOWarning
@@ -56,6 +57,13 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
                 )
             functions[lam.layer] = function
             continue
+        if "tf" in (recovered.get("free_names") or []) and "tf" not in namespace:
+            calls = sorted(set(re.findall(r"\btf(?:\.\w+)+", recovered.get("body") or ""))) or ["tf"]
+            raise InvalidArgument(
+                f"Lambda layer {lam.layer!r} calls TensorFlow ({', '.join(calls)}), which runs on Keras' TensorFlow "
+                f"backend only. Expected KERAS_BACKEND=tensorflow. Received: the {base_backend()} backend. Load it "
+                f"with the TensorFlow backend, or port the function to keras.ops and pass lambdas={{{lam.layer!r}: fn}}."
+            )
         closure = recovered.get("closure_values") or dict(zip(recovered.get("closure") or [], lam.closure or []))
         needed = [name for name in recovered.get("free_names") or [] if name not in namespace]
         needed += [name for name in recovered.get("closure") or [] if name not in closure and name not in namespace]
@@ -107,6 +115,12 @@ def _stored_function(lam, namespace):
     )
     defaults = tuple(lam.defaults) if lam.defaults else None
     return types.FunctionType(code, dict(namespace), code.co_name, defaults, closure)
+
+
+def base_backend():
+    from mgpu_io.keras import backend2
+
+    return backend2.backend()
 
 
 def base_globals():
