@@ -403,3 +403,20 @@ def test_tensorflow_calls_run_on_its_backend_and_are_named_on_the_others(tmp_pat
         with pytest.raises(InvalidArgument, match=r"Lambda layer 'double' calls TensorFlow \(tf\.multiply\), which "
                                                   r"runs on Keras' TensorFlow backend only"):
             mgpu_io.load_model(path, compile=False, safe_mode=False)
+
+
+@pytest.mark.parametrize("version", ["2.7.18", "3.8.18"])
+def test_seeded_bit_flips_of_real_bytecode_give_source_or_a_clear_error_within_the_limits(version):
+    real = bytearray(base64.b64decode(_bytecode(version, VAE_SAMPLING)))
+    rng = np.random.default_rng(22)
+    mutants = []
+    for _ in range(20):
+        mutant = bytearray(real)
+        for position in rng.integers(0, len(real), 3):
+            mutant[position] ^= 1 << int(rng.integers(0, 8))
+        mutants.append(bytes(mutant))
+    start = time.monotonic()
+    answers = recover.decompile(mutants)
+    assert time.monotonic() - start < recover.TIMEOUT + 5
+    assert len(answers) == 20 and all(("error" in a) != ("body" in a) for a in answers)
+    assert any("error" in a for a in answers)  # the damage is seen
