@@ -45,6 +45,8 @@ _LAZY = {
     "TransferReport": "mgpu_io.keras.transfer",
     "verify": "mgpu_io.keras.verify",
     "VerifyReport": "mgpu_io.keras.verify",
+    "lambda_sources": "mgpu_io.format.sources",
+    "LambdaSources": "mgpu_io.format.sources",
     "recalibrate_batchnorm": "mgpu_io.keras.batchnorm",
     "RecalibrationReport": "mgpu_io.keras.batchnorm",
 }

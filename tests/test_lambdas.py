@@ -13,8 +13,11 @@ import importlib
 import json
 import marshal
 import shutil
+import subprocess
+import sys
 
 import h5py
+import numpy as np
 import pytest
 from helpers import (APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch, fixture_path, fixtures,
                      predict)
@@ -230,10 +233,13 @@ def test_a_missing_function_is_one_typed_error_that_describes_each_lambda():
     assert error.value.layers == ["gate", "l2_norm"]
     message = str(error.value)
     assert message.startswith("The template's Lambda layers hold your own code, which mgpu-io never runs from the "
-                              "file. Expected a function for each of them in filepath=")
+                              "file (stored code allows arbitrary code execution). Expected a function for each of "
+                              "them in filepath=")
     assert ("Received none for: gate (<lambda>; from fixtures/generate/applications/write_app_fixtures.py; using t; "
             "inputs embed, gate_in); l2_norm (<lambda>;") in message
-    assert message.endswith("Pass them: lambdas={'gate': fn, 'l2_norm': fn}.")
+    assert message.endswith("Pass them: lambdas={'gate': fn, 'l2_norm': fn}; `mgpu-io lambdas FILE -o "
+                            "my_lambdas.py` writes their recovered source (pip install \"mgpu-io[lambdas]\"). Only "
+                            "for a file you trust: safe_mode=False rebuilds them from that source.")
 
 
 def test_the_cli_says_which_lambdas_to_give_in_flags(cli, tmp_path):
@@ -353,3 +359,57 @@ def test_an_activation_layer_with_keras2_hard_sigmoid_computes_keras2s_function(
     model = model_from_legacy_config(converted, None, True)
     x = np.array([[-4.0, -1.0, 0.0, 1.0, 2.4]], dtype="float32")
     np.testing.assert_allclose(model.predict(x, verbose=0), np.clip(0.2 * x + 0.5, 0, 1), atol=1e-7)
+
+
+# --- Keras' own test, and the decompilers' absence (both run with or without the extra) -------------------------
+
+
+KERAS_TEST_SAVING_LAMBDA = r"""
+import sys, numpy as np, tf_keras
+mean = np.random.random((4, 2, 3))
+std = np.abs(np.random.random((4, 2, 3))) + 1e-5
+inputs = tf_keras.layers.Input(shape=(4, 2, 3))
+output = tf_keras.layers.Lambda(
+    lambda image, mu, std: (image - mu) / std,
+    arguments={"mu": mean, "std": std},
+    output_shape=inputs.shape,
+)(inputs)
+tf_keras_model = tf_keras.Model(inputs, output)
+tf_keras_model.compile(loss="mean_squared_error", optimizer="sgd", metrics=["acc"])
+tf_keras_model.save(sys.argv[1])
+np.savez(sys.argv[2], mean=mean, std=std)
+"""
+
+
+def test_keras_own_test_saving_lambda_with_mgpu_io_load_model(tmp_path):
+    """keras/src/legacy/saving/legacy_h5_format_test.py's test_saving_lambda, tf_keras writing the file on this very
+    Python. The default half passes as in Keras (a ValueError that names the risk). The trusted half cannot run as
+    Keras runs it: the bytecode is Python 3.11's, which no decompiler reads, and mgpu-io never unmarshals stored
+    bytecode, trusted or not; the refusal names lambdas=, and the caller's own function gives Keras' numbers."""
+    pytest.importorskip("tf_keras")
+    path, arrays = tmp_path / "lambda_model.h5", tmp_path / "arrays.npz"
+    subprocess.run([sys.executable, "-c", KERAS_TEST_SAVING_LAMBDA, str(path), str(arrays)], check=True,
+                   capture_output=True, cwd=tmp_path, timeout=300)
+    mean, std = np.load(arrays)["mean"], np.load(arrays)["std"]
+
+    with pytest.raises(ValueError, match="arbitrary code execution"):  # Keras: ValueError, same words
+        mgpu_io.load_model(path)
+    with pytest.raises(ValueError, match="never unmarshals stored bytecode.*lambdas=\\{'lambda': fn\\}"):
+        mgpu_io.load_model(path, safe_mode=False)
+    loaded = mgpu_io.load_model(path, lambdas={"lambda": lambda image, mu, std: (image - mu) / std})
+    np.testing.assert_allclose(mean, loaded.layers[1].arguments["mu"])
+    np.testing.assert_allclose(std, loaded.layers[1].arguments["std"])
+    x = np.random.random((2, 4, 2, 3)).astype("float32")
+    np.testing.assert_allclose(predict(loaded, [x]), (x - mean) / std, rtol=1e-5, atol=1e-5)
+
+
+def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monkeypatch):
+    from mgpu_io.format import recover
+
+    monkeypatch.setattr(recover, "available", lambda: False)
+    path = USER_LAMBDAS
+    answers = recover.decompile([b"x"])
+    assert answers == [{"error": 'the decompilers are not installed: pip install "mgpu-io[lambdas]" recovers the source'}]
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")  # inspect in this process, where `available` is patched
+    report = mgpu_io.inspect(path)
+    assert all('pip install "mgpu-io[lambdas]"' in lam["recovered"]["error"] for lam in report.lambdas)

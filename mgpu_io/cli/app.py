@@ -321,6 +321,22 @@ def unwrap(
             "current folder, or a .py file). Repeat it for each Lambda; `inspect` lists them.",
         ),
     ] = None,
+    lambda_module: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--lambda-module",
+            metavar="PY",
+            help="A module with one function per Lambda layer, named after it (what `mgpu-io lambdas` writes).",
+        ),
+    ] = None,
+    unsafe_trust_file: Annotated[
+        bool,
+        typer.Option(
+            "--unsafe-trust-file",
+            help="Only for files you trust (Keras' safe_mode=False): rebuild each Lambda from its source recovered "
+            "from the file, and run it.",
+        ),
+    ] = False,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
@@ -385,7 +401,8 @@ def unwrap(
             dry_run=dry_run,
             jobs=jobs,
             progress=progress,
-            lambdas=_lambda_options(lambda_),
+            lambdas=_lambdas_argument(lambda_, lambda_module),
+            **({"safe_mode": False} if unsafe_trust_file else {}),
         )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -411,6 +428,47 @@ def _lambda_options(values):
             )
         mapping[layer] = spec
     return mapping or None
+
+
+def _lambdas_argument(values, module):
+    """``--lambda`` options or a ``--lambda-module`` file (not both) as the library's ``lambdas=``."""
+    from mgpu_io.errors import InvalidArgument
+
+    if module is not None and values:
+        raise InvalidArgument(
+            f"--lambda and --lambda-module both give Lambda functions. Expected one of them. Received: --lambda-module "
+            f"{module} and {len(values)} --lambda. Put every function in the module (one per layer, named after it)."
+        )
+    return str(module) if module is not None else _lambda_options(values)
+
+
+@app.command()
+def lambdas(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A legacy model file or config with Lambda layers.")],
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", metavar="PY", help="Write the module here (else print it).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace PY if it exists.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+):
+    """Recover the source of the template's own Lambda functions from their stored bytecode (read as data, never
+    run) and write them as a module to review: one function per Lambda layer, named after it.
+
+    Needs the decompilers: pip install "mgpu-io[lambdas]" (GPL-3.0). Then pass the module back with
+    --lambda-module PY (unwrap, verify) or lambdas="PY" (mgpu_io.load_model).
+
+    Examples:
+
+      mgpu-io lambdas parallel_model.h5 -o my_lambdas.py
+
+      mgpu-io unwrap parallel_model.h5 model.keras --lambda-module my_lambdas.py
+    """
+    with _one_line_errors(as_json):
+        report = mgpu_io.lambda_sources(file, output, overwrite=force)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        typer.echo(str(report))
 
 
 #: Single files above this size get a progress bar.
@@ -478,6 +536,22 @@ def verify(
             help="The function of the template's own Lambda layer LAYER (your code), for both models; as for `unwrap`.",
         ),
     ] = None,
+    lambda_module: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--lambda-module",
+            metavar="PY",
+            help="A module with one function per Lambda layer, named after it (what `mgpu-io lambdas` writes).",
+        ),
+    ] = None,
+    unsafe_trust_file: Annotated[
+        bool,
+        typer.Option(
+            "--unsafe-trust-file",
+            help="Only for files you trust (Keras' safe_mode=False): rebuild each Lambda from its source recovered "
+            "from the file, and run it.",
+        ),
+    ] = False,
 ):
     """Load two models and compare them weight by weight and on a random batch; exit 0 only if they agree.
 
@@ -491,7 +565,13 @@ def verify(
     """
     _start_quietly("keras")
     with _one_line_errors(as_json):
-        report = mgpu_io.verify(a, b, tolerance=tolerance, lambdas=_lambda_options(lambda_))
+        report = mgpu_io.verify(
+            a,
+            b,
+            tolerance=tolerance,
+            lambdas=_lambdas_argument(lambda_, lambda_module),
+            safe_mode=not unsafe_trust_file,
+        )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

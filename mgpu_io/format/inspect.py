@@ -18,6 +18,7 @@ from mgpu_io.format.extract import extract, template_outputs
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.recover import recover_lambdas, recovered_lines
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import scoped_weight_names
 from mgpu_io.format.writers import BY_NAME
@@ -151,6 +152,7 @@ def lambda_lines(lambdas):
             f"    {printable(lam['layer'])} {_LAMBDA_KINDS[lam['kind']]}: "
             f"{printable('; '.join(part for part in what if part))}"
         )
+        lines += [f"      {printable(line)}" for line in recovered_lines(lam.get("recovered"))]
     return lines
 
 
@@ -282,7 +284,7 @@ def _inspect(stored, scan_weights):
         findings=findings,
         levels=levels,
         weights=sum(len(layer.names) for layer in layers),
-        lambdas=[lam.to_dict() for lam in template_lambdas(template)] if template is not None else [],
+        lambdas=[lam.to_dict() for lam in recover_lambdas(template_lambdas(template))] if template is not None else [],
         template_class=template.get("class_name") if template is not None else None,
     )
 

@@ -139,6 +139,10 @@ class LambdaLayer:
         code: the strings scan of the stored function, where it is bytecode.
         reference: the name the function is referred to by (after a repair, or where the writer stored a name).
         known: the name of the function Keras itself wrote (see ``conversions/lambdas.py``), if recognised.
+        recovered: the function's source recovered from its bytecode, as data (:mod:`mgpu_io.format.recover`;
+            only where asked for: ``inspect``, ``mgpu-io lambdas``, a trusted load), or why not (``error``).
+        payload, defaults, closure: the stored code string, default values and closure values (Keras' three).
+        output_shape_payload: the stored code string of an output-shape function.
     """
 
     layer: str
@@ -150,6 +154,11 @@ class LambdaLayer:
     code: Optional[CodeStrings] = None
     reference: Optional[str] = None
     known: Optional[str] = None
+    recovered: Optional[dict] = None
+    payload: Optional[str] = field(default=None, repr=False)
+    defaults: Optional[list] = field(default=None, repr=False)
+    closure: Optional[list] = field(default=None, repr=False)
+    output_shape_payload: Optional[str] = field(default=None, repr=False)
 
     @property
     def kind(self):
@@ -179,7 +188,9 @@ class LambdaLayer:
         return f"{self.layer} ({'; '.join(parts)})" if parts else self.layer
 
     def to_dict(self):
-        return dict(asdict(self), kind=self.kind)
+        found = dict(asdict(self), kind=self.kind)
+        del found["payload"], found["closure"], found["defaults"], found["output_shape_payload"]
+        return found
 
 
 def stored_code(function):
@@ -196,6 +207,17 @@ def stored_code(function):
             code = code[0]
         return code if isinstance(code, str) else ""
     return None
+
+
+def _stored_part(function, index, key):
+    """Keras' stored defaults (``index`` 1) or closure values (2) of a bytecode function, as a list, or ``None``."""
+    if isinstance(function, (list, tuple)):
+        part = function[index] if len(function) > index else None
+    elif isinstance(function, dict) and isinstance(function.get("config"), dict):
+        part = function["config"].get(key)
+    else:
+        part = None
+    return list(part) if isinstance(part, (list, tuple)) else None
 
 
 def reference_name(function):
@@ -247,7 +269,9 @@ def lambda_layers(model_config):
         function = config.get("function")
         code = stored_code(function)
         output_shape = config.get("output_shape")
+        shape_code = None
         if config.get("output_shape_type") == "lambda" or isinstance(output_shape, dict):
+            shape_code = stored_code(output_shape) if isinstance(output_shape, (list, tuple, dict)) else None
             output_shape = "function"
         try:
             inbound = [entry[0] for node in inbound_nodes(layer) for entry in node if isinstance(entry[0], str)]
@@ -264,6 +288,10 @@ def lambda_layers(model_config):
                 inbound=inbound,
                 code=scan_code(code) if code is not None else None,
                 reference=reference_name(function) if code is None else None,
+                payload=code or None,
+                defaults=_stored_part(function, 1, "defaults"),
+                closure=_stored_part(function, 2, "closure"),
+                output_shape_payload=shape_code or None,
             )
         )
     return found

@@ -176,7 +176,7 @@ def check_options(*, target="keras3", keep_config=False, cpu=False, output_forma
     if lambdas and output_format != KERAS_FORMAT:
         raise InvalidArgument(
             f"lambdas= applies to a .keras output, which Keras builds. Expected a .keras output with lambdas=. "
-            f"Received: lambdas={sorted(lambdas)} with a legacy output, which refers to each Lambda by its layer "
+            f"Received: lambdas={sorted(lambdas) if isinstance(lambdas, dict) else lambdas} with a legacy output, which refers to each Lambda by its layer "
             f"name and needs no function. Leave out lambdas= and pass the functions when loading the result: "
             f"mgpu_io.load_model(output, lambdas=...) or keras.models.load_model(output, custom_objects=...)."
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 from mgpu_io.errors import InvalidArgument, MissingLambda
 from mgpu_io.format.conversions.lambdas import needed_functions
 from mgpu_io.format.lambdas import lambda_layers
+from mgpu_io.format.recover import INSTALL_HINT
 
 
 def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, original=None):
@@ -39,9 +40,9 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
     """
     from mgpu_io.keras import known  # noqa: F401  (registers mgpu_io>NAME with Keras)
 
-    lambdas = dict(lambdas or {})
-    objects = dict(custom_objects or {})
     layers = {lam.layer: lam for lam in lambda_layers(config)}
+    lambdas = as_mapping(lambdas, layers)
+    objects = dict(custom_objects or {})
     unknown = sorted(set(lambdas) - set(layers))
     if unknown:
         raise InvalidArgument(
@@ -58,12 +59,75 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
         lines = [(described.get(lam.layer) or lam).describe() for lam in missing]
         where = f" in filepath={source}" if source is not None else ""
         raise MissingLambda(
-            f"The template's Lambda layers hold your own code, which mgpu-io never runs from the file. Expected a "
-            f"function for each of them{where}. Received none for: {'; '.join(lines)}. Pass them: "
-            f"lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}.",
+            f"The template's Lambda layers hold your own code, which mgpu-io never runs from the file (stored code "
+            f"allows arbitrary code execution). Expected a function for each of them{where}. Received none for: "
+            f"{'; '.join(lines)}. Pass them: lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}; "
+            f"`mgpu-io lambdas FILE -o my_lambdas.py` writes their recovered source ({INSTALL_HINT}). Only for a "
+            f"file you trust: safe_mode=False rebuilds them from that source.",
             [lam.layer for lam in missing],
         )
     return objects
+
+
+def as_mapping(lambdas, layers=None):
+    """``lambdas`` as ``{layer name: function}``: a mapping as it is; a module (or the path of a ``.py`` file, such
+    as the one ``mgpu-io lambdas FILE -o my_lambdas.py`` writes) gives its function named after each of ``layers``
+    (:func:`~mgpu_io.format.recover.python_name`; with no ``layers``, every function it defines).
+
+    Raises:
+        InvalidArgument: the file cannot be imported, or ``lambdas`` is neither a mapping nor a module.
+    """
+    import types
+
+    from mgpu_io.format.recover import python_name
+
+    if lambdas is None or isinstance(lambdas, dict):
+        return dict(lambdas or {})
+    if isinstance(lambdas, (str, Path)) and str(lambdas).endswith(".py"):
+        lambdas = import_module_file(lambdas)
+    if not isinstance(lambdas, types.ModuleType):
+        if hasattr(lambdas, "items"):
+            return dict(lambdas.items())
+        raise InvalidArgument(
+            f"lambdas= takes the functions of the template's Lambda layers. Expected a dict {{layer name: function}}, "
+            f"a module or the path of a .py file. Received: lambdas={lambdas!r}. Pass e.g. lambdas='my_lambdas.py' "
+            f"(written by `mgpu-io lambdas FILE -o my_lambdas.py`)."
+        )
+    module = lambdas
+    if layers is None:
+        return {
+            name: value
+            for name, value in vars(module).items()
+            if callable(value) and getattr(value, "__module__", None) == module.__name__ and not name.startswith("_")
+        }
+    return {
+        layer: getattr(module, python_name(layer))
+        for layer in layers
+        if callable(getattr(module, python_name(layer), None))
+    }
+
+
+def import_module_file(path):
+    """The module of the ``.py`` file at ``path`` (the caller's own code), run as Python imports it.
+
+    Raises:
+        InvalidArgument: there is no such file, or it does not import.
+    """
+    location = importlib.util.spec_from_file_location(Path(path).stem, path)
+    if location is None or not Path(path).is_file():
+        raise InvalidArgument(
+            f"The Lambda module cannot be found. Expected a .py file. Received: lambdas={str(path)!r}. Write it with "
+            f"`mgpu-io lambdas FILE -o {Path(path).name}` or fix the path."
+        )
+    module = importlib.util.module_from_spec(location)
+    try:
+        location.loader.exec_module(module)
+    except Exception as error:
+        raise InvalidArgument(
+            f"The Lambda module does not import. Expected a module that defines a function per Lambda layer. "
+            f"Received: lambdas={str(path)!r} ({type(error).__name__}: {error}). Fix the module."
+        ) from None
+    return module
 
 
 def resolved(lambdas):

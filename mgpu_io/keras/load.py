@@ -30,7 +30,7 @@ from mgpu_io.keras._compat import (
     import_keras,
     model_from_legacy_config,
 )
-from mgpu_io.keras.lambdas import lambda_objects, named, resolved
+from mgpu_io.keras.lambdas import as_mapping, lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
 
@@ -92,6 +92,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
             )
     if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
         if lambdas:  # a .keras file saved each function under its layer name (keras/lambdas.py's `named`)
+            lambdas = as_mapping(lambdas)
             custom_objects = dict(
                 custom_objects or {}, **{name: named(name, fn) for name, fn in resolved(lambdas).items()}
             )
@@ -147,6 +148,11 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
 
     The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`).
     """
+    lambdas = as_mapping(lambdas, [lam.layer for lam in plan.lambdas])
+    if not safe_mode:  # the caller trusts the file, as Keras' safe_mode=False: rebuild its Lambdas from source
+        from mgpu_io.keras.trusted import recovered_functions
+
+        lambdas.update(recovered_functions(plan.lambdas, lambdas, custom_objects))
     custom_objects = lambda_objects(
         plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
     )

@@ -1,0 +1,138 @@
+"""Rebuild the template's own Lambda functions from their recovered source, for a caller who trusts the file.
+
+This is Keras' own ``safe_mode=False``, done so that it works on today's Python: where Keras would
+``marshal.loads`` the stored bytecode (which fails on any other Python than the writer's, and runs whatever a
+hostile file holds), mgpu-io recovers the function's *source* from the bytecode as data
+(:mod:`mgpu_io.format.recover`), then compiles that source fresh here and runs it as the model runs. Each function
+rebuilt is named in a warning. It is the only place in mgpu-io that compiles anything, and only ever with
+``safe_mode=False`` from the caller. The stored bytecode itself is never unmarshalled in this process, trusted or
+not: bytecode that no decompiler reads (Python 3.9 and later) is refused, naming ``lambdas=``.
+
+The function's module globals are what Keras 2 code of the era expected: ``K`` (Keras 2's backend API,
+:mod:`mgpu_io.keras.backend2`), ``np`` and, on the TensorFlow backend, ``tf``; then the caller's
+``custom_objects`` (Keras 2's own ``Lambda.from_config`` took the function's globals from them), and the closure
+values Keras stored. A name the function needs that none of these gives is one error naming it.
+"""
+
+import re
+import warnings
+
+from mgpu_io.errors import InvalidArgument, MgpuIOWarning
+from mgpu_io.format.recover import INSTALL_HINT, available, function_source, python_name, recover_lambdas
+
+
+def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
+    """``{layer name: function}`` for each of the template's own Lambdas that ``supplied`` has no function for,
+    rebuilt from its recovered source (a warning names each).
+
+    Args:
+        stored_lambdas: the template's :class:`~mgpu_io.format.lambdas.LambdaLayer` s as stored (with payloads).
+        supplied: the caller's ``lambdas`` (those layers are left alone).
+        custom_objects: the caller's ``custom_objects``: also the recovered functions' globals, as in Keras 2.
+
+    Raises:
+        InvalidArgument: the decompilers are missing, a source cannot be recovered or compiled, or a name that
+            a function needs is given nowhere.
+    """
+    todo = [lam for lam in stored_lambdas if lam.kind == "user" and lam.payload and lam.layer not in (supplied or {})]
+    if not todo:
+        return {}
+    if available():
+        recover_lambdas([lam for lam in todo if lam.recovered is None])
+    else:
+        for lam in todo:
+            lam.recovered = lam.recovered or {"error": f"the decompilers are not installed ({INSTALL_HINT})"}
+    namespace = base_globals()
+    namespace.update(custom_objects or {})
+    functions, missing, ready = {}, {}, []
+    for lam in todo:
+        recovered = lam.recovered or {}
+        if "error" in recovered:  # the stored bytecode itself is never loaded here, trusted or not
+            raise InvalidArgument(
+                f"Lambda layer {lam.layer!r}'s source cannot be recovered from its bytecode "
+                f"({_short(recovered['error'])}). Expected bytecode of Python 2.7 or 3.5-3.8 (decompiled with "
+                f"{INSTALL_HINT}); mgpu-io never unmarshals stored bytecode, so that of Python 3.9 and later (which "
+                f"no decompiler reads) is not run even with safe_mode=False. Received: the layer's stored function. "
+                f"Pass your own function: lambdas={{{lam.layer!r}: fn}}."
+            )
+        if "tf" in (recovered.get("free_names") or []) and "tf" not in namespace:
+            calls = sorted(set(re.findall(r"\btf(?:\.\w+)+", recovered.get("body") or ""))) or ["tf"]
+            raise InvalidArgument(
+                f"Lambda layer {lam.layer!r} calls TensorFlow ({', '.join(calls)}), which runs on Keras' TensorFlow "
+                f"backend only. Expected KERAS_BACKEND=tensorflow. Received: the {base_backend()} backend. Load it "
+                f"with the TensorFlow backend, or port the function to keras.ops and pass lambdas={{{lam.layer!r}: fn}}."
+            )
+        closure = recovered.get("closure_values") or dict(zip(recovered.get("closure") or [], lam.closure or []))
+        needed = [name for name in recovered.get("free_names") or [] if name not in namespace]
+        needed += [name for name in recovered.get("closure") or [] if name not in closure and name not in namespace]
+        if needed:
+            missing[lam.layer] = needed
+            continue
+        ready.append((lam, recovered, dict(namespace, **closure)))
+    if missing:
+        names = list(dict.fromkeys(name for needed in missing.values() for name in needed))
+        where = "; ".join(f"{layer} uses {', '.join(needed)}" for layer, needed in missing.items())
+        raise InvalidArgument(
+            f"The recovered Lambda functions use names that the file does not hold. Expected a value for each of "
+            f"{names}. Received: {where}. Pass them as Keras 2 did: "
+            f"custom_objects={{{', '.join(repr(name) + ': ...' for name in names)}}}, or write the functions "
+            f"with `mgpu-io lambdas FILE -o my_lambdas.py`, define the names there and pass lambdas='my_lambdas.py'."
+        )
+    for lam, recovered, scope in ready:  # nothing is compiled before every name is known
+        functions[lam.layer] = _compiled(lam, recovered, scope)
+    return functions
+
+
+def base_backend():
+    from mgpu_io.keras import backend2
+
+    return backend2.backend()
+
+
+def base_globals():
+    """The globals Keras 2 code expects: ``K`` (Keras 2's backend on Keras 3), ``np``, ``keras``, and ``tf`` on
+    the TensorFlow backend."""
+    import numpy as np
+
+    from mgpu_io.keras import backend2
+
+    namespace = {"K": backend2, "np": np, "numpy": np, "keras": backend2.keras, "backend": backend2}
+    if backend2.backend() == "tensorflow":
+        import tensorflow as tf
+
+        namespace["tf"] = tf
+    return namespace
+
+
+def _compiled(lam, recovered, namespace):
+    name = python_name(lam.layer)
+    source = function_source(recovered, recovered.get("defaults"), name=name)
+    warnings.warn(
+        MgpuIOWarning(
+            f"safe_mode=False: Lambda layer {lam.layer!r} runs its function recovered from the file "
+            f"(written on Python {recovered.get('python')}): {_one_line(recovered)}"
+        ),
+        stacklevel=4,
+    )
+    try:
+        code = compile(source, f"<Lambda {lam.layer} recovered from the file>", "exec")
+    except SyntaxError as error:
+        raise InvalidArgument(
+            f"Lambda layer {lam.layer!r}'s recovered source does not compile on this Python ({error.msg}, line "
+            f"{error.lineno}). Expected Python 3 source. Received: {_one_line(recovered)}. Write it with "
+            f"`mgpu-io lambdas FILE -o my_lambdas.py`, port it, and pass lambdas='my_lambdas.py'."
+        ) from None
+    scope = dict(namespace)
+    exec(code, scope)  # the caller trusts the file (safe_mode=False); this is the recovered source, compiled here
+    return scope[name]
+
+
+def _short(error):
+    text = str(error).split(": 3.8:")[0]
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _one_line(recovered):
+    source = function_source(recovered, recovered.get("defaults"))
+    text = " ".join(line.strip() for line in source.splitlines() if line.strip())
+    return text if len(text) <= 160 else text[:157] + "..."
