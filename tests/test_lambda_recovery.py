@@ -339,7 +339,7 @@ SWEEP_SOURCES = {"<lambda>": "lambda x: x * 2.0 + 1.0",
 @pytest.mark.parametrize("writer,case,entry", _sweep_lambda_cases(), ids=lambda v: v if isinstance(v, str) else "")
 def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_when_trusted(writer, case, entry):
     """fixtures/layers: Keras 1.2.2 to tf.keras 2.3 on Python 3.7 (raw_unicode_escape and base64 payloads), and
-    tf_keras on today's Python, whose bytecode no decompiler reads: trust runs it as Keras does."""
+    tf_keras on today's Python, whose bytecode no decompiler reads: even trusted, it is refused, never unmarshalled."""
     from layer_sweep import SWEEP, _batch
 
     path = SWEEP / writer / entry["file"]
@@ -352,6 +352,10 @@ def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_wh
             assert "3.7" in recovered["python"]
         else:
             assert recovered["error"].startswith("no Python of 2.7 and 3.5-3.8 reads it")
+    if writer == "tfkeras":
+        with pytest.raises(mgpu_io.InvalidArgument, match="never unmarshals stored bytecode"):
+            mgpu_io.load_model(path, compile=False, safe_mode=False)
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
         model = mgpu_io.load_model(path, compile=False, safe_mode=False)

@@ -69,7 +69,7 @@ def test_the_missing_lambda_message_summarises_the_arrays_it_was_given(tmp_path)
     assert isinstance(raised.value, mgpu_io.MissingLambda)
     assert "'mu': <array shape=(4, 2, 3) dtype=float " in message
     assert "'std': <array shape=(4, 2, 3) dtype=float " in message
-    assert len(message) < 700, message  # the arrays in full made one line of ~1,800 characters
+    assert len(message) < 1000, message  # with the arrays in full, the layer alone took ~1,800 characters
     assert message.count("\n") == 0
 
 
