@@ -262,6 +262,14 @@ def _inspect(stored, scan_weights):
             )
         )
     findings += _weight_findings(layers, _configs(template), scan_weights)
+    if stored.double_encoded:
+        findings.append(
+            Finding(
+                "double-encoded-json",
+                "The config is a JSON string that holds the model's JSON (saved with json.dump(model.to_json(), f)): "
+                "it is read one level deeper.",
+            )
+        )
     if keras1:
         findings.append(Finding("keras1", "Written by Keras 1: configs are converted to Keras 2 spelling on unwrap."))
     return InspectReport(
