@@ -59,6 +59,7 @@ def unwrap(
     progress=None,
     safe_mode=True,
     lambdas=None,
+    custom_objects=None,
 ):
     """Write the innermost template of the wrapper file ``source`` to ``output``.
 
@@ -131,6 +132,7 @@ def unwrap(
                 progress=progress,
                 safe_mode=safe_mode,
                 lambdas=lambdas,
+                custom_objects=custom_objects,
             )
         report.source = str(source)
         report.warnings.insert(0, converted_note(converted))
@@ -163,6 +165,7 @@ def unwrap(
             overwrite=overwrite,
             safe_mode=safe_mode,
             lambdas=lambdas,
+            custom_objects=custom_objects,
         )
     from mgpu_io.format.unwrap import unwrap_file
 

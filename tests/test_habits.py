@@ -36,11 +36,35 @@ EXPECTED = {  # the rules each habit needs, as the report lists them
     "ndarray-config-values": set(),  # only Keras 2.0.5 stored a payload; 2.0.8 and 2.1.2 a float
     "wrapped-input-shape": {"wrapped-input-shape"},
     "unified-rnn": {"unified-rnn-names"},
+    "custom-class": set(),
 }
+
+
+@keras.saving.register_keras_serializable(package="test_habits")
+class ClusteringLayer(keras.layers.Layer):
+    """DEC's ClusteringLayer (the k224_custom_layer case), ported to Keras 3 as its owner would."""
+
+    def __init__(self, n_clusters, alpha=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.n_clusters, self.alpha = n_clusters, alpha
+
+    def build(self, input_shape):
+        self.clusters = self.add_weight(name="clusters", shape=(self.n_clusters, input_shape[1]))
+
+    def call(self, inputs):
+        ops = keras.ops
+        q = 1.0 / (1.0 + ops.sum(ops.square(ops.expand_dims(inputs, axis=1) - self.clusters), axis=2) / self.alpha)
+        q = q ** ((self.alpha + 1.0) / 2.0)
+        return q / ops.sum(q, axis=1, keepdims=True)
+
+    def get_config(self):
+        return dict(super().get_config(), n_clusters=self.n_clusters, alpha=self.alpha)
 
 
 def load(entry):
     options = {"lambdas": {"distance": distance}} if entry.get("user_functions") else {}
+    if entry["habit"] == "custom-class":
+        options["custom_objects"] = {"ClusteringLayer": ClusteringLayer}
     if entry["file_type"] == "config":
         options["weights"] = fixture_path(entry).with_name(entry["weights"])
     return mgpu_io.load_model(fixture_path(entry), **options)
@@ -120,3 +144,56 @@ def test_keras1_batchnormalization_mode_2_stays_refused():
         "name": "bn", "mode": 2, "axis": -1, "epsilon": 1e-3, "momentum": 0.99, "batch_input_shape": [None, 3]}}]}
     with pytest.raises(UnsupportedModel, match=r"uses mode=2, which normalises with the statistics of each batch"):
         convert_config(config)
+
+
+CUSTOM = next(e for e in HABITS_MANIFEST if e["habit"] == "custom-class")
+
+
+def test_an_unknown_custom_class_is_refused_with_the_way_to_give_it():
+    with pytest.raises(mgpu_io.MgpuIOError) as error:
+        mgpu_io.load_model(fixture_path(CUSTOM))
+    assert "it has no class 'ClusteringLayer'" in str(error.value)
+    assert str(error.value).endswith("Pass the class: custom_objects={'ClusteringLayer': ClusteringLayer}.")
+
+
+def test_custom_objects_reach_the_keras_output_of_unwrap_and_verify(tmp_path):
+    out = tmp_path / "model.keras"
+    mgpu_io.unwrap(fixture_path(CUSTOM), out, allow_plain=True, custom_objects={"ClusteringLayer": ClusteringLayer})
+    xs, ys = fixture_batch(CUSTOM)
+    assert np.max(np.abs(keras.models.load_model(out).predict(xs[0], verbose=0) - ys[0])) <= TOLERANCE
+    report = mgpu_io.verify(fixture_path(CUSTOM), out, custom_objects={"ClusteringLayer": ClusteringLayer})
+    assert report.agree
+
+
+def test_transfer_weights_builds_nothing_from_the_file_so_needs_no_custom_class():
+    inp = keras.Input((3,))
+    model = keras.Model(inp, ClusteringLayer(4)(keras.layers.Dense(5)(inp)))
+    assert mgpu_io.transfer_weights(fixture_path(CUSTOM), model).ok
+    xs, ys = fixture_batch(CUSTOM)
+    assert np.max(np.abs(model.predict(xs[0], verbose=0) - ys[0])) <= TOLERANCE
+
+
+def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from mgpu_io.cli.app import app
+
+    (tmp_path / "dec.py").write_text(
+        "import keras\nfrom keras import ops\n\n"
+        "class ClusteringLayer(keras.layers.Layer):\n"
+        "    def __init__(self, n_clusters, alpha=1.0, **kwargs):\n"
+        "        super().__init__(**kwargs)\n        self.n_clusters, self.alpha = n_clusters, alpha\n"
+        "    def build(self, input_shape):\n"
+        "        self.clusters = self.add_weight(name='clusters', shape=(self.n_clusters, input_shape[1]))\n"
+        "    def call(self, x):\n"
+        "        q = 1.0 / (1.0 + ops.sum(ops.square(ops.expand_dims(x, 1) - self.clusters), axis=2) / self.alpha)\n"
+        "        q = q ** ((self.alpha + 1.0) / 2.0)\n        return q / ops.sum(q, axis=1, keepdims=True)\n")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    failed = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), "a.keras", "--allow-plain"])
+    assert failed.exit_code == 1
+    assert "Pass the class: --custom-objects MODULE:ClusteringLayer." in failed.output
+    for spec in ("dec:ClusteringLayer", "dec.py"):
+        done = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), f"{spec[:3]}.keras", "--allow-plain",
+                                   "--custom-objects", spec])
+        assert done.exit_code == 0, done.output

@@ -321,6 +321,15 @@ def unwrap(
             "current folder, or a .py file). Repeat it for each Lambda; `inspect` lists them.",
         ),
     ] = None,
+    custom_objects: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--custom-objects",
+            metavar="MODULE:CLASS",
+            help="For a .keras OUT: a custom class of the template (your code: MODULE imported from the current folder, or a "
+            ".py file); MODULE alone gives every class it defines. Repeat it for each.",
+        ),
+    ] = None,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
@@ -386,6 +395,7 @@ def unwrap(
             jobs=jobs,
             progress=progress,
             lambdas=_lambda_options(lambda_),
+            custom_objects=_custom_objects(custom_objects),
         )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -395,6 +405,15 @@ def unwrap(
         _show(report)
     if folder and not report.ok:
         raise typer.Exit(code=1)
+
+
+def _custom_objects(values):
+    """``--custom-objects MODULE:CLASS`` (or ``MODULE``) options as the library's ``custom_objects=`` mapping."""
+    if not values:
+        return None
+    from mgpu_io.keras.custom import custom_objects_from
+
+    return custom_objects_from(values)
 
 
 def _lambda_options(values):
@@ -478,6 +497,15 @@ def verify(
             help="The function of the template's own Lambda layer LAYER (your code), for both models; as for `unwrap`.",
         ),
     ] = None,
+    custom_objects: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--custom-objects",
+            metavar="MODULE:CLASS",
+            help="For both models: a custom class of the template (your code: MODULE imported from the current folder, or a "
+            ".py file); MODULE alone gives every class it defines. Repeat it for each.",
+        ),
+    ] = None,
 ):
     """Load two models and compare them weight by weight and on a random batch; exit 0 only if they agree.
 
@@ -491,7 +519,9 @@ def verify(
     """
     _start_quietly("keras")
     with _one_line_errors(as_json):
-        report = mgpu_io.verify(a, b, tolerance=tolerance, lambdas=_lambda_options(lambda_))
+        report = mgpu_io.verify(
+            a, b, tolerance=tolerance, lambdas=_lambda_options(lambda_), custom_objects=_custom_objects(custom_objects)
+        )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

@@ -29,6 +29,7 @@ FLAGS = {
     "verbose=True": "--verbose",
     "builder=": "--builder ",
     "lambdas=": "--lambda ",
+    "custom_objects=": "--custom-objects ",
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",
@@ -42,6 +43,7 @@ _FLAG_PATTERN = re.compile(
 
 
 _LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
+_CUSTOM_OBJECTS_PATTERN = re.compile(r"custom_objects=\{'([^']*)': [^}]*\}")
 
 
 def to_flags(message):
@@ -52,6 +54,8 @@ def to_flags(message):
         'Received: output=m.h5. Pass --force to replace it. Leave out --config.'
         >>> to_flags("Pass them: lambdas={'pre': fn, 'gate': fn}.")
         'Pass them: --lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION.'
+        >>> to_flags("Pass the class: custom_objects={'ClusteringLayer': ClusteringLayer}.")
+        'Pass the class: --custom-objects MODULE:ClusteringLayer.'
     """
     message = _LAMBDAS_PATTERN.sub(
         lambda m: " ".join(
@@ -61,6 +65,7 @@ def to_flags(message):
         message,
     )
     message = re.sub(r"lambdas\[(['\"])(.*?)\1\]=(['\"])(.*?)\3", r"--lambda \2=\4", message)
+    message = _CUSTOM_OBJECTS_PATTERN.sub(r"--custom-objects MODULE:\1", message)
     translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
     return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
 

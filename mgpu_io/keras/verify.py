@@ -40,24 +40,25 @@ class VerifyReport:
         return "\n".join(lines + [f"  ! {printable(problem)}" for problem in self.problems])
 
 
-def load_any(path, lambdas=None):
+def load_any(path, lambdas=None, custom_objects=None):
     """Load any model file uncompiled with :func:`mgpu_io.load_model` (a ``.keras`` file by Keras as it is);
-    ``lambdas`` as it takes them."""
+    ``lambdas`` and ``custom_objects`` as it takes them."""
     from mgpu_io.keras.load import load_model
 
-    return load_model(path, compile=False, lambdas=lambdas)
+    return load_model(path, compile=False, lambdas=lambdas, custom_objects=custom_objects)
 
 
-def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None):
+def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None, custom_objects=None):
     """Load ``a`` and ``b`` (wrappers are unwrapped) and compare weights and predictions.
 
-    ``lambdas`` gives the template's own Lambda layers their functions, in both (see :func:`mgpu_io.load_model`).
+    ``lambdas`` gives the template's own Lambda layers their functions, in both (see :func:`mgpu_io.load_model`);
+    ``custom_objects`` the classes of its own custom layers.
 
     Example:
         >>> verify("fixtures/files/k224_functional_bn_x2_full.h5", "fixtures/files/k224_functional_bn_x2_full.h5").agree
         True
     """
-    model_a, model_b = load_any(a, lambdas), load_any(b, lambdas)
+    model_a, model_b = load_any(a, lambdas, custom_objects), load_any(b, lambdas, custom_objects)
     report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)
     weights_a, weights_b = model_a.weights, model_b.weights
     if len(weights_a) != len(weights_b):
