@@ -193,7 +193,7 @@ def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_
     failed = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), "a.keras", "--allow-plain"])
     assert failed.exit_code == 1
     assert "Pass the class: --custom-objects MODULE:ClusteringLayer." in failed.output
-    for spec in ("dec:ClusteringLayer", "dec.py"):
-        done = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), f"{spec[:3]}.keras", "--allow-plain",
+    for index, spec in enumerate(("dec:ClusteringLayer", "dec.py")):
+        done = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), f"out{index}.keras", "--allow-plain",
                                    "--custom-objects", spec])
         assert done.exit_code == 0, done.output
