@@ -105,6 +105,12 @@ def test_keras_2_0_5_stored_leaky_relu_alpha_as_a_numpy_payload_and_it_becomes_t
     assert leaky.negative_slope == pytest.approx(0.2)
 
 
+@pytest.mark.parametrize("entry", fixtures("model", "weights", manifest=HABITS_MANIFEST))
+def test_inspect_lays_out_the_weights_of_every_habit_file(entry):
+    report = mgpu_io.inspect(fixture_path(entry))
+    assert report.weights > 0 and not report.is_wrapper
+
+
 @pytest.mark.parametrize("entry", fixtures("config", manifest=HABITS_MANIFEST))
 def test_inspect_says_the_json_was_encoded_twice_whatever_the_files_name(entry):
     report = mgpu_io.inspect(fixture_path(entry))

@@ -195,9 +195,14 @@ def _inspect_file(path, scan_weights):
 
 def _layout_config(template, keras1):
     """The config that lays out the weights: a Keras 1 one in its Keras 2 spelling, where its layers convert
-    (Keras 1 kept a Sequential's merged branches inside its Merge layer), else as stored."""
-    if template is None or not keras1:
+    (Keras 1, and Keras 2.0-2.1's legacy Merge, kept a Sequential's merged branches inside its Merge layer), else as
+    stored."""
+    if template is None:
         return template
+    if not keras1:
+        from mgpu_io.format.conversions.keras2_legacy import branches_unfolded
+
+        return branches_unfolded(template)
     from mgpu_io.errors import UnsupportedModel
     from mgpu_io.format.conversions.keras1 import convert_config
 

@@ -19,7 +19,7 @@ Keras 1 files go through ``keras1.py`` first, which converts their ``Merge`` its
 
 from types import SimpleNamespace
 
-from mgpu_io.format.config import layer_name, model_layers, walk_layers
+from mgpu_io.format.config import copy_config, layer_name, model_layers, walk_layers
 from mgpu_io.format.conversions._merge import (
     dot_input_ranks,
     merge_layer,
@@ -104,6 +104,17 @@ def _wrapped_input_shapes(config):
             shape = [shape[0], None, *shape[1:]]
         settings["batch_input_shape"] = shape
     return changed
+
+
+def branches_unfolded(template):
+    """``template``, or where it is a Keras 2.0-2.1 Sequential that starts with a legacy ``Merge`` of Sequential
+    branches, a copy laid out as the functional model Keras built (its branches' layers at the top level, as the
+    weights are stored): what ``inspect`` lays the weights out by."""
+    if not (template.get("class_name") == "Sequential" and starts_with_merge(template)):
+        return template
+    unfolded = copy_config(template)
+    merged_sequential_as_functional(unfolded, keras1=False)
+    return unfolded
 
 
 def _legacy_merges(config, changes):
