@@ -95,6 +95,9 @@ def unwrap(
         lambdas: for a ``.keras`` output, ``{layer name: function}``: the functions of the template's own Lambda
             layers (your code; ``inspect`` lists them). A ``.h5``/JSON output needs none: it refers to each
             Lambda by its layer name, and you pass the functions when you load it.
+        custom_objects: for a ``.keras`` output, ``{class name: class}``: the template's own custom layers and
+            objects (your code), as Keras takes them. A ``.h5``/JSON output needs none: it names each class, and you
+            pass them when you load it.
 
     Returns:
         An :class:`UnwrapReport` (for a folder, a :class:`~mgpu_io.format.batch.BatchReport`).
