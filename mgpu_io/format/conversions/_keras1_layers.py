@@ -267,8 +267,15 @@ KERAS1_CLASSES = frozenset(
 )
 
 
+#: Layers whose output has the rank of their input (Keras 1 names, and the Keras 2 names of a legacy Merge's file):
+#: what tells the rank of a ``dot`` Merge's inputs.
 SAME_RANK = frozenset(
     {
+        "Conv1D",
+        "Conv2D",
+        "Conv3D",
+        "Conv2DTranspose",
+        "SeparableConv2D",
         "Dense",
         "Activation",
         "Dropout",
