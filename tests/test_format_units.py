@@ -524,3 +524,24 @@ def test_a_legacy_merge_dot_after_a_convolution_knows_its_inputs_rank():
     config, changes = convert_config(model, Context(keras_version="2.0.8"))
     dot = config["config"]["layers"][-1]
     assert (dot["class_name"], dot["config"]["axes"], changes[0]) == ("Dot", [2, 2], "keras2-merge")
+
+
+def test_a_merge_whose_mode_is_a_named_function_becomes_a_lambda_referring_to_that_name():
+    from mgpu_io.format.lambdas import lambda_layers
+
+    def layer(name, cls, inbound, **settings):
+        return {"name": name, "class_name": cls, "config": dict(settings, name=name),
+                "inbound_nodes": [[[source, 0, 0, {}] for source in inbound]] if inbound else []}
+
+    model = {"class_name": "Model", "config": {"name": "m", "layers": [
+        layer("a", "InputLayer", [], batch_input_shape=[None, 3]),
+        layer("b", "InputLayer", [], batch_input_shape=[None, 3]),
+        layer("distance", "Merge", ["a", "b"], mode="euclidean", mode_type="function", output_shape=[1],
+              output_shape_type="raw", output_mask=None, output_mask_type="raw", arguments={})],
+        "input_layers": [["a", 0, 0], ["b", 0, 0]], "output_layers": [["distance", 0, 0]]}}
+    (listed,) = lambda_layers(model)  # as stored: reported with its name, like a Lambda
+    assert (listed.layer, listed.reference, listed.inbound) == ("distance", "euclidean", ["a", "b"])
+    config, changes = convert_config(model, Context(keras_version="2.0.8"))
+    lam = config["config"]["layers"][-1]
+    assert lam["class_name"] == "Lambda" and lam["config"]["function"]["config"] == "euclidean"
+    assert {"merge-function-as-lambda", "lambda-function-name"} <= set(changes)
