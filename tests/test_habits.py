@@ -1,5 +1,5 @@
-"""Files as real repositories hold them (fixtures/habits, written by the real Keras 1.2.2, 2.0.5, 2.0.8, 2.1.2,
-2.2.4 and TF 1.13's tf.keras): each loads in Keras 3 with the writer's own predictions, and says what was changed.
+"""Files as real repositories hold them (fixtures/habits, written by the real Keras 1.2.2, 2.0.5 (on Python 3.7 and
+3.6), 2.0.8, 2.1.2, 2.2.4 and TF 1.13's tf.keras): each loads in Keras 3 with the writer's own predictions, and says what was changed.
 
 - `json.dump(model.to_json(), f)`: a JSON string holding the model's JSON, in a file with or without extension;
 - Keras 1's `Merge`, kept by Keras 2.0-2.1 as a legacy layer: named modes, a Sequential of merged branches, and a
@@ -88,7 +88,7 @@ def test_the_report_names_the_rule_each_habit_needed(entry):
     with planned(path, allow_plain=True, config=config) as plan:
         changes = set(plan.report.config_changes)
     assert EXPECTED[entry["habit"]] <= changes, entry["file"]
-    if entry["writer"] == "k205" and entry["habit"] == "ndarray-config-values":
+    if entry["writer"].startswith("k205") and entry["habit"] == "ndarray-config-values":
         assert "ndarray-config-values" in changes
     if entry["case"].endswith("merge_sequential"):
         assert "keras2-sequential-merge" in changes

@@ -438,7 +438,7 @@ FAMILY = Family(
             "distance) becomes the `Lambda` that calls it the same way, on the list of inputs: user code, "
             "written by reference and run only with the caller's function (`lambdas=`)",
             "Keras 3: `Unknown layer: 'Merge'`; mgpu-io refused it before",
-            ("k122", "k205", "k208", "k212"),
+            ("k122", "k205", "k205py36", "k208", "k212"),
         ),
         Rule(
             "keras1-sequential-merge",

@@ -161,21 +161,21 @@ FAMILY = Family(
             "Keras 1's `Merge` in a Keras 2.0-2.1 file (a legacy layer there) becomes `Add`, `Multiply`, "
             "`Average`, `Maximum`, `Concatenate` or `Dot` by its mode, as in Keras 1 files",
             "Keras 3: `Unknown layer: 'Merge'`; mgpu-io refused it before",
-            ("k205", "k208", "k212"),
+            ("k205", "k205py36", "k208", "k212"),
         ),
         Rule(
             "keras2-sequential-merge",
             "a Keras 2.0-2.1 `Sequential` whose first layer is a legacy `Merge` of `Sequential` branches becomes "
             "the functional model Keras built: one input per branch, in order",
             "Keras 3 has no layer that holds models as branches",
-            ("k205", "k208", "k212"),
+            ("k205", "k205py36", "k208", "k212"),
         ),
         Rule(
             "ndarray-config-values",
             'numpy values that Keras 2.0-2.1\'s `model.save()` stored as `{"type": "ndarray", "value": ...}` in '
             "a layer config (Keras 2.0.5's `LeakyReLU` `alpha`) become the plain values",
             "Keras 3: `Error when deserializing class 'LeakyReLU'`",
-            ("k205",),
+            ("k205", "k205py36"),
         ),
         Rule(
             "wrapped-input-shape",
@@ -183,7 +183,7 @@ FAMILY = Family(
             "`TimeDistributed` move to the wrapper where it starts a Sequential (then its InputLayer), and are "
             "dropped elsewhere (the model's input carries the shape)",
             "Keras 3: `Unrecognized keyword arguments passed to LSTM: {'batch_input_shape': ...}`",
-            ("k205", "k208", "k212", "k224"),
+            ("k205", "k205py36", "k208", "k212", "k224"),
         ),
         Rule(
             "unified-rnn-names",
