@@ -203,3 +203,8 @@ def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_
         done = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), f"out{index}.keras", "--allow-plain",
                                    "--custom-objects", spec])
         assert done.exit_code == 0, done.output
+    wrong = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), "c.keras", "--allow-plain",
+                                "--custom-objects", "dec:Clustering"])
+    assert wrong.exit_code == 1
+    assert "Error: The class cannot be found. Expected a class Clustering in dec. Received: --custom-objects " \
+           "dec:Clustering." in wrong.output

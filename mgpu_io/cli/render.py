@@ -29,7 +29,6 @@ FLAGS = {
     "verbose=True": "--verbose",
     "builder=": "--builder ",
     "lambdas=": "--lambda ",
-    "custom_objects=": "--custom-objects ",
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",
@@ -43,7 +42,8 @@ _FLAG_PATTERN = re.compile(
 
 
 _LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
-_CUSTOM_OBJECTS_PATTERN = re.compile(r"custom_objects=\{'([^']*)': [^}]*\}")
+# A class to give by name ({'ClusteringLayer': ClusteringLayer}); Keras' own custom_objects={'pre': fn} stays.
+_CUSTOM_OBJECTS_PATTERN = re.compile(r"custom_objects=\{'([A-Za-z_][\w.]*)': \1\}")
 
 
 def to_flags(message):
