@@ -59,6 +59,7 @@ def unwrap(
     progress=None,
     safe_mode=True,
     lambdas=None,
+    custom_objects=None,
 ):
     """Write the innermost template of the wrapper file ``source`` to ``output``.
 
@@ -94,6 +95,9 @@ def unwrap(
         lambdas: for a ``.keras`` output, ``{layer name: function}``: the functions of the template's own Lambda
             layers (your code; ``inspect`` lists them). A ``.h5``/JSON output needs none: it refers to each
             Lambda by its layer name, and you pass the functions when you load it.
+        custom_objects: for a ``.keras`` output, ``{class name: class}``: the template's own custom layers and
+            objects (your code), as Keras takes them. A ``.h5``/JSON output needs none: it names each class, and you
+            pass them when you load it.
 
     Returns:
         An :class:`UnwrapReport` (for a folder, a :class:`~mgpu_io.format.batch.BatchReport`).
@@ -131,6 +135,7 @@ def unwrap(
                 progress=progress,
                 safe_mode=safe_mode,
                 lambdas=lambdas,
+                custom_objects=custom_objects,
             )
         report.source = str(source)
         report.warnings.insert(0, converted_note(converted))
@@ -163,6 +168,7 @@ def unwrap(
             overwrite=overwrite,
             safe_mode=safe_mode,
             lambdas=lambdas,
+            custom_objects=custom_objects,
         )
     from mgpu_io.format.unwrap import unwrap_file
 

@@ -21,6 +21,10 @@ APP_MANIFEST = [dict(entry, folder="applications") for entry in
 # (fixtures/tf2/README.md, docs/tf2-writers.md).
 TF2 = ROOT / "fixtures" / "tf2"
 TF2_MANIFEST = [dict(entry, folder="tf2") for entry in json.loads((TF2 / "manifest.json").read_text())]
+# The era's habits (legacy Merge in Keras 2.0-2.1, numpy payloads, shapes on wrapped layers, double-encoded JSON,
+# UnifiedLSTM), written by Keras 1.2.2, 2.0.5, 2.0.8, 2.1.2, 2.2.4 and TF 1.13's tf.keras (fixtures/habits/README.md).
+HABITS = ROOT / "fixtures" / "habits"
+HABITS_MANIFEST = [dict(entry, folder="habits") for entry in json.loads((HABITS / "manifest.json").read_text())]
 
 # Predictions must match the old Keras within this bound. The depth-3 nested save is trained three times over
 # BatchNormalization, and TF 1.15 vs TF 2.21 arithmetic differs there by up to 3.8e-6 (measured); still < 1e-5.

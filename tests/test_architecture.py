@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import APP_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST, fixture_path
+from helpers import APP_MANIFEST, HABITS_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST, fixture_path
 
 from mgpu_io.format import conversions, writers
 from mgpu_io.format.plan import planned
@@ -126,7 +126,7 @@ def test_rich_is_declared_since_the_cli_uses_it():
 
 def test_every_conversion_file_is_one_registered_family():
     family_files = sorted(p.stem for p in (PACKAGE / "format" / "conversions").glob("*.py")
-                          if p.stem not in ("__init__", "base"))
+                          if p.stem not in ("__init__", "base") and not p.stem.startswith("_"))
     assert sorted(f.name for f in conversions.FAMILIES) == family_files
     names = [rule.name for family in conversions.FAMILIES for rule in family.rules]
     assert len(names) == len(set(names)), "two rules share a name"
@@ -134,11 +134,13 @@ def test_every_conversion_file_is_one_registered_family():
 
 def test_each_rule_is_proven_on_the_writers_it_names_and_nothing_unregistered_is_reported():
     seen = {}
-    for entry in MANIFEST + APP_MANIFEST + TF2_MANIFEST:
+    for entry in MANIFEST + APP_MANIFEST + TF2_MANIFEST + HABITS_MANIFEST:
         if entry["file_type"] not in ("model", "weights", "config", "yaml"):
             continue  # stubs; SavedModels and TF checkpoints are read by mgpu_io.tf first
         config = None
-        if entry["file_type"] == "weights" and "_weights.h5" in entry["file"]:  # with its architecture, if saved
+        if entry["file_type"] == "weights" and entry.get("config"):  # fixtures/habits names its architecture
+            config = fixture_path(entry).with_name(entry["config"])
+        elif entry["file_type"] == "weights" and "_weights.h5" in entry["file"]:  # with its architecture, if saved
             beside = fixture_path(entry).with_name(entry["file"].replace("_weights.h5", "_config.json"))
             config = beside if beside.exists() else None
         with planned(fixture_path(entry), allow_plain=True, config=config) as plan:

@@ -470,3 +470,78 @@ def test_a_stored_dataset_reads_like_h5pys_own(stored_file, name):
     else:
         np.testing.assert_array_equal(ours[()], theirs[()])
         assert ours.id.get_offset() == theirs.id.get_offset()
+
+
+# --- keras2_legacy: the era's habits (real files: tests/test_habits.py) -------------------------------------------
+
+
+def _lstm(name, **shape):
+    return {"class_name": "LSTM", "config": dict({"name": name, "units": 2}, **shape)}
+
+
+def test_a_wrapped_layers_input_shape_moves_to_the_wrapper_that_starts_a_sequential():
+    sequential = {"class_name": "Sequential", "config": {"name": "s", "layers": [
+        {"class_name": "TimeDistributed", "config": {"name": "td", "layer": {
+            "class_name": "Dense", "config": {"name": "d", "units": 2, "batch_input_shape": [None, 3]}}}},
+        {"class_name": "Bidirectional", "config": {"name": "b", "layer": _lstm("l", input_dim=4, input_length=5)}}]}}
+    config, changes = convert_config(sequential, Context(keras_version="2.2.4"))
+    layers = config["config"]["layers"]
+    assert "wrapped-input-shape" in changes
+    assert layers[0] == {"class_name": "InputLayer", "config": {"batch_input_shape": [None, None, 3],
+                                                                "dtype": "float32", "sparse": False,
+                                                                "name": "td_input"}}
+    assert "batch_input_shape" not in layers[1]["config"]["layer"]["config"]
+    assert not {"input_dim", "input_length"} & set(layers[2]["config"]["layer"]["config"])  # not first: dropped
+
+
+def test_a_wrapped_layers_input_shape_is_dropped_where_the_wrapper_has_one():
+    bidirectional = {"class_name": "Bidirectional", "config": {
+        "name": "b", "batch_input_shape": [None, 5, 3], "layer": _lstm("l", batch_input_shape=[None, 5, 3])}}
+    config, _ = convert_config({"class_name": "Sequential", "config": [bidirectional]}, Context(keras_version="2.0.5"))
+    first, wrapper = config["config"]["layers"]
+    assert first["config"]["batch_input_shape"] == [None, 5, 3]
+    assert "batch_input_shape" not in wrapper["config"]["layer"]["config"]
+
+
+def test_unified_gru_is_a_gru_too_though_no_released_tensorflow_wrote_one():
+    unified = {"class_name": "Sequential", "config": {"name": "s", "layers": [
+        {"class_name": "UnifiedGRU", "config": {"name": "g", "units": 2, "reset_after": True,
+                                                "batch_input_shape": [None, 5, 3]}}]}}
+    config, changes = convert_config(unified, Context(keras_version="2.2.4-tf"))
+    assert config["config"]["layers"][1]["class_name"] == "GRU" and "unified-rnn-names" in changes
+
+
+def test_a_legacy_merge_dot_after_a_convolution_knows_its_inputs_rank():
+    def layer(name, cls, inbound, **settings):
+        return {"name": name, "class_name": cls, "config": dict(settings, name=name),
+                "inbound_nodes": [[[source, 0, 0, {}] for source in inbound]] if inbound else []}
+
+    model = {"class_name": "Model", "config": {"name": "m", "layers": [
+        layer("x", "InputLayer", [], batch_input_shape=[None, 6, 2]),
+        layer("c", "Conv1D", ["x"], filters=3, kernel_size=[3]),
+        layer("dot", "Merge", ["c", "c"], mode="dot", mode_type="raw", dot_axes=[2, 2])],
+        "input_layers": [["x", 0, 0]], "output_layers": [["dot", 0, 0]]}}
+    config, changes = convert_config(model, Context(keras_version="2.0.8"))
+    dot = config["config"]["layers"][-1]
+    assert (dot["class_name"], dot["config"]["axes"], changes[0]) == ("Dot", [2, 2], "keras2-merge")
+
+
+def test_a_merge_whose_mode_is_a_named_function_becomes_a_lambda_referring_to_that_name():
+    from mgpu_io.format.lambdas import lambda_layers
+
+    def layer(name, cls, inbound, **settings):
+        return {"name": name, "class_name": cls, "config": dict(settings, name=name),
+                "inbound_nodes": [[[source, 0, 0, {}] for source in inbound]] if inbound else []}
+
+    model = {"class_name": "Model", "config": {"name": "m", "layers": [
+        layer("a", "InputLayer", [], batch_input_shape=[None, 3]),
+        layer("b", "InputLayer", [], batch_input_shape=[None, 3]),
+        layer("distance", "Merge", ["a", "b"], mode="euclidean", mode_type="function", output_shape=[1],
+              output_shape_type="raw", output_mask=None, output_mask_type="raw", arguments={})],
+        "input_layers": [["a", 0, 0], ["b", 0, 0]], "output_layers": [["distance", 0, 0]]}}
+    (listed,) = lambda_layers(model)  # as stored: reported with its name, like a Lambda
+    assert (listed.layer, listed.reference, listed.inbound) == ("distance", "euclidean", ["a", "b"])
+    config, changes = convert_config(model, Context(keras_version="2.0.8"))
+    lam = config["config"]["layers"][-1]
+    assert lam["class_name"] == "Lambda" and lam["config"]["function"]["config"] == "euclidean"
+    assert {"merge-function-as-lambda", "lambda-function-name"} <= set(changes)

@@ -1,4 +1,5 @@
-"""Keras 1 layers in Keras 2's spelling and layout: the pure config and weight conversions of conversions/keras1.py.
+"""Keras 1 layers in Keras 2's spelling and layout: the pure config and weight conversions of conversions/keras1.py
+and keras1_weights.py.
 
 Small dicts and arrays only, no Keras: each conversion is checked against what Keras 1.2.2's own source computes
 (``.venv-legacy/keras-1.2.2/keras``); the layer sweep (tests/test_layer_sweep.py) checks them on its real files.
@@ -9,7 +10,7 @@ import pytest
 
 from mgpu_io.errors import UnsupportedModel
 from mgpu_io.format.conversions import RULES, Context, weight_conversion
-from mgpu_io.format.conversions import keras1
+from mgpu_io.format.conversions import keras1, keras1_weights
 from mgpu_io.format.conversions.keras1 import MERGE_MODES, convert_config
 
 KERAS1 = Context(keras1=True)
@@ -221,10 +222,21 @@ def test_a_cos_merge_is_refused_with_the_reason_and_the_fix():
         "config as it is (Keras 1 and 2 can load it).")
 
 
-def test_a_merge_with_a_function_of_its_own_is_refused_by_name():
-    merge = {"mode": ["bytecode", None, None], "mode_type": "lambda"}
-    with pytest.raises(UnsupportedModel, match=r"'f' \(Merge\) merges with a Python function of its own "
-                                               r"\(mode_type='lambda'\).*Received: mode_type='lambda'"):
+def test_a_merge_with_a_function_of_its_own_becomes_the_lambda_that_calls_it_on_the_list_of_inputs():
+    merge = {"mode": ["bytecode", None, None], "mode_type": "lambda", "output_shape": [1], "output_shape_type": "raw",
+             "output_mask": None, "output_mask_type": "raw", "arguments": {}, "concat_axis": -1, "dot_axes": -1}
+    config, changes = converted(functional(("f", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
+    layer = config["config"]["layers"][-1]
+    assert layer["class_name"] == "Lambda" and "merge-function-as-lambda" in changes
+    assert layer["config"] == {"name": "f", "function": ["bytecode", None, None], "function_type": "lambda",
+                               "output_shape": [1], "output_shape_type": "raw", "arguments": {}}
+
+
+def test_a_merge_with_a_function_and_an_output_mask_of_its_own_is_refused_by_name():
+    merge = {"mode": ["bytecode", None, None], "mode_type": "lambda", "output_mask": ["mask", None, None],
+             "output_mask_type": "lambda"}
+    with pytest.raises(UnsupportedModel, match=r"'f' \(Merge\) merges with a Python function and computes its own "
+                                               r"output mask.*Received: output_mask_type='lambda'"):
         convert_config(functional(("f", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
 
 
@@ -417,7 +429,7 @@ def test_weights_of_keras2_files_are_not_touched():
 
 
 def test_every_keras1_rule_is_registered():
-    names = {rule.name for rule in keras1.FAMILY.rules}
+    names = {rule.name for rule in keras1.FAMILY.rules + keras1_weights.FAMILY.rules}
     assert names <= set(RULES)
     assert {"keras1-merge", "keras1-sequential-merge", "keras1-identity-input", "keras1-regularizers",
             "keras1-channels-first", "keras1-dim-ordering-inferred", "keras1-kernels-transposed",

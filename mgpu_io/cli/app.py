@@ -337,6 +337,15 @@ def unwrap(
             "from the file, and run it.",
         ),
     ] = False,
+    custom_objects: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--custom-objects",
+            metavar="MODULE:CLASS",
+            help="For a .keras OUT: a custom class of the template (your code: MODULE imported from the current folder, or a "
+            ".py file); MODULE alone gives every class it defines. Repeat it for each.",
+        ),
+    ] = None,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
@@ -402,6 +411,7 @@ def unwrap(
             jobs=jobs,
             progress=progress,
             lambdas=_lambdas_argument(lambda_, lambda_module),
+            custom_objects=_custom_objects(custom_objects),
             **({"safe_mode": False} if unsafe_trust_file else {}),
         )
     if as_json:
@@ -412,6 +422,15 @@ def unwrap(
         _show(report)
     if folder and not report.ok:
         raise typer.Exit(code=1)
+
+
+def _custom_objects(values):
+    """``--custom-objects MODULE:CLASS`` (or ``MODULE``) options as the library's ``custom_objects=`` mapping."""
+    if not values:
+        return None
+    from mgpu_io.keras.custom import custom_objects_from
+
+    return custom_objects_from(values)
 
 
 def _lambda_options(values):
@@ -552,6 +571,15 @@ def verify(
             "from the file, and run it.",
         ),
     ] = False,
+    custom_objects: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--custom-objects",
+            metavar="MODULE:CLASS",
+            help="For both models: a custom class of the template (your code: MODULE imported from the current folder, or a "
+            ".py file); MODULE alone gives every class it defines. Repeat it for each.",
+        ),
+    ] = None,
 ):
     """Load two models and compare them weight by weight and on a random batch; exit 0 only if they agree.
 
@@ -571,6 +599,7 @@ def verify(
             tolerance=tolerance,
             lambdas=_lambdas_argument(lambda_, lambda_module),
             safe_mode=not unsafe_trust_file,
+            custom_objects=_custom_objects(custom_objects),
         )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))

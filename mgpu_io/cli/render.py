@@ -44,6 +44,8 @@ _FLAG_PATTERN = re.compile(
 
 
 _LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
+# A class to give by name ({'ClusteringLayer': ClusteringLayer}); Keras' own custom_objects={'pre': fn} stays.
+_CUSTOM_OBJECTS_PATTERN = re.compile(r"custom_objects=\{'([A-Za-z_][\w.]*)': \1\}")
 
 
 def to_flags(message):
@@ -54,6 +56,8 @@ def to_flags(message):
         'Received: output=m.h5. Pass --force to replace it. Leave out --config.'
         >>> to_flags("Pass them: lambdas={'pre': fn, 'gate': fn}.")
         'Pass them: --lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION.'
+        >>> to_flags("Pass the class: custom_objects={'ClusteringLayer': ClusteringLayer}.")
+        'Pass the class: --custom-objects MODULE:ClusteringLayer.'
     """
     message = _LAMBDAS_PATTERN.sub(
         lambda m: " ".join(
@@ -63,6 +67,7 @@ def to_flags(message):
         message,
     )
     message = re.sub(r"lambdas\[(['\"])(.*?)\1\]=(['\"])(.*?)\3", r"--lambda \2=\4", message)
+    message = _CUSTOM_OBJECTS_PATTERN.sub(r"--custom-objects MODULE:\1", message)
     translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
     return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
 

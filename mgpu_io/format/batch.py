@@ -91,13 +91,14 @@ def _detail(result):
 
 
 def model_files(folder):
-    """Files under ``folder`` that may hold a Keras model, sorted (JSON only when it looks like a model config)."""
+    """Files under ``folder`` that may hold a Keras model, sorted (JSON, and files without an extension, only when
+    they look like a model config: course projects saved `config_model_weights` beside `model_weights`)."""
     found = []
     for path in sorted(Path(folder).rglob("*")):
-        if not path.is_file() or path.suffix.lower() not in MODEL_SUFFIXES:
+        if not path.is_file() or path.suffix.lower() not in (*MODEL_SUFFIXES, ""):
             continue
-        if path.suffix.lower() == ".json" and not _looks_like_model_config(path):
-            continue  # training histories and other JSON are not ours to judge
+        if path.suffix.lower() in (".json", "") and not _looks_like_model_config(path):
+            continue  # training histories and other JSON are not ours to judge; nor other files without extension
         found.append(path)
     return found
 
@@ -108,6 +109,8 @@ def _looks_like_model_config(path):
             head = handle.read(4096)
     except (OSError, UnicodeDecodeError):
         return False
+    if head.lstrip().startswith('"'):  # json.dump(model.to_json(), f): the JSON inside a JSON string
+        head = head.replace('\\"', '"')
     return '"class_name"' in head and '"config"' in head
 
 

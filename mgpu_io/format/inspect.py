@@ -199,9 +199,14 @@ def _inspect_file(path, scan_weights):
 
 def _layout_config(template, keras1):
     """The config that lays out the weights: a Keras 1 one in its Keras 2 spelling, where its layers convert
-    (Keras 1 kept a Sequential's merged branches inside its Merge layer), else as stored."""
-    if template is None or not keras1:
+    (Keras 1, and Keras 2.0-2.1's legacy Merge, kept a Sequential's merged branches inside its Merge layer), else as
+    stored."""
+    if template is None:
         return template
+    if not keras1:
+        from mgpu_io.format.conversions.keras2_legacy import branches_unfolded
+
+        return branches_unfolded(template)
     from mgpu_io.errors import UnsupportedModel
     from mgpu_io.format.conversions.keras1 import convert_config
 
@@ -266,6 +271,14 @@ def _inspect(stored, scan_weights):
             )
         )
     findings += _weight_findings(layers, _configs(template), scan_weights)
+    if stored.double_encoded:
+        findings.append(
+            Finding(
+                "double-encoded-json",
+                "The config is a JSON string that holds the model's JSON (saved with json.dump(model.to_json(), f)): "
+                "it is read one level deeper.",
+            )
+        )
     if keras1:
         findings.append(Finding("keras1", "Written by Keras 1: configs are converted to Keras 2 spelling on unwrap."))
     return InspectReport(

@@ -252,7 +252,8 @@ def reference(name, target="keras3", builtin=False):
 
 
 def lambda_layers(model_config):
-    """Every ``Lambda`` layer of ``model_config`` (nested models and wrapped layers included), read as data.
+    """Every ``Lambda`` layer of ``model_config`` (nested models and wrapped layers included), read as data; and
+    every Keras 1 ``Merge`` whose mode is a Python function (it becomes a Lambda: ``conversions/_merge.py``).
 
     Example:
         >>> config = {"class_name": "Model", "config": {"layers": [{"class_name": "Lambda", "name": "double",
@@ -263,9 +264,13 @@ def lambda_layers(model_config):
     """
     found = []
     for layer in walk_layers(model_config, wrapped=True):
-        if not isinstance(layer, dict) or layer.get("class_name") != "Lambda":
+        if not isinstance(layer, dict) or layer.get("class_name") not in ("Lambda", "Merge"):
             continue
         config = layer.get("config") if isinstance(layer.get("config"), dict) else {}
+        if layer["class_name"] == "Merge":  # a Python function as Keras 1's merge mode: a Lambda on the inputs
+            if config.get("mode_type") not in ("lambda", "function"):
+                continue
+            config = dict(config, function=config.get("mode"), function_type=config.get("mode_type"))
         function = config.get("function")
         code = stored_code(function)
         output_shape = config.get("output_shape")

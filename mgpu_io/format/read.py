@@ -165,6 +165,8 @@ class StoredModel:
     backend: Optional[str] = None
     h5: Optional[h5py.File] = field(default=None, repr=False)
     weights_root: Optional[h5py.Group] = field(default=None, repr=False)
+    #: The JSON config was a JSON string holding the model's JSON (``json.dump(model.to_json(), f)``).
+    double_encoded: bool = False
 
     @functools.cached_property
     def file_size(self):
@@ -411,7 +413,7 @@ def _read_json_config(path):
         head = handle.read(4096)
     size = path.stat().st_size
     text = head.decode("utf8", errors="replace")
-    if size > MAX_CONFIG_BYTES and text.lstrip().startswith(("{", "[")):
+    if size > MAX_CONFIG_BYTES and text.lstrip().startswith(_JSON_STARTS):
         raise NotAModelFile(
             f"The JSON file is too large for a model config. Expected at most {MAX_CONFIG_BYTES >> 20} MiB. "
             f"Received: filepath={path} ({size} bytes). Pass the architecture JSON saved with to_json()."
@@ -422,7 +424,7 @@ def _read_json_config(path):
         text = path.read_text(encoding="utf8") if size <= MAX_CONFIG_BYTES else None
     except UnicodeDecodeError:
         text = None
-    if text is None or not text.lstrip().startswith(("{", "[")):
+    if text is None or not text.lstrip().startswith(_JSON_STARTS):
         what = "binary data" if text is None else "text that is not JSON"
         raise NotAModelFile(
             f"The file is neither HDF5 nor a JSON config. Expected a Keras .h5 file or the JSON of "
@@ -431,7 +433,16 @@ def _read_json_config(path):
             f"Check the path; a Keras 3 `.keras` file is a zip archive that needs no repair."
         )
     config = _decode_json(path, text, "the file")
-    return _config_model(path, config)
+    double_encoded = isinstance(config, str) and config.lstrip().startswith(("{", "["))
+    if double_encoded:  # json.dump(model.to_json(), f): a JSON string whose value is the model's JSON
+        config = _decode_json(path, config, "the JSON string that the file holds")
+    stored = _config_model(path, config)
+    stored.double_encoded = double_encoded
+    return stored
+
+
+#: How a JSON config file starts: an object, or a string that holds one (``json.dump(model.to_json(), f)``).
+_JSON_STARTS = ("{", "[", '"')
 
 
 _YAML_START = re.compile(r"\A\s*(backend|class_name|config|keras_version)\s*:")

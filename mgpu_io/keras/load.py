@@ -10,6 +10,7 @@ optimizer state in Keras 3's layout.
 import contextlib
 import copy
 import mmap
+import re
 import warnings
 import zipfile
 from pathlib import Path
@@ -143,6 +144,10 @@ def _planned(path, weights):
         yield plan
 
 
+#: Keras 3's messages for a class it does not know (its legacy reader; its native one for wrapped layers).
+_UNKNOWN_CLASS = re.compile(r"Unknown (?:layer|object|class)[^:']*: '([^']+)'|Could not locate class '([^']+)'")
+
+
 def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True, lambdas=None):
     """Build a :class:`~mgpu_io.format.plan.Plan` as a Keras 3 model: config, weights, training setup, optimizer.
 
@@ -163,6 +168,15 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         raise
     except BUILD_ERRORS as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        unknown = _UNKNOWN_CLASS.search(str(error))
+        if unknown:
+            name = unknown.group(1) or unknown.group(2)
+            raise KerasRefused(
+                f"Keras 3 cannot build the repaired template: it has no class {name!r}, a custom layer or object of "
+                f"the code that wrote the file. Expected every class of the template to be Keras' own or given. "
+                f"Received: filepath={plan.stored.path} (class_name={name!r}). Pass the class: "
+                f"custom_objects={{{name!r}: {name}}}."
+            ) from None
         raise KerasRefused(
             f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
             f"filepath={plan.stored.path} ({type(error).__name__}). Inspect it with `mgpu-io inspect`; if a layer "

@@ -17,6 +17,7 @@ def unwrap_to_keras(
     overwrite=False,
     safe_mode=True,
     lambdas=None,
+    custom_objects=None,
 ):
     """Write the innermost template of ``source`` as a Keras 3 ``.keras`` file (with its training setup).
 
@@ -39,7 +40,13 @@ def unwrap_to_keras(
     with planned(
         source, output=output, config=config, include_optimizer=include_optimizer, allow_plain=allow_plain
     ) as plan:
-        model = build(plan, include_optimizer=include_optimizer, safe_mode=safe_mode, lambdas=lambdas)
+        model = build(
+            plan,
+            include_optimizer=include_optimizer,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+            custom_objects=custom_objects,
+        )
         report = plan.report
     with atomic_path(output, suffix=".keras") as temporary:
         model.save(temporary)

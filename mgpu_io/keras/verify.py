@@ -41,25 +41,27 @@ class VerifyReport:
         return "\n".join(lines + [f"  ! {printable(problem)}" for problem in self.problems])
 
 
-def load_any(path, lambdas=None, safe_mode=True):
+def load_any(path, lambdas=None, safe_mode=True, custom_objects=None):
     """Load any model file uncompiled with :func:`mgpu_io.load_model` (a ``.keras`` file by Keras as it is);
-    ``lambdas`` as it takes them."""
+    ``lambdas`` and ``custom_objects`` as it takes them."""
     from mgpu_io.keras.load import load_model
 
-    return load_model(path, compile=False, lambdas=lambdas, safe_mode=safe_mode)
+    return load_model(path, compile=False, lambdas=lambdas, safe_mode=safe_mode, custom_objects=custom_objects)
 
 
-def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None, safe_mode=True):
+def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None, safe_mode=True, custom_objects=None):
     """Load ``a`` and ``b`` (wrappers are unwrapped) and compare weights and predictions.
 
     ``lambdas`` gives the template's own Lambda layers their functions, in both (see :func:`mgpu_io.load_model`);
-    ``safe_mode=False`` rebuilds them from their source recovered from the files (only for files you trust).
+    ``safe_mode=False`` rebuilds them from their source recovered from the files (only for files you trust);
+    ``custom_objects`` the classes of its own custom layers.
 
     Example:
         >>> verify("fixtures/files/k224_functional_bn_x2_full.h5", "fixtures/files/k224_functional_bn_x2_full.h5").agree
         True
     """
-    model_a, model_b = load_any(a, lambdas, safe_mode), load_any(b, lambdas, safe_mode)
+    model_a = load_any(a, lambdas, safe_mode, custom_objects)
+    model_b = load_any(b, lambdas, safe_mode, custom_objects)
     report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)
     weights_a, weights_b = model_a.weights, model_b.weights
     if len(weights_a) != len(weights_b):

@@ -1,0 +1,77 @@
+"""The caller's custom classes, named on the command line: ``--custom-objects MODULE:CLASS`` or ``MODULE``.
+
+Keras builds a template's custom layers (a DEC ``ClusteringLayer``, keras-contrib's ``InstanceNormalization``) from
+the classes the caller gives in ``custom_objects``; the file stores only their names. Importing the named module runs
+the caller's own code, never anything stored in a file.
+"""
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+from mgpu_io.errors import InvalidArgument
+
+
+def custom_objects_from(specs):
+    """``{name: class}`` from the command line's ``MODULE:CLASS`` (one class) or ``MODULE`` / ``path/to/file.py``
+    (every public class defined in that module) specs, in order; ``None`` for no specs. Its messages name the flag.
+
+    Raises:
+        InvalidArgument: a module or class cannot be found.
+
+    Example:
+        >>> sorted(custom_objects_from(["collections:OrderedDict"]))
+        ['OrderedDict']
+    """
+    if not specs:
+        return None
+    objects = {}
+    for spec in specs:
+        spec = str(spec)
+        if ":" in spec and not spec.endswith(".py"):
+            module_name, _, name = spec.rpartition(":")
+            found = getattr(_import_module(module_name, spec), name, None)
+            if found is None or not callable(found):
+                raise InvalidArgument(
+                    f"The class cannot be found. Expected a class {name} in {module_name}. Received: "
+                    f"--custom-objects {spec}. Fix the name, or give the module alone for every class it defines."
+                )
+            objects[name] = found
+            continue
+        module = _import_module(spec, spec)
+        classes = {
+            name: value
+            for name, value in vars(module).items()
+            if inspect.isclass(value) and value.__module__ == module.__name__ and not name.startswith("_")
+        }
+        if not classes:
+            raise InvalidArgument(
+                f"The module defines no class. Expected a module that defines the template's custom classes. "
+                f"Received: --custom-objects {spec}. Name the class itself as MODULE:CLASS."
+            )
+        objects.update(classes)
+    return objects
+
+
+def _import_module(module, spec):
+    here = str(Path.cwd())
+    sys.path.insert(0, here)
+    try:
+        if module.endswith(".py"):
+            location = importlib.util.spec_from_file_location(Path(module).stem, module)
+            if location is None or not Path(module).is_file():
+                raise ImportError(f"no file {module}")
+            loaded = importlib.util.module_from_spec(location)
+            location.loader.exec_module(loaded)
+            return loaded
+        return importlib.import_module(module)
+    except (ImportError, OSError) as error:
+        raise InvalidArgument(
+            f"The module of the custom classes cannot be imported. Expected a module (or .py file) importable from "
+            f"the current folder. Received: --custom-objects {spec} ({error}). Run from the folder that holds it, or "
+            f"fix the name."
+        ) from None
+    finally:
+        sys.path.remove(here)

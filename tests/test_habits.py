@@ -1,0 +1,210 @@
+"""Files as real repositories hold them (fixtures/habits, written by the real Keras 1.2.2, 2.0.5 (on Python 3.7 and
+3.6), 2.0.8, 2.1.2, 2.2.4 and TF 1.13's tf.keras): each loads in Keras 3 with the writer's own predictions, and says what was changed.
+
+- `json.dump(model.to_json(), f)`: a JSON string holding the model's JSON, in a file with or without extension;
+- Keras 1's `Merge`, kept by Keras 2.0-2.1 as a legacy layer: named modes, a Sequential of merged branches, and a
+  Python function as the mode (a Siamese distance: user code, run only with the caller's function);
+- Keras 2.0.5's numpy payloads in a layer config (`{"type": "ndarray", "value": 0.2}`);
+- `Bidirectional(LSTM(..., input_shape=...))` and `TimeDistributed(Dense(..., input_shape=...))`;
+- `UnifiedLSTM`, TF 2.0's preview LSTM as TF 1.13's tf.keras saved it.
+"""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from helpers import HABITS_MANIFEST, TOLERANCE, fixture_batch, fixture_path, fixtures
+
+import mgpu_io
+from mgpu_io.errors import UnsupportedModel
+from mgpu_io.format.plan import planned
+
+keras = pytest.importorskip("keras")
+
+
+def distance(vectors):
+    """The Siamese distance of the `merge_function` cases, in Keras 3's ops (the writer's used K.sqrt, ...)."""
+    x, y = vectors
+    return keras.ops.sqrt(keras.ops.maximum(keras.ops.sum(keras.ops.square(x - y), axis=1, keepdims=True), 1e-7))
+
+
+EXPECTED = {  # the rules each habit needs, as the report lists them
+    "double-encoded-json": set(),
+    "keras2-merge": {"keras2-merge"},
+    "merge-function": {"merge-function-as-lambda", "lambda-by-reference"},
+    "ndarray-config-values": set(),  # only Keras 2.0.5 stored a payload; 2.0.8 and 2.1.2 a float
+    "wrapped-input-shape": {"wrapped-input-shape"},
+    "unified-rnn": {"unified-rnn-names"},
+    "custom-class": set(),
+}
+
+
+@keras.saving.register_keras_serializable(package="test_habits")
+class ClusteringLayer(keras.layers.Layer):
+    """DEC's ClusteringLayer (the k224_custom_layer case), ported to Keras 3 as its owner would."""
+
+    def __init__(self, n_clusters, alpha=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.n_clusters, self.alpha = n_clusters, alpha
+
+    def build(self, input_shape):
+        self.clusters = self.add_weight(name="clusters", shape=(self.n_clusters, input_shape[1]))
+
+    def call(self, inputs):
+        ops = keras.ops
+        q = 1.0 / (1.0 + ops.sum(ops.square(ops.expand_dims(inputs, axis=1) - self.clusters), axis=2) / self.alpha)
+        q = q ** ((self.alpha + 1.0) / 2.0)
+        return q / ops.sum(q, axis=1, keepdims=True)
+
+    def get_config(self):
+        return dict(super().get_config(), n_clusters=self.n_clusters, alpha=self.alpha)
+
+
+def load(entry):
+    options = {"lambdas": {"distance": distance}} if entry.get("user_functions") else {}
+    if entry["habit"] == "custom-class":
+        options["custom_objects"] = {"ClusteringLayer": ClusteringLayer}
+    if entry["file_type"] == "config":
+        options["weights"] = fixture_path(entry).with_name(entry["weights"])
+    return mgpu_io.load_model(fixture_path(entry), **options)
+
+
+@pytest.mark.parametrize("entry", fixtures("model", "config", manifest=HABITS_MANIFEST))
+def test_each_habit_loads_with_the_writers_predictions(entry):
+    xs, ys = fixture_batch(entry)
+    predicted = load(entry).predict(xs if len(xs) > 1 else xs[0], verbose=0)
+    predicted = predicted if isinstance(predicted, list) else [predicted]
+    assert len(predicted) == len(ys)
+    for got, want in zip(predicted, ys):
+        assert np.max(np.abs(np.asarray(got) - want)) <= TOLERANCE, entry["file"]
+
+
+@pytest.mark.parametrize("entry", fixtures("model", "config", manifest=HABITS_MANIFEST))
+def test_the_report_names_the_rule_each_habit_needed(entry):
+    path, config = fixture_path(entry), None
+    if entry["file_type"] == "config":
+        path, config = path.with_name(entry["weights"]), path
+    with planned(path, allow_plain=True, config=config) as plan:
+        changes = set(plan.report.config_changes)
+    assert EXPECTED[entry["habit"]] <= changes, entry["file"]
+    if entry["writer"].startswith("k205") and entry["habit"] == "ndarray-config-values":
+        assert "ndarray-config-values" in changes
+    if entry["case"].endswith("merge_sequential"):
+        assert "keras2-sequential-merge" in changes
+
+
+def test_keras_2_0_5_stored_leaky_relu_alpha_as_a_numpy_payload_and_it_becomes_the_float():
+    import h5py
+
+    entry = next(e for e in HABITS_MANIFEST if e["case"] == "k205_ndarray_alpha")
+    with h5py.File(fixture_path(entry), "r") as h5:
+        stored = json.loads(h5.attrs["model_config"])
+    assert stored["config"][1]["config"]["alpha"] == {"type": "ndarray", "value": pytest.approx(0.2)}
+    leaky = next(layer for layer in load(entry).layers if type(layer).__name__ == "LeakyReLU")
+    assert leaky.negative_slope == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("entry", fixtures("model", "weights", manifest=HABITS_MANIFEST))
+def test_inspect_lays_out_the_weights_of_every_habit_file(entry):
+    report = mgpu_io.inspect(fixture_path(entry))
+    assert report.weights > 0 and not report.is_wrapper
+
+
+@pytest.mark.parametrize("entry", fixtures("config", manifest=HABITS_MANIFEST))
+def test_inspect_says_the_json_was_encoded_twice_whatever_the_files_name(entry):
+    report = mgpu_io.inspect(fixture_path(entry))
+    assert "double-encoded-json" in [finding.kind for finding in report.findings]
+    assert report.file_type == "config"
+
+
+def test_a_folder_repair_finds_a_double_encoded_architecture_without_extension(tmp_path):
+    from mgpu_io.format.batch import model_files
+
+    entry = next(e for e in HABITS_MANIFEST if e["writer"] == "k122" and e["file_type"] == "config")
+    shutil.copy(fixture_path(entry), tmp_path / "config_model_weights")
+    (tmp_path / "README").write_text("Behavioral cloning, project 3.\n")
+    assert [p.name for p in model_files(tmp_path)] == ["config_model_weights"]
+
+
+def test_the_merge_function_is_reported_as_user_code_with_its_name():
+    entry = next(e for e in HABITS_MANIFEST if e["case"] == "k208_merge_function")
+    report = mgpu_io.inspect(fixture_path(entry))
+    (lam,) = report.lambdas
+    assert (lam["layer"], lam["kind"]) == ("distance", "user")
+    assert lam["code"]["function_name"] == "euclidean_distance"
+
+
+def test_the_merge_function_runs_only_with_the_callers_function():
+    entry = next(e for e in HABITS_MANIFEST if e["case"] == "k212_merge_function")
+    with pytest.raises(mgpu_io.MgpuIOError, match="lambdas="):
+        mgpu_io.load_model(fixture_path(entry))
+
+
+def test_keras1_batchnormalization_mode_2_stays_refused():
+    """Keras 1's BatchNormalization(mode=2) normalises with each batch's statistics at prediction too: no Keras 3
+    layer computes that, so it is refused by name rather than converted."""
+    from mgpu_io.format.conversions.keras1 import convert_config
+
+    config = {"class_name": "Sequential", "config": [{"class_name": "BatchNormalization", "config": {
+        "name": "bn", "mode": 2, "axis": -1, "epsilon": 1e-3, "momentum": 0.99, "batch_input_shape": [None, 3]}}]}
+    with pytest.raises(UnsupportedModel, match=r"uses mode=2, which normalises with the statistics of each batch"):
+        convert_config(config)
+
+
+CUSTOM = next(e for e in HABITS_MANIFEST if e["habit"] == "custom-class")
+
+
+def test_an_unknown_custom_class_is_refused_with_the_way_to_give_it():
+    with pytest.raises(mgpu_io.MgpuIOError) as error:
+        mgpu_io.load_model(fixture_path(CUSTOM))
+    assert "it has no class 'ClusteringLayer'" in str(error.value)
+    assert str(error.value).endswith("Pass the class: custom_objects={'ClusteringLayer': ClusteringLayer}.")
+
+
+def test_custom_objects_reach_the_keras_output_of_unwrap_and_verify(tmp_path):
+    out = tmp_path / "model.keras"
+    mgpu_io.unwrap(fixture_path(CUSTOM), out, allow_plain=True, custom_objects={"ClusteringLayer": ClusteringLayer})
+    xs, ys = fixture_batch(CUSTOM)
+    assert np.max(np.abs(keras.models.load_model(out).predict(xs[0], verbose=0) - ys[0])) <= TOLERANCE
+    report = mgpu_io.verify(fixture_path(CUSTOM), out, custom_objects={"ClusteringLayer": ClusteringLayer})
+    assert report.agree
+
+
+def test_transfer_weights_builds_nothing_from_the_file_so_needs_no_custom_class():
+    inp = keras.Input((3,))
+    model = keras.Model(inp, ClusteringLayer(4)(keras.layers.Dense(5)(inp)))
+    assert mgpu_io.transfer_weights(fixture_path(CUSTOM), model).ok
+    xs, ys = fixture_batch(CUSTOM)
+    assert np.max(np.abs(model.predict(xs[0], verbose=0) - ys[0])) <= TOLERANCE
+
+
+def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from mgpu_io.cli.app import app
+
+    (tmp_path / "dec.py").write_text(
+        "import keras\nfrom keras import ops\n\n"
+        "class ClusteringLayer(keras.layers.Layer):\n"
+        "    def __init__(self, n_clusters, alpha=1.0, **kwargs):\n"
+        "        super().__init__(**kwargs)\n        self.n_clusters, self.alpha = n_clusters, alpha\n"
+        "    def build(self, input_shape):\n"
+        "        self.clusters = self.add_weight(name='clusters', shape=(self.n_clusters, input_shape[1]))\n"
+        "    def call(self, x):\n"
+        "        q = 1.0 / (1.0 + ops.sum(ops.square(ops.expand_dims(x, 1) - self.clusters), axis=2) / self.alpha)\n"
+        "        q = q ** ((self.alpha + 1.0) / 2.0)\n        return q / ops.sum(q, axis=1, keepdims=True)\n")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    failed = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), "a.keras", "--allow-plain"])
+    assert failed.exit_code == 1
+    assert "Pass the class: --custom-objects MODULE:ClusteringLayer." in failed.output
+    for index, spec in enumerate(("dec:ClusteringLayer", "dec.py")):
+        done = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), f"out{index}.keras", "--allow-plain",
+                                   "--custom-objects", spec])
+        assert done.exit_code == 0, done.output
+    wrong = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), "c.keras", "--allow-plain",
+                                "--custom-objects", "dec:Clustering"])
+    assert wrong.exit_code == 1
+    assert "Error: The class cannot be found. Expected a class Clustering in dec. Received: --custom-objects " \
+           "dec:Clustering." in wrong.output
