@@ -26,10 +26,10 @@ from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
     Deferred,
-    compile_args_from_training_config,
     import_keras,
     model_from_legacy_config,
 )
+from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
@@ -172,7 +172,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
             arrays = [
                 (name, _read(stored_optimizer[name])) for name in read_str_list(stored_optimizer.attrs, "weight_names")
             ]
-        _compile(model, plan.training, arrays, custom_objects)
+        _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version)
         if (
             arrays is None
             and getattr(model, "optimizer", None) is not None
@@ -261,20 +261,23 @@ def _assign(variable, array, handed_over=False, deferred=None):
         variable.assign(array)
 
 
-def _compile(model, training_config, arrays, custom_objects):
+def _compile(model, training_config, arrays, custom_objects, keras_version=None):
     """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout.
 
     What Keras 3 cannot rebuild is said in a warning, never a failed load: an unknown optimizer gives Keras'
-    default one; an unknown loss or metric (a custom function's name) leaves the model uncompiled.
+    default one; a metric that cannot be rebuilt is left out; an unknown loss (a custom function's name) leaves the
+    model uncompiled (:mod:`mgpu_io.keras.compile`).
     """
     optimizer_name = (training_config.get("optimizer_config") or {}).get("class_name")
     try:
-        arguments = compile_args_from_training_config(training_config, custom_objects)
+        arguments, dropped = compile_arguments(model, training_config, custom_objects, keras_version)
+    except Unresolved as error:
+        return _uncompiled(error)
     except _COMPILE_ERRORS as error:
         fallback = dict(training_config, optimizer_config={"class_name": "RMSprop", "config": {}})
         try:
-            arguments = compile_args_from_training_config(fallback, custom_objects)
-        except _COMPILE_ERRORS as loss_error:
+            arguments, dropped = compile_arguments(model, fallback, custom_objects, keras_version)
+        except (Unresolved, *_COMPILE_ERRORS) as loss_error:
             return _uncompiled(loss_error)
         warnings.warn(
             f"The saved optimizer {optimizer_name} cannot be rebuilt in Keras 3 ({error}); the model is compiled "
@@ -284,39 +287,22 @@ def _compile(model, training_config, arrays, custom_objects):
         )
         arrays = None
     try:
-        _check_resolvable(arguments, custom_objects)
         model.compile(**arguments)
     except _COMPILE_ERRORS as error:
         return _uncompiled(error)
+    if dropped:
+        warnings.warn(
+            f"The saved metrics {', '.join(dropped)} cannot be rebuilt in Keras 3; the model is compiled without "
+            f"them (its loss and other metrics are the saved ones). Pass them to model.compile(...) yourself to "
+            f"keep them.",
+            MgpuIOWarning,
+            stacklevel=4,
+        )
     if arrays is not None:
         _restore_optimizer_state(model, optimizer_name, arrays)
 
 
 _COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
-
-
-def _check_resolvable(arguments, custom_objects):
-    """Resolve every loss and metric named by a string now: Keras 3 would only fail at the first ``fit``."""
-    keras = import_keras()
-    for key, resolve in (
-        ("loss", keras.losses.get),
-        ("metrics", keras.metrics.get),
-        ("weighted_metrics", keras.metrics.get),
-    ):
-        stack = [arguments.get(key)]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, dict):
-                stack.extend(item.values())
-            elif isinstance(item, (list, tuple)):
-                stack.extend(item)
-            elif (
-                isinstance(item, str)
-                and item not in (custom_objects or {})
-                and item not in ("accuracy", "acc", "crossentropy", "ce")
-            ):
-                with keras.utils.custom_object_scope(custom_objects or {}):
-                    resolve(item)
 
 
 def _uncompiled(error):

@@ -1,0 +1,87 @@
+"""A user loads a compiled model from 2017-2024 to evaluate it on their data, fine-tune it or resume training.
+
+Every file in fixtures/compile was written by its real writer (Keras 1.2.2, Keras 2.2.4 and tf.keras on TF 1.15,
+tf.keras on TF 2.3, tf_keras 2.x), compiled with losses and metrics by name, by function and as objects, one output
+or two, loss weights and weighted metrics (fixtures/generate/compile). The writer's own ``evaluate`` on the stored
+data and the weights after its next ``train_on_batch`` are stored beside each file: the loaded model must give the
+same numbers.
+"""
+
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+from helpers import ROOT
+
+import mgpu_io
+from mgpu_io import MgpuIOWarning
+
+keras = pytest.importorskip("keras")
+
+COMPILE = ROOT / "fixtures" / "compile"
+ENTRIES = json.loads((COMPILE / "manifest.json").read_text())
+WRITERS = sorted({entry["writer"] for entry in ENTRIES})
+# Metric names as the writers spelled them, and as the user wrote them (which Keras 3 keeps).
+_SPELLINGS = {"acc": "accuracy", "mae": "mean_absolute_error", "mse": "mean_squared_error"}
+
+
+def _data(entry):
+    data = np.load(COMPILE / entry["data"])
+    ys = [data[f"y{i}"] for i in range(entry["outputs"])]
+    sws = [data[f"sw{i}"] for i in range(entry["outputs"])] if entry["weighted"] else None
+    one = entry["outputs"] == 1
+    return data, data["x0"], ys[0] if one else ys, (sws[0] if one else sws) if sws else None
+
+
+def _load(entry):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MgpuIOWarning)  # everything the writer stored is rebuilt: no warning
+        return mgpu_io.load_model(COMPILE / entry["file"])
+
+
+def _canonical(name):
+    """``out_b_weighted_mean_absolute_error`` (Keras 2) and ``out_b_mae`` (Keras 3) are the same metric."""
+    name = name.replace("weighted_", "")
+    return re.sub(r"(^|_)(acc|mae|mse)$", lambda m: m.group(1) + _SPELLINGS[m.group(2)], name)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["file"] for e in ENTRIES])
+def test_evaluate_gives_the_writers_own_loss_and_metrics(entry):
+    model = _load(entry)
+    data, x, y, sw = _data(entry)
+    ours = model.evaluate(x, y, sample_weight=sw, batch_size=len(x), verbose=0, return_dict=True)
+    ours = {_canonical(name): float(value) for name, value in ours.items()}
+    names = [str(n) for n in data["eval_names"]]
+    if "weighted_metrics" not in entry["training_config"]:  # Keras 1.2.2 and 2.2.4 evaluate them, but never store them
+        names = [n for n in names if "weighted_" not in n]
+    theirs = {_canonical(n): float(v) for n, v in zip(data["eval_names"], data["eval_values"]) if str(n) in names}
+    assert sorted(ours) == sorted(theirs)
+    for name, value in theirs.items():
+        assert ours[name] == pytest.approx(value, rel=1e-5, abs=1e-7), name
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["file"] for e in ENTRIES])
+def test_the_next_training_step_resumes_the_writers_optimizer_state(entry):
+    model = _load(entry)
+    data, x, y, sw = _data(entry)
+    before = [w.copy() for w in model.get_weights()]
+    model.train_on_batch(x, y, sample_weight=sw)
+    after = model.get_weights()
+    expected = [data[k] for k in sorted(k for k in data.files if k.startswith("next_"))]
+    assert len(after) == len(expected)
+    for mine, theirs, start in zip(after, expected, before):
+        assert not np.array_equal(mine, start)  # the step moved every weight
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_fit_trains_a_loaded_model_of_each_writer(writer):
+    entry = next(e for e in ENTRIES if e["writer"] == writer and e["outputs"] == 2)
+    model = _load(entry)
+    _, x, y, sw = _data(entry)
+    before = [w.copy() for w in model.get_weights()]
+    history = model.fit(x, y, sample_weight=sw, batch_size=8, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert all(not np.array_equal(a, b) for a, b in zip(model.get_weights(), before))
