@@ -224,7 +224,7 @@ def _metric(keras, entry, output_tensor, loss, output, custom_objects, rule="los
     """One stored metric as a Keras 3 metric object computing what the writer computed."""
     if isinstance(entry, str):
         if entry in (custom_objects or {}):
-            return entry
+            return _custom_metric(keras, custom_objects[entry], entry)
         if entry.lower() in _ACCURACY + _CROSSENTROPY:
             return _by_writer_rule(keras, entry, output_tensor, loss, rule=rule)
         return _named(keras, entry, entry)
@@ -246,10 +246,26 @@ def _metric(keras, entry, output_tensor, loss, output, custom_objects, rule="los
             metric = keras.metrics.deserialize({"class_name": entry["class_name"], "config": config})
         except Exception as error:  # Keras raises many kinds for a config it cannot read
             raise Unresolved(f"{_name(entry)} ({_first_line(error)})") from None
-        if not isinstance(metric, keras.metrics.Metric):
-            raise Unresolved(f"{_name(entry)} (not a metric: {type(metric).__name__})")
+        if not isinstance(metric, keras.metrics.Metric):  # Keras gives back the name of a class it does not know
+            raise Unresolved(
+                f"{_name(entry)} (Could not locate class {entry['class_name']!r}: pass it in custom_objects=)"
+            )
         return metric
     raise Unresolved(f"{entry!r} (not a metric's name or config)")
+
+
+def _custom_metric(keras, value, name):
+    """The caller's own metric for a stored name: a Metric class or instance, or a function."""
+    if isinstance(value, type) and issubclass(value, keras.metrics.Metric):
+        try:
+            return value(name=name)
+        except TypeError as error:
+            raise Unresolved(f"{name} (custom_objects[{name!r}] takes no name: {_first_line(error)})") from None
+    if isinstance(value, keras.metrics.Metric):
+        return value
+    if callable(value):
+        return keras.metrics.MeanMetricWrapper(value, name=name)
+    raise Unresolved(f"{name} (custom_objects[{name!r}] is neither a metric nor a function)")
 
 
 def _by_writer_rule(keras, identifier, output_tensor, loss, name=None, rule="loss"):
@@ -303,7 +319,9 @@ def _named(keras, function, name):
 def _loss(keras, entry, custom_objects):
     """One stored loss as a Keras 3 loss; :class:`Unresolved` when it cannot be rebuilt."""
     if isinstance(entry, str):
-        if entry in (custom_objects or {}) or entry.lower() in _CROSSENTROPY:
+        if entry in (custom_objects or {}):
+            return custom_objects[entry]  # the caller's own loss (Keras 3 would look the name up only in fit)
+        if entry.lower() in _CROSSENTROPY:
             return entry
         canonical = {**_ALIASES, **_LOSS_FUNCTION_METRICS}.get(entry, entry)
         try:
