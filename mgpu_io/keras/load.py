@@ -20,14 +20,15 @@ import numpy as np
 from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOWarning, WeightsMismatch
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
-from mgpu_io.format.optimizer import read_optimizer_state
+from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan import planned
-from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
+from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, open_stored, reading
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
     Deferred,
     import_keras,
     model_from_legacy_config,
+    with_registered_names,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import lambda_objects, named, resolved
@@ -71,7 +72,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         ('template', ['out_a', 'out_b'], 'Adam')
     """
     keras = import_keras()
-    path = Path(path)
+    path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
     kind = detect(path)
     if kind == TF_CHECKPOINT:
         raise InvalidArgument(
@@ -150,6 +151,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     custom_objects = lambda_objects(
         plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
     )
+    custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
     deferred = Deferred()
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
         model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
@@ -318,7 +320,7 @@ def _uncompiled(error):
 def _restore_optimizer_state(model, optimizer_name, stored):
     variables = model.trainable_variables
     state = read_optimizer_state(
-        optimizer_name,
+        _translated_class(model.optimizer, optimizer_name),
         [array for _, array in stored],
         [tuple(v.shape) for v in variables],
         names=[name for name, _ in stored],
@@ -340,6 +342,18 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         MgpuIOWarning,
         stacklevel=4,
     )
+
+
+def _translated_class(optimizer, optimizer_name):
+    """The optimizer class whose stored state mgpu-io lays out: the saved one, or for a subclass of Keras' own
+    (``class CustomOp(RMSprop)``, rebuilt from ``custom_objects``) the nearest of Keras' classes it derives from,
+    whose slots it keeps."""
+    if optimizer_name in TRANSLATED_OPTIMIZERS:
+        return optimizer_name
+    for cls in type(optimizer).__mro__:
+        if cls.__name__ in TRANSLATED_OPTIMIZERS and cls.__module__.startswith("keras."):
+            return cls.__name__
+    return optimizer_name
 
 
 def _fill_slots(optimizer, optimizer_name, state, deferred):

@@ -154,6 +154,9 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
         return
     if not isinstance(config, dict):
         return
+    if config.get("name") is None and isinstance(layer.get("name"), str):
+        config["name"] = layer["name"]  # tf_keras' JSON of a class named `_Scale`: `private__scale` is outside only
+        changes.append("layer-name-from-node")
     if layer["class_name"] in SEPARABLE_CLASSES and any(key in config for key in _UNUSED_KERNEL_ARGUMENTS):
         for key in _UNUSED_KERNEL_ARGUMENTS:  # tf.keras' Conv base class wrote them; the layer never used them
             config.pop(key, None)
@@ -390,6 +393,14 @@ FAMILY = Family(
             "nested-single-output",
             "a functional model of one output inside a Sequential gives that output as one tensor, not a list of one",
             "Keras 3's Sequential hands the list to the next layer: `Cannot convert '((None, 4), 2)' to a shape`",
+            (),
+        ),
+        Rule(
+            "layer-name-from-node",
+            "a layer config without a name (tf_keras' JSON of a class whose name starts with `_`, which tf_keras "
+            "names `private__scale`) gets the name its functional node gives it",
+            "Keras 3 names the layer itself (`scale_1`), and its stored weights fit no layer: `Weights do not fit "
+            "layer #1 (named scale_1) ... Received: []`",
             (),
         ),
         Rule(
