@@ -203,3 +203,16 @@ def test_an_optimizer_class_keras3_lacks_says_why_its_state_is_not_restored(tmp_
                                            r"and their subclasses"):
         model = mgpu_io.load_model(path, custom_objects={"CustomOp": CustomOp})
     assert type(model.optimizer) is CustomOp
+
+
+def test_a_custom_layer_shared_by_two_calls_stays_one_layer(tmp_path):
+    inputs = tf_keras.Input((4,), name="inp")
+    shared = _TfInner(name="shared")
+    pre = tf_keras.layers.Dense(4, name="pre")(inputs)
+    model = tf_keras.Model(inputs, tf_keras.layers.Add(name="add")([shared(inputs), shared(pre)]), name="m")
+    model.save(tmp_path / "shared.h5")
+    with keras.saving.custom_object_scope({"InnerLayer": InnerLayer}):
+        loaded = mgpu_io.load_model(tmp_path / "shared.h5")
+    layers = [layer for layer in loaded.layers if isinstance(layer, InnerLayer)]
+    assert len(layers) == 1 and len(layers[0]._inbound_nodes) == 2  # one layer, called twice: one set of weights
+    np.testing.assert_allclose(loaded.predict(X, verbose=0), model.predict(X, verbose=0), rtol=1e-6)
