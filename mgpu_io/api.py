@@ -11,6 +11,7 @@ from mgpu_io.errors import InvalidArgument
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.plan import KERAS_FORMAT, SAME_FORMAT, UnwrapReport, check_options
+from mgpu_io.format.read import file_of
 from mgpu_io.tf import TF_CHECKPOINT, converted_note, detect, legacy_copy
 
 __all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
@@ -28,6 +29,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
         ('model', 2, 'tensorflow-format')
     """
+    path = file_of(path)
     kind = detect(path)
     if kind is None:
         if config is not None:

@@ -78,9 +78,13 @@ class Extraction:
             return layers
         top_level = {layer_name(layer): layer for layer in model_layers(config)}
         assigned = {name: LayerWeights(name, layer["class_name"], []) for name, layer in top_level.items()}
+        stored_layers = {block.layer for block in self.blocks}
         for block in self.blocks:
+            renamed = str(block.layer).replace("/", "_")  # structure's `layer-name-slash`: `conv1/conv` is `conv1_conv`
             if block.layer is not None and block.layer in top_level:
                 parts = [LayerWeights(block.layer, None, block.names)]
+            elif block.layer is not None and renamed in top_level and renamed not in stored_layers:
+                parts = [LayerWeights(renamed, None, block.names)]
             else:
                 parts = split_by_layer(config, block.names, where=block.group.name)
             for part in parts:

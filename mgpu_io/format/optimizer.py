@@ -23,6 +23,8 @@ _SLOTS = {
     "RMSprop": ("velocity",),
     "Adagrad": ("accumulator",),
 }
+#: The optimizer classes whose stored state is translated (a subclass keeps its base class's slots).
+TRANSLATED_OPTIMIZERS = tuple(_SLOTS)
 
 
 @dataclass
@@ -99,7 +101,10 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
     """
     layout = SlotLayout()
     if optimizer not in _SLOTS:
-        layout.problem = f"mgpu-io does not translate the state of {optimizer} (only {sorted(_SLOTS)})"
+        layout.problem = (
+            f"mgpu-io does not translate the state of {optimizer} (only {sorted(_SLOTS)} and their subclasses; pass "
+            f"the class in custom_objects= if it derives from one of them)"
+        )
         return layout
     n, roles = len(trainable_shapes), _SLOTS[optimizer]
     named = _named_roles(names) if names is not None and len(names) == len(shapes) else None

@@ -18,7 +18,7 @@ from typing import Optional
 import h5py
 import numpy as np
 
-from mgpu_io.errors import FailedSaveStub, MgpuIOError, NotAModelFile, WeightsMismatch
+from mgpu_io.errors import FailedSaveStub, InvalidArgument, MgpuIOError, NotAModelFile, WeightsMismatch
 from mgpu_io.format.attrs import read_str, read_str_list
 
 MODEL, WEIGHTS, CONFIG = "model", "weights", "config"
@@ -208,6 +208,33 @@ class StoredModel:
             return None
         found = self.h5.get("optimizer_weights")
         return cached(found if found is not None else self.h5.get("mgpu_io_optimizer_weights"))
+
+
+def file_of(source, parameter="filepath"):
+    """The path of ``source`` where it is an open ``h5py.File`` (Keras' legacy loader takes one); anything else
+    comes back as it is. The file is read again from that path, read-only: the caller's handle is neither used nor
+    closed. A file that lives in memory only (``driver='core'``, a file object) has no path to read.
+
+    Example:
+        >>> with h5py.File("fixtures/files/k224_functional_bn_x2_full.h5", "r") as h5:
+        ...     file_of(h5)
+        PosixPath('fixtures/files/k224_functional_bn_x2_full.h5')
+    """
+    if not isinstance(source, h5py.File):
+        return source
+    if not source.id.valid:
+        raise InvalidArgument(
+            f"The h5py.File is closed. Expected an open h5py.File or a path. Received: {parameter}=<closed "
+            f"h5py.File>. Pass the file's path, or an h5py.File that is still open."
+        )
+    path = Path(source.filename)
+    if source.driver in ("core", "fileobj") or not path.is_file():
+        raise InvalidArgument(
+            f"The h5py.File is not a file on disk, which mgpu-io reads read-only by its path. Expected an h5py.File "
+            f"opened from a file, or a path. Received: {parameter}=h5py.File({source.filename!r}, "
+            f"driver={source.driver!r}). Write it to a file first and pass that path."
+        )
+    return path
 
 
 @contextlib.contextmanager

@@ -158,3 +158,30 @@ def compile_args_from_training_config(training_config, custom_objects):
     from keras.src.legacy.saving import saving_utils
 
     return saving_utils.compile_args_from_training_config(training_config, custom_objects)
+
+
+def with_registered_names(custom_objects, config):
+    """``custom_objects`` plus each class registered with Keras (``@keras.saving.register_keras_serializable()``,
+    which registers ``"package>Name"``) under the plain name that a Keras 1/2 or tf.keras file gives it
+    (``"Name"``), where ``config`` names it and one registered class has that name: Keras 3 looks the plain name up
+    only among ``custom_objects`` and its ``custom_object_scope``."""
+    keras = import_keras()
+    objects = dict(custom_objects or {})
+    registered = {}
+    for key, value in keras.saving.get_custom_objects().items():
+        if ">" in key:
+            registered.setdefault(key.split(">", 1)[1], []).append(value)
+    stack, names = [config], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("class_name"), str):
+                names.add(item["class_name"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    for name in sorted(names):
+        found = registered.get(name, [])
+        if name not in objects and len(found) == 1:
+            objects[name] = found[0]
+    return objects

@@ -21,16 +21,17 @@ import numpy as np
 from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOError, MgpuIOWarning, WeightsMismatch
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
-from mgpu_io.format.optimizer import read_optimizer_state
+from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan import planned
-from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
+from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, open_stored, reading
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
     Deferred,
-    compile_args_from_training_config,
     import_keras,
     model_from_legacy_config,
+    with_registered_names,
 )
+from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects, named, resolved
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
@@ -72,7 +73,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         ('template', ['out_a', 'out_b'], 'Adam')
     """
     keras = import_keras()
-    path = Path(path)
+    path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
     kind = detect(path)
     if kind == TF_CHECKPOINT:
         raise InvalidArgument(
@@ -161,6 +162,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     custom_objects = lambda_objects(
         plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
     )
+    custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
     deferred = Deferred()
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
         model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
@@ -194,7 +196,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
             arrays = [
                 (name, _read(stored_optimizer[name])) for name in read_str_list(stored_optimizer.attrs, "weight_names")
             ]
-        _compile(model, plan.training, arrays, custom_objects)
+        _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version)
         if (
             arrays is None
             and getattr(model, "optimizer", None) is not None
@@ -283,20 +285,23 @@ def _assign(variable, array, handed_over=False, deferred=None):
         variable.assign(array)
 
 
-def _compile(model, training_config, arrays, custom_objects):
+def _compile(model, training_config, arrays, custom_objects, keras_version=None):
     """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout.
 
     What Keras 3 cannot rebuild is said in a warning, never a failed load: an unknown optimizer gives Keras'
-    default one; an unknown loss or metric (a custom function's name) leaves the model uncompiled.
+    default one; a metric that cannot be rebuilt is left out; an unknown loss (a custom function's name) leaves the
+    model uncompiled (:mod:`mgpu_io.keras.compile`).
     """
     optimizer_name = (training_config.get("optimizer_config") or {}).get("class_name")
     try:
-        arguments = compile_args_from_training_config(training_config, custom_objects)
+        arguments, dropped = compile_arguments(model, training_config, custom_objects, keras_version)
+    except Unresolved as error:
+        return _uncompiled(error)
     except _COMPILE_ERRORS as error:
         fallback = dict(training_config, optimizer_config={"class_name": "RMSprop", "config": {}})
         try:
-            arguments = compile_args_from_training_config(fallback, custom_objects)
-        except _COMPILE_ERRORS as loss_error:
+            arguments, dropped = compile_arguments(model, fallback, custom_objects, keras_version)
+        except (Unresolved, *_COMPILE_ERRORS) as loss_error:
             return _uncompiled(loss_error)
         warnings.warn(
             f"The saved optimizer {optimizer_name} cannot be rebuilt in Keras 3 ({error}); the model is compiled "
@@ -306,39 +311,22 @@ def _compile(model, training_config, arrays, custom_objects):
         )
         arrays = None
     try:
-        _check_resolvable(arguments, custom_objects)
         model.compile(**arguments)
     except _COMPILE_ERRORS as error:
         return _uncompiled(error)
+    if dropped:
+        warnings.warn(
+            f"The saved metrics {', '.join(dropped)} cannot be rebuilt in Keras 3; the model is compiled without "
+            f"them (its loss and other metrics are the saved ones). Pass them to model.compile(...) yourself to "
+            f"keep them.",
+            MgpuIOWarning,
+            stacklevel=4,
+        )
     if arrays is not None:
         _restore_optimizer_state(model, optimizer_name, arrays)
 
 
 _COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
-
-
-def _check_resolvable(arguments, custom_objects):
-    """Resolve every loss and metric named by a string now: Keras 3 would only fail at the first ``fit``."""
-    keras = import_keras()
-    for key, resolve in (
-        ("loss", keras.losses.get),
-        ("metrics", keras.metrics.get),
-        ("weighted_metrics", keras.metrics.get),
-    ):
-        stack = [arguments.get(key)]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, dict):
-                stack.extend(item.values())
-            elif isinstance(item, (list, tuple)):
-                stack.extend(item)
-            elif (
-                isinstance(item, str)
-                and item not in (custom_objects or {})
-                and item not in ("accuracy", "acc", "crossentropy", "ce")
-            ):
-                with keras.utils.custom_object_scope(custom_objects or {}):
-                    resolve(item)
 
 
 def _uncompiled(error):
@@ -354,7 +342,7 @@ def _uncompiled(error):
 def _restore_optimizer_state(model, optimizer_name, stored):
     variables = model.trainable_variables
     state = read_optimizer_state(
-        optimizer_name,
+        _translated_class(model.optimizer, optimizer_name),
         [array for _, array in stored],
         [tuple(v.shape) for v in variables],
         names=[name for name, _ in stored],
@@ -376,6 +364,18 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         MgpuIOWarning,
         stacklevel=4,
     )
+
+
+def _translated_class(optimizer, optimizer_name):
+    """The optimizer class whose stored state mgpu-io lays out: the saved one, or for a subclass of Keras' own
+    (``class CustomOp(RMSprop)``, rebuilt from ``custom_objects``) the nearest of Keras' classes it derives from,
+    whose slots it keeps."""
+    if optimizer_name in TRANSLATED_OPTIMIZERS:
+        return optimizer_name
+    for cls in type(optimizer).__mro__:
+        if cls.__name__ in TRANSLATED_OPTIMIZERS and cls.__module__.startswith("keras."):
+            return cls.__name__
+    return optimizer_name
 
 
 def _fill_slots(optimizer, optimizer_name, state, deferred):

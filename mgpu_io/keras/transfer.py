@@ -18,7 +18,7 @@ from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.extract import extract
 from mgpu_io.format.plan import check_output
 from mgpu_io.format.probe import probed
-from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.read import CONFIG, file_of, open_stored, reading
 from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
@@ -38,6 +38,9 @@ class TransferReport:
     missing: list[dict] = field(default_factory=list)
     unexpected: list[dict] = field(default_factory=list)
     loaded: int = 0
+    #: With ``strict=False``, each weight left as it was: ``{"index", "layer", "weight", "expected", "received"}``
+    #: (a layer whose weights fit in part gets the ones that fit, as tf_keras' ``skip_mismatch=True`` does).
+    skipped: list[dict] = field(default_factory=list)
 
     @property
     def ok(self):
@@ -66,6 +69,11 @@ class TransferReport:
         rows += [(m["index"], m["layer"], "-", _shapes(m["shapes"]), "MISSING in source") for m in self.missing]
         rows += [(m["index"], "-", m["layer"], _shapes(m["shapes"]), "UNEXPECTED in source") for m in self.unexpected]
         title = f"{printable(self.source)} -> {printable(self.model)}: {self.loaded} layers loaded"
+        skipped = [
+            f"! weight {printable(s['weight'])} of layer #{s['index']} left as it was: expected {s['expected']}, "
+            f"received {s['received']}"
+            for s in self.skipped
+        ]
         return "\n".join(
             [
                 title,
@@ -73,6 +81,7 @@ class TransferReport:
                     ("#", "model layer", "source layer", "shapes", "status"),
                     [tuple(map(str, row)) for row in sorted(rows, key=lambda r: r[0])],
                 ),
+                *skipped,
             ]
         )
 
@@ -111,6 +120,7 @@ def transfer_weights(source, model, *, strict=True, config=None):
         >>> report.ok, report.loaded, [m["source"] for m in report.matched]
         (True, 2, ['d1', 'out'])
     """
+    source = file_of(source, "source")  # an open h5py.File, as Keras takes one
     if isinstance(source, (str, Path)) and detect(source) is not None:
         with legacy_copy(source, config=config) as (readable, _):
             report = transfer_weights(readable, model, strict=strict)
@@ -158,11 +168,12 @@ def _transfer(sources, stored, source_name, model, targets, keras3, strict):
         entry = {"index": index, "target": target.name, "source": source.name}
         if received != expected:
             report.mismatched.append(dict(entry, expected=expected, received=received))
+            plan.append((target, source, conversion, _fitting(expected, received)))
             continue
         report.matched.append(dict(entry, shapes=expected))
         if conversion:
             report.converted.append({"layer": target.name, "conversions": conversion.notes})
-        plan.append((target, source, conversion))
+        plan.append((target, source, conversion, None))
     for index, target in enumerate(targets[len(sources) :], start=len(sources)):
         report.missing.append(
             {"index": index, "layer": target.name, "shapes": [tuple(v.shape) for v in legacy_weights(target)]}
@@ -171,14 +182,47 @@ def _transfer(sources, stored, source_name, model, targets, keras3, strict):
         report.unexpected.append({"index": index, "layer": source.name, "shapes": source.shapes})
     if strict and not report.ok:
         raise WeightsMismatch(_strict_message(report))
-    for target, source, conversion in plan:
+    for target, source, conversion, fitting in plan:
+        variables = legacy_weights(target)
+        if fitting is not None:  # a mismatched layer (strict=False): the weights that fit, each other one reported
+            for position, variable in enumerate(variables):
+                if position not in fitting:
+                    report.skipped.append(
+                        {
+                            "index": targets.index(target),
+                            "layer": target.name,
+                            "weight": getattr(variable, "path", variable.name),
+                            "expected": tuple(variable.shape),
+                            "received": _received_shape(source, conversion, position),
+                        }
+                    )
+            if not fitting:
+                continue
         arrays = source.arrays()
         if conversion:
             arrays = conversion.apply([None] * len(arrays), arrays)[1]
-        for variable, value in zip(legacy_weights(target), arrays):
-            variable.assign(value)
-        report.loaded += 1
+        for position, (variable, value) in enumerate(zip(variables, arrays)):
+            if fitting is None or position in fitting:
+                variable.assign(value)
+        report.loaded += fitting is None
     return report
+
+
+def _fitting(expected, received):
+    """The positions of a layer's weights whose stored shape fits, where the layer has as many weights stored as it
+    has; none where the counts differ (the weights cannot be paired)."""
+    if len(expected) != len(received):
+        return set()
+    return {i for i, (want, got) in enumerate(zip(expected, received)) if tuple(want) == tuple(got)}
+
+
+def _received_shape(source, conversion, position):
+    shapes = source.shapes
+    if conversion:
+        shapes = [
+            tuple(a.shape) for a in conversion.apply([None] * len(shapes), [np.zeros(s, "float32") for s in shapes])[1]
+        ]
+    return tuple(shapes[position]) if position < len(shapes) else None
 
 
 def _strict_message(report):

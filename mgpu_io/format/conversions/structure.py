@@ -45,6 +45,8 @@ def _normalize_model(model, changes, top_level, keras3=True):
         _explicit_sequential_input(model, changes)
     for layer in model_layers(model):
         _normalize_layer(layer, changes, in_functional=model["class_name"] in FUNCTIONAL_CLASSES, keras3=keras3)
+        if keras3 and model["class_name"] == "Sequential" and layer["class_name"] in FUNCTIONAL_CLASSES:
+            _single_output(layer, changes)
         if model["class_name"] in FUNCTIONAL_CLASSES and layer["class_name"] == "Sequential":
             _sequential_to_functional(layer, changes)
     if model["class_name"] in FUNCTIONAL_CLASSES:
@@ -52,6 +54,16 @@ def _normalize_model(model, changes, top_level, keras3=True):
         names = {layer_name(layer) for layer in model_layers(model)}
         for layer in model_layers(model) if keras3 else []:  # tf_keras reads its own node format
             _tensor_keywords(layer, names, changes)
+
+
+def _single_output(model, changes):
+    """A functional model of one output inside a Sequential: its output as one tensor, not a list of one (Keras 3's
+    Sequential hands the list to the next layer: `Cannot convert '((None, 4), 2)' to a shape`)."""
+    config = model.get("config")
+    outputs = config.get("output_layers") if isinstance(config, dict) else None
+    if isinstance(outputs, list) and len(outputs) == 1 and isinstance(outputs[0], list) and len(outputs[0]) == 3:
+        config["output_layers"] = list(outputs[0])
+        changes.append("nested-single-output")
 
 
 def _tensor_keywords(layer, names, changes):
@@ -107,13 +119,44 @@ _NATIVE_READER = (
 )
 
 
+#: Modules that tf_keras 2.x's JSON names for its own classes (``keras.layers``, ``keras.initializers``, and
+#: ``tf_keras.src.engine.functional`` for a nested model).
+_TF_KERAS_MODULES = ("keras.", "tf_keras.")
+
+
+def _tf_keras_modules(value, changes):
+    """Take tf_keras' ``module`` and ``registered_name`` off its own classes' configs, nested ones included: Keras 3
+    then reads the config with its legacy reader, as it reads the same model's HDF5 config (which has neither)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if (
+                "class_name" in item
+                and str(item.get("module")).startswith(_TF_KERAS_MODULES)
+                and "registered_name" in item  # tf_keras writes both; mgpu-io's own rules add `module` alone
+                and item["registered_name"] in (None, item["class_name"])
+            ):
+                del item["module"]
+                item.pop("registered_name", None)
+                changes.append("tf-keras-module")
+            stack.extend(v for k, v in item.items() if k != "layers")  # a model's layers: normalised one by one
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def _normalize_layer(layer, changes, in_functional, keras3=True):
     config = layer.get("config")
+    if keras3:
+        _tf_keras_modules(layer, changes)
     if layer["class_name"] in MODEL_CLASSES:
         _normalize_model(layer, changes, top_level=False, keras3=keras3)
         return
     if not isinstance(config, dict):
         return
+    if config.get("name") is None and isinstance(layer.get("name"), str):
+        config["name"] = layer["name"]  # tf_keras' JSON of a class named `_Scale`: `private__scale` is outside only
+        changes.append("layer-name-from-node")
     if layer["class_name"] in SEPARABLE_CLASSES and any(key in config for key in _UNUSED_KERNEL_ARGUMENTS):
         for key in _UNUSED_KERNEL_ARGUMENTS:  # tf.keras' Conv base class wrote them; the layer never used them
             config.pop(key, None)
@@ -344,6 +387,29 @@ FAMILY = Family(
             "functional-drop-batch-input-shape",
             "`batch_input_shape` on non-input layers of a functional model is dropped (the InputLayer carries it)",
             "the same second batch axis",
+            (),
+        ),
+        Rule(
+            "nested-single-output",
+            "a functional model of one output inside a Sequential gives that output as one tensor, not a list of one",
+            "Keras 3's Sequential hands the list to the next layer: `Cannot convert '((None, 4), 2)' to a shape`",
+            (),
+        ),
+        Rule(
+            "layer-name-from-node",
+            "a layer config without a name (tf_keras' JSON of a class whose name starts with `_`, which tf_keras "
+            "names `private__scale`) gets the name its functional node gives it",
+            "Keras 3 names the layer itself (`scale_1`), and its stored weights fit no layer: `Weights do not fit "
+            "layer #1 (named scale_1) ... Received: []`",
+            (),
+        ),
+        Rule(
+            "tf-keras-module",
+            "tf_keras 2.x JSON (`to_json()`): its own classes lose `module` and `registered_name` "
+            "(`keras.layers`, `tf_keras.src.engine.functional`), as in the same model's HDF5 config",
+            "Keras 3 reads a config with a `module` natively: `BatchNormalization could not be deserialized "
+            "properly` (tf_keras' arguments), `Dense ... {'batch_input_shape': ...}`, `Could not locate class "
+            "'Functional'`",
             (),
         ),
         Rule(

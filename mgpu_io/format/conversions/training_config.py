@@ -120,6 +120,10 @@ def normalize_training_config(training_config):
                 arguments.pop(argument, None)
         changes.append("optimizer-custom-prefix")
     optimizer = optimizer_config.get("config") if isinstance(optimizer_config, dict) else None
+    if isinstance(optimizer, dict) and any(argument in optimizer for argument in _TF_KERAS_ONLY_ARGUMENTS):
+        for argument in _TF_KERAS_ONLY_ARGUMENTS:  # a tf_keras optimizer of the user's own class
+            optimizer.pop(argument, None)
+        changes.append("optimizer-custom-prefix")
     if isinstance(optimizer, dict):
         for old, new in _OPTIMIZER_RENAMES.items():
             if old in optimizer:
@@ -174,7 +178,8 @@ FAMILY = Family(
         Rule(
             "optimizer-custom-prefix",
             "tf_keras' `Custom>Adam` (its name for Keras' own optimizers) becomes "
-            "`Adam`, without the `jit_compile` and `is_legacy_optimizer` arguments Keras 3 does not take",
+            "`Adam`; it, and a tf_keras optimizer of the user's own class, loses the `jit_compile` and "
+            "`is_legacy_optimizer` arguments Keras 3 does not take",
             "a tf_keras checkpoint compiled with Keras' default optimizer and a fresh state (\"Argument(s) not "
             "recognized: {'jit_compile': False}\")",
             (),
