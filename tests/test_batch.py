@@ -86,14 +86,14 @@ def test_json_summary(checkpoints, tmp_path):
     assert summary["ok"] is False and len(summary["files"]) == 7
 
 
-def test_a_clean_folder_exits_0_and_existing_outputs_need_force(tmp_path):
+def test_a_clean_folder_exits_0_and_a_second_run_skips_what_the_first_completed(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
     shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "a.h5")
     assert runner.invoke(app, ["unwrap", str(folder), str(tmp_path / "out")]).exit_code == 0
     again = unwrap_tree(folder, tmp_path / "out")
-    assert again.files[0].status == "failed" and "Pass overwrite=True" in again.files[0].reason
-    assert unwrap_tree(folder, tmp_path / "out", overwrite=True).ok
+    assert again.ok and again.files[0].status == "done before" and "overwrite=True redoes it" in again.files[0].reason
+    assert unwrap_tree(folder, tmp_path / "out", overwrite=True).files[0].status == "repaired"
 
 
 def test_the_output_folder_may_not_be_inside_the_input(checkpoints):
@@ -109,9 +109,10 @@ def test_repaired_weights_are_the_stored_ones(checkpoints, tmp_path):
 
 def test_a_large_folder_shows_its_failures_and_a_summary_not_a_row_per_file(tmp_path):
     quiet = runner.invoke(app, ["unwrap", str(FIXTURES), str(tmp_path / "a"), "--dry-run"])
-    assert "the 1 failure of 51 files (--verbose lists every file)" in quiet.stdout
+    assert "the 2 failures of 51 files (--verbose lists every file)" in quiet.stdout
     assert "k216_failed_save_stub.h5" in quiet.stdout and "k224_siamese_x2_full.h5" not in quiet.stdout
-    assert quiet.stdout.rstrip().endswith("Would write: 50 repaired, 1 failed")
+    assert "k224_cudnn_x2_weights.h5" in quiet.stdout  # CuDNN weights without their architecture: refused
+    assert quiet.stdout.rstrip().endswith("Would write: 49 repaired, 2 failed")
     verbose = runner.invoke(app, ["unwrap", str(FIXTURES), str(tmp_path / "b"), "--dry-run", "--verbose"])
     assert "k224_siamese_x2_full.h5" in verbose.stdout
 

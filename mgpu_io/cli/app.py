@@ -14,12 +14,43 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import typer.core
 
 import mgpu_io
 from mgpu_io._version import __version__
 from mgpu_io.errors import MgpuIOError
 
+#: The global options, accepted after the command too (`mgpu-io unwrap -q in.h5 out.h5`).
+GLOBAL_FLAGS = ("-q", "--quiet", "--verbose")
+
+
+def globals_first(args):
+    """``args`` with the global flags given after the command moved before it (nothing after ``--`` is moved).
+
+    Example:
+        >>> globals_first(["unwrap", "-q", "in.h5", "out.h5"])
+        ['-q', 'unwrap', 'in.h5', 'out.h5']
+    """
+    args = list(args)
+    command = next((i for i, arg in enumerate(args) if not arg.startswith("-")), None)
+    if command is None:
+        return args
+    tail = args[command + 1 :]
+    rest = tail[tail.index("--") :] if "--" in tail else []
+    tail = tail[: len(tail) - len(rest)]
+    moved = [arg for arg in tail if arg in GLOBAL_FLAGS]
+    return args[:command] + moved + [args[command]] + [arg for arg in tail if arg not in GLOBAL_FLAGS] + rest
+
+
+class _Group(typer.core.TyperGroup):
+    """typer's group, taking the global options after the command as well as before it."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, globals_first(args))
+
+
 app = typer.Typer(
+    cls=_Group,
     name="mgpu-io",
     help="Rescue Keras models saved from multi-GPU data-parallel wrappers (multi_gpu_model, make_parallel).\n\n"
     "Examples:\n\n"
@@ -201,8 +232,8 @@ def inspect(
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
     from mgpu_io.errors import InvalidArgument
+    from mgpu_io.format.door import TENSORFLOW_KINDS, describe
     from mgpu_io.format.text import printable
-    from mgpu_io.tf import detect
 
     if diagram is not None and len(files) > 1:
         _fail(
@@ -212,7 +243,7 @@ def inspect(
             ),
             as_json,
         )
-    if any(detect(file) is not None for file in files):
+    if any(describe(file).kind in TENSORFLOW_KINDS for file in files):
         _start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
@@ -357,10 +388,11 @@ def unwrap(
     (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
     from mgpu_io.cli.render import byte_progress, file_progress
-    from mgpu_io.tf import detect
+    from mgpu_io.format.door import FOLDER, TENSORFLOW_KINDS, describe
 
-    tensorflow_format = detect(source) is not None
-    folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
+    kind = describe(source).kind  # the library decides again; this only chooses the progress bar and imports
+    tensorflow_format = kind in TENSORFLOW_KINDS
+    folder = kind == FOLDER  # a SavedModel folder is one model
     if tensorflow_format:
         _start_quietly("tensorflow")
     if output.suffix == ".keras" and not dry_run:

@@ -32,6 +32,7 @@ FLAGS = {
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",
+    "jobs=": "--jobs ",
 }
 _FLAG_PATTERN = re.compile(
     "|".join(

@@ -248,11 +248,13 @@ def make_plan(
             )
     if template is None and not keep_config:
         cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
-        if cudnn:
-            warnings.append(
-                f"layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and "
-                f"which cannot be converted without the architecture: pass config= (the JSON saved "
-                f"beside these weights), or load them with mgpu_io.transfer_weights into your model"
+        if cudnn:  # the written file would load nowhere but in CuDNN layers: refused, never written
+            raise InvalidArgument(
+                f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which cannot "
+                f"be converted without the architecture. Expected config= with CuDNN weights. Received: "
+                f"filepath={stored.path} (weights only, no config=). Pass config= (the JSON saved beside these "
+                f"weights), or load them with mgpu_io.transfer_weights into your model, which converts them; "
+                f"keep_config=True copies them unconverted for the old Keras."
             )
     outputs = template_outputs(extraction, template)
     training, renamed = None, {}
