@@ -111,7 +111,7 @@ class InspectReport:
 
         Example:
             >>> inspect("fixtures/files/k224_functional_bn_x2_full.h5").counts()
-            '9 layers, 10 weight tensors, 160 parameters'
+            '6 layers, 10 weight tensors, 124 parameters'
         """
         layers = plural(self.layer_count, "layer") + (" with weights" if self.file_type in WEIGHTS_ONLY else "")
         return f"{layers}, {plural(self.weights, 'weight tensor')}, {plural(self.parameters, 'parameter')}"
