@@ -16,6 +16,7 @@ import importlib
 
 from mgpu_io._version import __version__
 from mgpu_io.errors import (
+    AmbiguousTemplate,
     BaseModelCheckpointError,
     FailedSaveStub,
     InvalidArgument,
@@ -43,6 +44,7 @@ _LAZY = {
     "transfer_weights": "mgpu_io.keras.transfer",
     "transfer": "mgpu_io.keras.transfer",
     "TransferReport": "mgpu_io.keras.transfer",
+    "TransferResult": "mgpu_io.keras.transfer",
     "verify": "mgpu_io.keras.verify",
     "VerifyReport": "mgpu_io.keras.verify",
     "recalibrate_batchnorm": "mgpu_io.keras.batchnorm",
@@ -65,6 +67,7 @@ def __dir__():
 __all__ = sorted(
     [
         "__version__",
+        "AmbiguousTemplate",
         "BaseModelCheckpointError",
         "FailedSaveStub",
         "InvalidArgument",

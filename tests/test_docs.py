@@ -138,3 +138,75 @@ def test_the_anatomy_pages_inspect_output_is_what_inspect_prints():
     block = re.search(r"```console\n\$ mgpu-io inspect (\S+)\n(.*?)```", text, re.S)
     result = CliRunner().invoke(app, ["inspect", block.group(1)], env={"COLUMNS": "200"})
     assert result.stdout == block.group(2)
+
+
+# --- docs/api.md lists exactly what mgpu_io exports, with the signatures the code has ----------------------------
+
+API_DOC = (ROOT / "docs" / "api.md").read_text()
+_HEADING = re.compile(r"^## `mgpu_io\.(\w+)(\(.*\))(?: -> [^`]+)?`$", re.M)
+
+
+def _documented_names():
+    names = {m.group(1) for m in _HEADING.finditer(API_DOC)}
+    reports = API_DOC.split("## Reports", 1)[1].split("\n## ", 1)[0]
+    errors = API_DOC.split("## Errors", 1)[1].split("\n## ", 1)[0]
+    names |= set(re.findall(r"`mgpu_io\.(\w+)`", reports))
+    names |= set(re.findall(r"`(?:mgpu_io\.)?([A-Z]\w+)`", errors))
+    return names
+
+
+def test_the_api_page_lists_exactly_what_mgpu_io_exports():
+    import mgpu_io
+
+    assert _documented_names() == set(mgpu_io.__all__)
+    for name in mgpu_io.__all__:
+        getattr(mgpu_io, name)  # each export resolves
+
+
+def _parameters(text):
+    """(name, kind, default) of a documented signature, read with ast (defaults as literals)."""
+    import ast
+
+    args = ast.parse(f"def f{text}: pass").body[0].args
+    rows = []
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for arg, default in zip(positional, defaults):
+        rows.append((arg.arg, "positional", ast.literal_eval(default) if default is not None else "<required>"))
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        rows.append((arg.arg, "keyword", ast.literal_eval(default) if default is not None else "<required>"))
+    return rows
+
+
+def _code_parameters(function):
+    import inspect as pyinspect
+
+    rows = []
+    for parameter in pyinspect.signature(function).parameters.values():
+        kind = "keyword" if parameter.kind is parameter.KEYWORD_ONLY else "positional"
+        default = "<required>" if parameter.default is parameter.empty else parameter.default
+        rows.append((parameter.name, kind, default))
+    return rows
+
+
+def test_every_documented_signature_is_the_codes():
+    import mgpu_io
+
+    headings = list(_HEADING.finditer(API_DOC))
+    assert len(headings) >= 8
+    for match in headings:
+        name, documented = match.group(1), match.group(2)
+        assert _parameters(documented) == _code_parameters(getattr(mgpu_io, name)), name
+
+
+def test_every_report_lists_its_fields():
+    import dataclasses
+
+    import mgpu_io
+
+    reports = API_DOC.split("## Reports", 1)[1].split("\n## ", 1)[0]
+    for line in reports.splitlines():
+        found = re.match(r"- `mgpu_io\.(\w+)` \([^)]*\): (.*)$", line)
+        if found:
+            fields = re.findall(r"`(\w+)`", found.group(2))
+            assert fields == [f.name for f in dataclasses.fields(getattr(mgpu_io, found.group(1)))], found.group(1)
