@@ -139,7 +139,7 @@ def inspect_keras3(path, description):
         >>> _ = mgpu_io.unwrap("fixtures/files/k224_siamese_x2_full.h5", out)
         >>> report = mgpu_io.inspect(out)
         >>> report.file_type, report.is_wrapper, report.template, report.layer_count
-        ('keras', False, 'template', 9)
+        ('keras', False, 'siamese', 5)
     """
     from mgpu_io.format.config import input_names, model_layers, model_name, output_names
     from mgpu_io.format.door import KERAS_ARCHIVE
