@@ -220,6 +220,7 @@ RUN_ELSEWHERE = {
     "docs/checkpoint.md": "test_the_checkpoint_guides_examples_run_as_written",
     "docs/api.md": "pytest's doctest of docs/api.md (testpaths)",
     "docs/cli-reference.md": "generated from --help; test_the_cli_reference_is_generated_from_the_current_help",
+    "docs/scale.md": "tests/test_scale.py (it needs Dask, and runs the recipe as a script twice)",
 }
 _BLOCK = re.compile(r"(<!-- not run: ([^>]*?) -->\n)?```(bash|console|python)\n(.*?)```", re.S)
 
