@@ -146,6 +146,12 @@ def unwrap(
         )
     if kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS):
         raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
+    if not include_optimizer and kind in (door.LEGACY_WEIGHTS, door.JSON_CONFIG, door.YAML_CONFIG, door.TF_CHECKPOINT):
+        raise InvalidArgument(
+            f"include_optimizer=False leaves out a full model's optimizer state. Expected a full-model source with "
+            f"include_optimizer=False. Received: filepath={source} ({description.name}, which holds no optimizer "
+            f"state). Leave out include_optimizer=False."
+        )
     output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else None
     if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
         with legacy_copy(source, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):

@@ -357,3 +357,20 @@ def test_every_kind_goes_through_verify_to_success_or_one_line(keras3_files):
         outcome = _one_line_or_success(lambda path=path: mgpu_io.verify(path, path))
         if kind in ("legacy-model", "keras-archive", "savedmodel"):
             assert outcome == "ok", (kind, path, outcome)
+
+
+@pytest.mark.parametrize("source, options, flag, message", [
+    ("k224_functional_bn_x2_weights.h5", dict(include_optimizer=False), "--no-optimizer",
+     "include_optimizer=False leaves out a full model's optimizer state. Expected a full-model source"),
+    ("k224_siamese_x2_config.json", dict(include_optimizer=False), "--no-optimizer",
+     "include_optimizer=False leaves out a full model's optimizer state."),
+    ("k224_functional_bn_x2_full.h5", dict(cpu=True), "--cpu",
+     "cpu=True converts CuDNN layers in a file kept for the old Keras. Expected keep_config=True with cpu=True."),
+])
+def test_an_option_that_cannot_apply_to_the_input_is_refused_never_ignored(tmp_path, source, options, flag, message):
+    output = tmp_path / ("o.json" if source.endswith(".json") else "o.h5")
+    with pytest.raises(InvalidArgument) as refused:
+        mgpu_io.unwrap(FIXTURES / source, output, **options)
+    assert str(refused.value).startswith(message)
+    result = runner.invoke(app, ["unwrap", str(FIXTURES / source), str(output), flag])
+    assert result.exit_code == 1 and flag in result.stderr and not output.exists()

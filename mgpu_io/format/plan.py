@@ -193,6 +193,12 @@ def check_options(*, target="keras3", keep_config=False, cpu=False, output_forma
                     f"Expected a .h5 output with {name}=True. Received: {name}=True with a .keras output. Write a "
                     f".h5 file, or leave out {name}=True."
                 )
+    if cpu and not keep_config:
+        raise InvalidArgument(
+            "cpu=True converts CuDNN layers in a file kept for the old Keras. Expected keep_config=True with "
+            "cpu=True. Received: cpu=True alone; without keep_config=True CuDNN layers are always converted. Leave "
+            "out cpu=True, or pass keep_config=True as well."
+        )
 
 
 def make_plan(
