@@ -195,7 +195,8 @@ def inspect(
         typer.Argument(
             metavar="FILE...",
             help="One or more .h5 model or weights files, "
-            "JSON/YAML configs, TF 2.x SavedModel folders or TF checkpoints.",
+            "JSON/YAML configs, Keras 3 .keras or .weights.h5 files, TF 2.x SavedModel folders or TF checkpoints "
+            "(each told by its content).",
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
@@ -232,7 +233,7 @@ def inspect(
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
     from mgpu_io.errors import InvalidArgument
-    from mgpu_io.format.door import TENSORFLOW_KINDS, describe
+    from mgpu_io.format.door import tensorflow_kind
     from mgpu_io.format.text import printable
 
     if diagram is not None and len(files) > 1:
@@ -243,7 +244,7 @@ def inspect(
             ),
             as_json,
         )
-    if any(describe(file).kind in TENSORFLOW_KINDS for file in files):
+    if any(tensorflow_kind(file) is not None for file in files):
         _start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
@@ -388,11 +389,11 @@ def unwrap(
     (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
     from mgpu_io.cli.render import byte_progress, file_progress
-    from mgpu_io.format.door import FOLDER, TENSORFLOW_KINDS, describe
+    from mgpu_io.format.door import tensorflow_kind
 
-    kind = describe(source).kind  # the library decides again; this only chooses the progress bar and imports
-    tensorflow_format = kind in TENSORFLOW_KINDS
-    folder = kind == FOLDER  # a SavedModel folder is one model
+    # The library's door decides what IN is; here only the progress bar and TensorFlow's quiet start are chosen.
+    tensorflow_format = tensorflow_kind(source) is not None
+    folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
     if tensorflow_format:
         _start_quietly("tensorflow")
     if output.suffix == ".keras" and not dry_run:

@@ -115,7 +115,7 @@ def describe(path) -> Description:
     """
     path = Path(path)
     text = str(path)
-    tensorflow = _tensorflow_kind(path)
+    tensorflow = tensorflow_kind(path)
     if tensorflow == SAVEDMODEL:
         return Description(text, SAVEDMODEL, "TensorFlow 2.x (tf.keras)", ("architecture", "weights"), ("TensorFlow",))
     if tensorflow == TF_CHECKPOINT:
@@ -190,7 +190,9 @@ def _hdf5_later(handle, size):
     return False
 
 
-def _tensorflow_kind(path):
+def tensorflow_kind(path):
+    """:data:`SAVEDMODEL`, :data:`TF_CHECKPOINT` or ``None``, from the standard library alone (no HDF5 read): what
+    a caller needs to know before it starts TensorFlow."""
     from mgpu_io.tf import SAVEDMODEL as TF_SAVEDMODEL
     from mgpu_io.tf import TF_CHECKPOINT as TF_CKPT
     from mgpu_io.tf import detect  # the standard library only
@@ -199,6 +201,9 @@ def _tensorflow_kind(path):
 
 
 def _describe_hdf5(path):
+    import h5py  # noqa: F401 - imported here, once, not in each probe's child (a third of a second there)
+
+    from mgpu_io.format import attrs  # noqa: F401 - the same
     from mgpu_io.format.probe import probed
 
     kind, writer, holds, detail = probed(path, lambda: _hdf5_look(path))  # a hang or a crash: its error
