@@ -374,3 +374,24 @@ def test_an_option_that_cannot_apply_to_the_input_is_refused_never_ignored(tmp_p
     assert str(refused.value).startswith(message)
     result = runner.invoke(app, ["unwrap", str(FIXTURES / source), str(output), flag])
     assert result.exit_code == 1 and flag in result.stderr and not output.exists()
+
+
+def test_keras3_files_of_the_projects_own_writers_go_through_every_entry_point(keras3_files, tmp_path):
+    """The .keras of `unwrap` and Keras 3's save_weights file: described, refused with the way, or loaded."""
+    for path in (keras3_files / "siamese.keras", keras3_files / "lambda.keras", keras3_files / "model.weights.h5"):
+        assert _one_line_or_success(lambda path=path: mgpu_io.inspect(path)) == "ok", path
+        assert _one_line_or_success(lambda path=path: mgpu_io.unwrap(path, tmp_path / "o.h5")) == "InvalidArgument"
+        loaded = _one_line_or_success(lambda path=path: mgpu_io.load_model(path, compile=False))
+        assert loaded == {"siamese.keras": "ok", "lambda.keras": "MissingLambda",
+                          "model.weights.h5": "InvalidArgument"}[path.name]
+        for cli in (["inspect", str(path)], ["unwrap", str(path), str(tmp_path / "o.h5")], ["verify", str(path),
+                                                                                           str(path)]):
+            result = runner.invoke(app, cli)
+            assert "internal error" not in result.output and "Traceback" not in result.output, result.output
+
+
+def test_an_architecture_file_without_extension_is_read_as_the_json_it_is(tmp_path):
+    shutil.copyfile(FIXTURES / "k224_siamese_x2_config.json", tmp_path / "architecture")
+    assert mgpu_io.inspect(tmp_path / "architecture").template == mgpu_io.inspect(
+        FIXTURES / "k224_siamese_x2_config.json").template
+    assert mgpu_io.unwrap(tmp_path / "architecture", tmp_path / "clean.json").written
