@@ -76,7 +76,7 @@ class UnwrapReport:
         held = (
             "config only (its weights are in their own file)"
             if self.file_type == "config"
-            else f"{self.weights} weights in {len(self.layers)} layers"
+            else f"{plural(self.weights, 'weight tensor')} in {plural(len(self.layers), 'layer')}"
         )
         lines = [f"{verb} {printable(self.output)}: {what}, {held}"]
         if self.was_wrapper:
