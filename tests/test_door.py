@@ -395,3 +395,7 @@ def test_an_architecture_file_without_extension_is_read_as_the_json_it_is(tmp_pa
     assert mgpu_io.inspect(tmp_path / "architecture").template == mgpu_io.inspect(
         FIXTURES / "k224_siamese_x2_config.json").template
     assert mgpu_io.unwrap(tmp_path / "architecture", tmp_path / "clean.json").written
+
+
+def test_the_version_flag_works_after_the_command_too():
+    assert runner.invoke(app, ["inspect", "--version"]).stdout == f"mgpu-io {mgpu_io.__version__}\n"

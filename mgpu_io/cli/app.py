@@ -21,7 +21,7 @@ from mgpu_io._version import __version__
 from mgpu_io.errors import MgpuIOError
 
 #: The global options, accepted after the command too (`mgpu-io unwrap -q in.h5 out.h5`).
-GLOBAL_FLAGS = ("-q", "--quiet", "--verbose")
+GLOBAL_FLAGS = ("-q", "--quiet", "--verbose", "--version")
 
 
 def globals_first(args):
