@@ -7,11 +7,12 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument
+from mgpu_io.errors import InvalidArgument, NotAModelFile
 from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.plan import KERAS_FORMAT, UnwrapReport, check_options
+from mgpu_io.format.read import NO_KERAS_MODEL
 from mgpu_io.tf import converted_note, legacy_copy
 
 __all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
@@ -31,7 +32,13 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
         ('model', 2, 'tensorflow-format')
     """
-    description = door.describe(path)
+    if config is None and door.sniff(path) == "hdf5":  # the common case, read at once (one probe, not two)
+        try:
+            return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
+        except NotAModelFile as error:
+            if not str(error).startswith(NO_KERAS_MODEL):  # damaged, hostile: the reader's own error stands
+                raise
+    description = door.describe(path)  # what the input is, by its content
     kind = description.kind
     if kind not in door.TENSORFLOW_KINDS and config is not None:
         raise InvalidArgument(
