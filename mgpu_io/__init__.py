@@ -1,8 +1,8 @@
 """mgpu-io: rescue Keras models saved from multi-GPU data-parallel wrappers.
 
-The package is built in three floors (docs/architecture.md): :mod:`mgpu_io.format` reads and writes legacy Keras
-files with h5py and the standard library only, :mod:`mgpu_io.keras` holds everything that imports Keras, and
-:mod:`mgpu_io.cli` is the command line over both. Every name below is imported on first use, so ``import mgpu_io``
+The package is built in four floors (docs/architecture.md): :mod:`mgpu_io.format` reads and writes legacy Keras
+files with h5py and the standard library only, :mod:`mgpu_io.keras` holds everything that imports Keras,
+:mod:`mgpu_io.tf` reads TensorFlow's formats as data, and :mod:`mgpu_io.cli` is the command line over them. Every name below is imported on first use, so ``import mgpu_io``
 costs nothing, and ``from mgpu_io import BaseModelCheckpoint`` loads neither h5py nor the format core.
 
 Example:
@@ -16,6 +16,7 @@ import importlib
 
 from mgpu_io._version import __version__
 from mgpu_io.errors import (
+    AmbiguousTemplate,
     BaseModelCheckpointError,
     FailedSaveStub,
     InvalidArgument,
@@ -43,6 +44,7 @@ _LAZY = {
     "transfer_weights": "mgpu_io.keras.transfer",
     "transfer": "mgpu_io.keras.transfer",
     "TransferReport": "mgpu_io.keras.transfer",
+    "TransferResult": "mgpu_io.keras.transfer",
     "verify": "mgpu_io.keras.verify",
     "VerifyReport": "mgpu_io.keras.verify",
     "lambda_sources": "mgpu_io.format.sources",
@@ -67,6 +69,7 @@ def __dir__():
 __all__ = sorted(
     [
         "__version__",
+        "AmbiguousTemplate",
         "BaseModelCheckpointError",
         "FailedSaveStub",
         "InvalidArgument",

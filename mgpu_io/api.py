@@ -7,38 +7,64 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument
+from mgpu_io.errors import InvalidArgument, NotAModelFile
+from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
-from mgpu_io.format.plan import KERAS_FORMAT, SAME_FORMAT, UnwrapReport, check_options
-from mgpu_io.format.read import file_of
-from mgpu_io.tf import TF_CHECKPOINT, converted_note, detect, legacy_copy
+from mgpu_io.format.plan import KERAS_FORMAT, UnwrapReport, check_options
+from mgpu_io.format.read import NO_KERAS_MODEL, file_of
+from mgpu_io.tf import converted_note, legacy_copy
 
 __all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
 
 
 def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=None) -> InspectReport:
-    """Inspect a legacy Keras file (see :func:`mgpu_io.format.inspect.inspect`), a TF 2.x SavedModel folder or a
+    """Say what any Keras file holds: a legacy Keras file (see :func:`mgpu_io.format.inspect.inspect`), a Keras 3
+    ``.keras`` archive or ``.weights.h5`` file (read as data, without Keras), a TF 2.x SavedModel folder or a
     TF-format checkpoint (with ``config``, the architecture saved beside it: a checkpoint records no layer names).
 
-    A SavedModel or checkpoint is read as data into the legacy layout first (:mod:`mgpu_io.tf`, which needs
-    TensorFlow); the report then says so in a ``tensorflow-format`` finding.
+    What the input is, is decided by :func:`mgpu_io.format.door.describe`, from its content. A SavedModel or
+    checkpoint is read as data into the legacy layout first (:mod:`mgpu_io.tf`, which needs TensorFlow); the report
+    then says so in a ``tensorflow-format`` finding.
 
     Example:
         >>> report = inspect("fixtures/tf2/tf23_nested_depth2_savedmodel")
         >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
         ('model', 2, 'tensorflow-format')
     """
-    path = file_of(path)
-    kind = detect(path)
-    if kind is None:
-        if config is not None:
+    path = file_of(path)  # an open h5py.File, as Keras takes one
+    if config is None and door.sniff(path) == "hdf5":  # the common case, read at once (one probe, not two)
+        try:
+            return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
+        except NotAModelFile as error:
+            if not str(error).startswith(NO_KERAS_MODEL):  # damaged, hostile: the reader's own error stands
+                raise
+    description = door.describe(path)  # what the input is, by its content
+    kind = description.kind
+    if kind not in door.TENSORFLOW_KINDS and config is not None:
+        raise InvalidArgument(
+            f"config= applies to TF checkpoints when inspecting. Expected a TF checkpoint with config=. "
+            f"Received: filepath={path}. Leave out config=."
+        )
+    if kind == door.FOLDER:
+        raise InvalidArgument(
+            f"inspect reads one file. Expected a model file. Received: filepath={path} (a folder). Inspect its files "
+            f"one by one (`mgpu-io inspect DIR/*`), or list what a repair of the folder would do: "
+            f"mgpu_io.unwrap(folder, output_folder, dry_run=True) (`mgpu-io unwrap DIR OUT --dry-run`)."
+        )
+    if kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS):
+        if diagram is not None:
             raise InvalidArgument(
-                f"config= applies to TF checkpoints when inspecting. Expected a TF checkpoint with config=. "
-                f"Received: filepath={path}. Leave out config=."
+                f"A diagram draws a multi-GPU wrapper next to its template. Expected a legacy full model file or "
+                f"JSON config with diagram=. Received: filepath={path} ({description.name}, which holds no wrapper). "
+                f"Leave out diagram=."
             )
+        from mgpu_io.format.keras3 import inspect_keras3
+
+        return inspect_keras3(path, description)
+    if kind not in door.TENSORFLOW_KINDS:  # legacy files, and what is none: open_stored names what it found
         return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
-    with legacy_copy(path, config=config if kind == TF_CHECKPOINT else None) as (readable, converted):
+    with legacy_copy(path, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
         report = _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite)
     report.file = str(path)
     report.findings.append(Finding("tensorflow-format", converted_note(converted)))
@@ -65,9 +91,11 @@ def unwrap(
 ):
     """Write the innermost template of the wrapper file ``source`` to ``output``.
 
-    The output's kind follows its name: an ``output`` ending in ``.keras`` gets Keras 3's native format (this
-    needs Keras); any other name gets a legacy file of ``source``'s own kind (full model in, full model out;
-    weights-only in, weights-only out; JSON config in, JSON config out). A folder ``source`` is repaired file by
+    The output's name is its format: an ``output`` ending in ``.keras`` gets Keras 3's native format (this needs
+    Keras); ``.h5``/``.hdf5`` a legacy HDF5 file of ``source``'s own kind (full model in, full model out;
+    weights-only in, weights-only out); ``.json`` a JSON config, from a JSON or YAML config. Any other name, or one
+    that cannot hold what ``source`` holds, is refused before anything is written
+    (:func:`mgpu_io.format.door.output_format`). A folder ``source`` is repaired file by
     file into the folder ``output`` (see :func:`mgpu_io.format.batch.unwrap_tree`).
 
     Args:
@@ -120,9 +148,25 @@ def unwrap(
         (3, 'template', 'copied aside', True)
     """
     source, output = Path(source), Path(output)
-    kind = detect(source)
-    if kind is not None:  # a SavedModel folder or a TF checkpoint: read as data into the legacy layout, then as one
-        with legacy_copy(source, config=config if kind == TF_CHECKPOINT else None) as (readable, converted):
+    description = door.describe(source)
+    kind = description.kind
+    if jobs is not None and kind != door.FOLDER:
+        raise InvalidArgument(
+            f"jobs= sets the worker processes of a folder's repair. Expected a folder source with jobs=. Received: "
+            f"jobs={jobs} with filepath={source} ({description.name}), which is repaired in one process. Leave out "
+            f"jobs=."
+        )
+    if kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS):
+        raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
+    if not include_optimizer and kind in (door.LEGACY_WEIGHTS, door.JSON_CONFIG, door.YAML_CONFIG, door.TF_CHECKPOINT):
+        raise InvalidArgument(
+            f"include_optimizer=False leaves out a full model's optimizer state. Expected a full-model source with "
+            f"include_optimizer=False. Received: filepath={source} ({description.name}, which holds no optimizer "
+            f"state). Leave out include_optimizer=False."
+        )
+    output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else None
+    if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
+        with legacy_copy(source, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
             report = unwrap(
                 readable,
                 output,
@@ -151,12 +195,11 @@ def unwrap(
         allow_plain=allow_plain,
         overwrite=overwrite,
     )
-    if source.is_dir():
+    if kind == door.FOLDER:
         from mgpu_io.format.batch import unwrap_tree
 
         check_options(target=target, keep_config=keep_config, cpu=cpu, lambdas=lambdas)
         return unwrap_tree(source, output, jobs=jobs, dry_run=dry_run, progress=progress, **options)
-    output_format = KERAS_FORMAT if output.suffix == ".keras" else SAME_FORMAT
     check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format, lambdas=lambdas)
     if output_format == KERAS_FORMAT and not dry_run:
         from mgpu_io.keras.save import unwrap_to_keras

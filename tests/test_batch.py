@@ -86,14 +86,14 @@ def test_json_summary(checkpoints, tmp_path):
     assert summary["ok"] is False and len(summary["files"]) == 7
 
 
-def test_a_clean_folder_exits_0_and_existing_outputs_need_force(tmp_path):
+def test_a_clean_folder_exits_0_and_a_second_run_skips_what_the_first_completed(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
     shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "a.h5")
     assert runner.invoke(app, ["unwrap", str(folder), str(tmp_path / "out")]).exit_code == 0
     again = unwrap_tree(folder, tmp_path / "out")
-    assert again.files[0].status == "failed" and "Pass overwrite=True" in again.files[0].reason
-    assert unwrap_tree(folder, tmp_path / "out", overwrite=True).ok
+    assert again.ok and again.files[0].status == "done before" and "overwrite=True redoes it" in again.files[0].reason
+    assert unwrap_tree(folder, tmp_path / "out", overwrite=True).files[0].status == "repaired"
 
 
 def test_the_output_folder_may_not_be_inside_the_input(checkpoints):
@@ -109,9 +109,10 @@ def test_repaired_weights_are_the_stored_ones(checkpoints, tmp_path):
 
 def test_a_large_folder_shows_its_failures_and_a_summary_not_a_row_per_file(tmp_path):
     quiet = runner.invoke(app, ["unwrap", str(FIXTURES), str(tmp_path / "a"), "--dry-run"])
-    assert "the 1 failure of 51 files (--verbose lists every file)" in quiet.stdout
+    assert "the 2 failures of 51 files (--verbose lists every file)" in quiet.stdout
     assert "k216_failed_save_stub.h5" in quiet.stdout and "k224_siamese_x2_full.h5" not in quiet.stdout
-    assert quiet.stdout.rstrip().endswith("Would write: 50 repaired, 1 failed")
+    assert "k224_cudnn_x2_weights.h5" in quiet.stdout  # CuDNN weights without their architecture: refused
+    assert quiet.stdout.rstrip().endswith("Would write: 49 repaired, 2 failed")
     verbose = runner.invoke(app, ["unwrap", str(FIXTURES), str(tmp_path / "b"), "--dry-run", "--verbose"])
     assert "k224_siamese_x2_full.h5" in verbose.stdout
 
@@ -173,3 +174,67 @@ def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, m
     report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
     reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
     assert reason == "copied slowly, and then refused"  # not "did not finish": the copy was not killed
+
+
+# --- a large batch resumes: a second run skips what the first completed, redoes the rest ------------------------
+
+
+def _many(folder, count):
+    for index in range(count):
+        name = ("k224_functional_bn_x2_full.h5", "k224_functional_bn_x2_weights.h5")[index % 2]
+        target = folder / f"part{index % 3}" / f"{index:03d}-{name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(FIXTURES / name, target)
+
+
+def test_an_interrupted_folder_repair_resumed_leaves_the_tree_of_an_uninterrupted_one(tmp_path):
+    """Ctrl-C halfway through the command, then the same command again: the same files, byte for byte."""
+    import subprocess
+    import sys
+
+    _many(tmp_path / "in", 40)
+    whole = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "whole"), "--jobs", "2"])
+    assert whole.exit_code == 0, whole.output
+    command = [sys.executable, "-m", "mgpu_io", "unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--jobs", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               cwd=Path(__file__).resolve().parents[1])
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if (tmp_path / "cut").is_dir() and sum(1 for p in (tmp_path / "cut").rglob("*") if p.is_file()) >= 10:
+            process.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.01)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr  # stopped by Ctrl-C, and said so
+    done = sum(1 for p in (tmp_path / "cut").rglob("*") if p.is_file())
+    assert 10 <= done < 40
+    resumed = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    report = json.loads(resumed.stdout)
+    assert report["counts"] == {"repaired": 40 - done, "done before": done, "failed": 0}
+    skipped = [f for f in report["files"] if f["status"] == "done before"]
+    assert {f["reason"] for f in skipped} == {
+        "the output exists, newer than its input: an earlier run completed it (overwrite=True redoes it)"}
+    assert digests(tmp_path / "cut") == digests(tmp_path / "whole")
+
+
+def test_a_rerun_says_how_many_it_skipped_and_force_redoes_them_all(tmp_path):
+    _many(tmp_path / "in", 4)
+    assert runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "out")]).exit_code == 0
+    shutil.copyfile(FIXTURES / "k224_nested_depth3_full.h5", tmp_path / "in" / "new.h5")  # a new file arrived
+    again = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "out")])
+    assert again.exit_code == 0
+    assert again.stdout.rstrip().endswith("1 repaired, 4 done before, 0 failed")
+    assert "an earlier run wrote it" in again.stdout
+    forced = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "out"), "--force", "--json"])
+    assert json.loads(forced.stdout)["counts"] == {"repaired": 5, "failed": 0}
+
+
+def test_an_input_changed_after_its_repair_is_not_skipped(tmp_path):
+    _many(tmp_path / "in", 1)
+    source = next((tmp_path / "in").rglob("*.h5"))
+    unwrap_tree(tmp_path / "in", tmp_path / "out")
+    output = tmp_path / "out" / source.relative_to(tmp_path / "in")
+    os.utime(output, ns=(source.stat().st_mtime_ns - 10**9,) * 2)  # the input is newer than its repair
+    again = unwrap_tree(tmp_path / "in", tmp_path / "out")
+    assert again.files[0].status == "failed" and "Pass overwrite=True" in again.files[0].reason

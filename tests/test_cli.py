@@ -64,7 +64,7 @@ def test_deep_nesting_collapses_and_never_loses_the_templates_line(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines == str(report).splitlines()
     assert "  └── 10 levels of keras.utils.multi_gpu_model, 2 replicas each" in lines
-    assert "      └── template (template): inputs: inp; outputs: out" in lines
+    assert "      └── template: template; inputs: inp; outputs: out" in lines
     assert max(len(line) for line in lines) <= 80
 
 

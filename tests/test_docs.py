@@ -138,3 +138,155 @@ def test_the_anatomy_pages_inspect_output_is_what_inspect_prints():
     block = re.search(r"```console\n\$ mgpu-io inspect (\S+)\n(.*?)```", text, re.S)
     result = CliRunner().invoke(app, ["inspect", block.group(1)], env={"COLUMNS": "200"})
     assert result.stdout == block.group(2)
+
+
+# --- docs/api.md lists exactly what mgpu_io exports, with the signatures the code has ----------------------------
+
+API_DOC = (ROOT / "docs" / "api.md").read_text()
+_HEADING = re.compile(r"^## `mgpu_io\.(\w+)(\(.*\))(?: -> [^`]+)?`$", re.M)
+
+
+def _documented_names():
+    names = {m.group(1) for m in _HEADING.finditer(API_DOC)}
+    reports = API_DOC.split("## Reports", 1)[1].split("\n## ", 1)[0]
+    errors = API_DOC.split("## Errors", 1)[1].split("\n## ", 1)[0]
+    names |= set(re.findall(r"`mgpu_io\.(\w+)`", reports))
+    names |= set(re.findall(r"`(?:mgpu_io\.)?([A-Z]\w+)`", errors))
+    return names
+
+
+def test_the_api_page_lists_exactly_what_mgpu_io_exports():
+    import mgpu_io
+
+    assert _documented_names() == set(mgpu_io.__all__)
+    for name in mgpu_io.__all__:
+        getattr(mgpu_io, name)  # each export resolves
+
+
+def _parameters(text):
+    """(name, kind, default) of a documented signature, read with ast (defaults as literals)."""
+    import ast
+
+    args = ast.parse(f"def f{text}: pass").body[0].args
+    rows = []
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for arg, default in zip(positional, defaults):
+        rows.append((arg.arg, "positional", ast.literal_eval(default) if default is not None else "<required>"))
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        rows.append((arg.arg, "keyword", ast.literal_eval(default) if default is not None else "<required>"))
+    return rows
+
+
+def _code_parameters(function):
+    import inspect as pyinspect
+
+    rows = []
+    for parameter in pyinspect.signature(function).parameters.values():
+        kind = "keyword" if parameter.kind is parameter.KEYWORD_ONLY else "positional"
+        default = "<required>" if parameter.default is parameter.empty else parameter.default
+        rows.append((parameter.name, kind, default))
+    return rows
+
+
+def test_every_documented_signature_is_the_codes():
+    import mgpu_io
+
+    headings = list(_HEADING.finditer(API_DOC))
+    assert len(headings) >= 8
+    for match in headings:
+        name, documented = match.group(1), match.group(2)
+        assert _parameters(documented) == _code_parameters(getattr(mgpu_io, name)), name
+
+
+def test_every_report_lists_its_fields():
+    import dataclasses
+
+    import mgpu_io
+
+    reports = API_DOC.split("## Reports", 1)[1].split("\n## ", 1)[0]
+    for line in reports.splitlines():
+        found = re.match(r"- `mgpu_io\.(\w+)` \([^)]*\): (.*)$", line)
+        if found:
+            fields = re.findall(r"`(\w+)`", found.group(2))
+            assert fields == [f.name for f in dataclasses.fields(getattr(mgpu_io, found.group(1)))], found.group(1)
+
+
+# --- every block a user would paste runs as written ------------------------------------------------------------
+
+#: Pages whose blocks another test runs whole, in their own set-up.
+RUN_ELSEWHERE = {
+    "docs/quickstart.md": "test_the_quickstart_runs_verbatim_from_the_repository_root",
+    "docs/checkpoint.md": "test_the_checkpoint_guides_examples_run_as_written",
+    "docs/api.md": "pytest's doctest of docs/api.md (testpaths)",
+    "docs/cli-reference.md": "generated from --help; test_the_cli_reference_is_generated_from_the_current_help",
+    "docs/scale.md": "tests/test_scale.py (it needs Dask, and runs the recipe as a script twice)",
+}
+_BLOCK = re.compile(r"(<!-- not run: ([^>]*?) -->\n)?```(bash|console|python)\n(.*?)```", re.S)
+
+
+def _pages():
+    return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+
+
+def _blocks(page):
+    """``(language, code, reason not run or None)`` of each bash, console and python block of a page."""
+    return [(m.group(3), m.group(4), m.group(2)) for m in _BLOCK.finditer(page.read_text())]
+
+
+def _scratch(tmp_path):
+    """A folder like a clone's root, for pasting: the fixtures and tests where the docs name them, outputs here."""
+    for name in ("fixtures", "tests"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    return tmp_path
+
+
+def _environment():
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", NO_COLOR="1")
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+PASTED = [page for page in _pages() if str(page.relative_to(ROOT)) not in RUN_ELSEWHERE and _blocks(page)]
+
+
+@pytest.mark.parametrize("page", PASTED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_block_a_user_would_paste_runs_as_written(page, tmp_path):
+    """Shell blocks run with bash -e, console blocks' commands print what the page shows, Python blocks run; all in
+    one folder per page, in order (a later block may use an earlier one's output), as a user pasting them would."""
+    import subprocess
+
+    cwd, env = _scratch(tmp_path), _environment()
+    ran = 0
+    for language, code, not_run in _blocks(page):
+        if not_run is not None:
+            assert len(not_run.split()) >= 3, f"{page.name}: say why a block is not run"
+            continue
+        if language == "bash":
+            result = subprocess.run(["bash", "-e", "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                                    timeout=600)
+            assert result.returncode == 0, f"{page.name}:\n{code}\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
+        elif language == "python":
+            result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                                    timeout=600)
+            assert result.returncode == 0, f"{page.name}:\n{code}\n{result.stderr[-3000:]}"
+        else:
+            for command, shown in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n?)*)", code, re.M):
+                result = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
+                                        timeout=600)
+                assert result.returncode == 0, f"{page.name}: $ {command}\n{result.stderr[-2000:]}"
+                assert result.stdout.rstrip("\n") == shown.rstrip("\n"), f"{page.name}: $ {command}"
+        ran += 1
+    assert ran, f"{page.name}: no block ran"
+
+
+def test_no_page_keeps_a_block_that_would_fail_pasted_unmarked():
+    """The placeholders users pasted and saw fail (parallel_model.h5, weights.h5, my_lambdas.py) are gone from every
+    block that is run."""
+    placeholders = ("parallel_model.h5", "weights-epoch10.h5", "my_lambdas", "saved_model_dir", "cudnn_parallel.h5")
+    for page in PASTED:
+        for language, code, not_run in _blocks(page):
+            if not_run is None and language != "console":
+                assert not [p for p in placeholders if p in code], (page.name, code[:200])

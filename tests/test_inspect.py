@@ -83,7 +83,7 @@ def test_inspect_human_output_shows_the_tree_and_findings():
     result = runner.invoke(app, ["inspect", str(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}))])
     assert result.exit_code == 0, result.output
     assert "multi-GPU wrapper, 1 level" in result.stdout
-    assert "bn_template (template)" in result.stdout
+    assert "└── template: bn_template; inputs:" in result.stdout
     assert "non-finite-weights" in result.stdout
 
 

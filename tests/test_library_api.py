@@ -189,7 +189,7 @@ def test_every_report_prints_readably_not_as_a_dataclass(tmp_path):
     assert inspected.splitlines()[:2] == [f"{source}: full model file",
                                           "  multi-GPU wrapper, 3 levels; written by Keras 2.2.4 (tensorflow)"]
     unwrapped = str(mgpu_io.unwrap(source, tmp_path / "out.h5"))
-    assert unwrapped.splitlines()[:2] == [f"Wrote {tmp_path / 'out.h5'}: template 'template', 10 weights in 4 layers",
+    assert unwrapped.splitlines()[:2] == [f"Wrote {tmp_path / 'out.h5'}: template 'template', 10 weight tensors in 4 layers",
                                           "  removed 3 wrapper levels (2 replicas innermost); outputs: out_a, out_b"]
     folder = tmp_path / "in"
     folder.mkdir()

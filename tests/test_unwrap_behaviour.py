@@ -165,7 +165,7 @@ def test_a_missing_output_folder_is_an_error(tmp_path):
 def test_the_human_report_says_what_was_done(tmp_path):
     result = runner.invoke(app, ["unwrap", str(NESTED), str(tmp_path / "out.h5")])
     assert result.exit_code == 0, result.output
-    assert f"Wrote {tmp_path / 'out.h5'}: template 'template', 10 weights in 4 layers" in result.stdout
+    assert f"Wrote {tmp_path / 'out.h5'}: template 'template', 10 weight tensors in 4 layers" in result.stdout
     assert "removed 3 wrapper levels (2 replicas innermost)" in result.stdout
     assert "optimizer state: copied" in result.stdout
 

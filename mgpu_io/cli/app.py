@@ -14,12 +14,43 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import typer.core
 
 import mgpu_io
 from mgpu_io._version import __version__
 from mgpu_io.errors import MgpuIOError
 
+#: The global options, accepted after the command too (`mgpu-io unwrap -q in.h5 out.h5`).
+GLOBAL_FLAGS = ("-q", "--quiet", "--verbose", "--version")
+
+
+def globals_first(args):
+    """``args`` with the global flags given after the command moved before it (nothing after ``--`` is moved).
+
+    Example:
+        >>> globals_first(["unwrap", "-q", "in.h5", "out.h5"])
+        ['-q', 'unwrap', 'in.h5', 'out.h5']
+    """
+    args = list(args)
+    command = next((i for i, arg in enumerate(args) if not arg.startswith("-")), None)
+    if command is None:
+        return args
+    tail = args[command + 1 :]
+    rest = tail[tail.index("--") :] if "--" in tail else []
+    tail = tail[: len(tail) - len(rest)]
+    moved = [arg for arg in tail if arg in GLOBAL_FLAGS]
+    return args[:command] + moved + [args[command]] + [arg for arg in tail if arg not in GLOBAL_FLAGS] + rest
+
+
+class _Group(typer.core.TyperGroup):
+    """typer's group, taking the global options after the command as well as before it."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, globals_first(args))
+
+
 app = typer.Typer(
+    cls=_Group,
     name="mgpu-io",
     help="Rescue Keras models saved from multi-GPU data-parallel wrappers (multi_gpu_model, make_parallel).\n\n"
     "Examples:\n\n"
@@ -164,7 +195,8 @@ def inspect(
         typer.Argument(
             metavar="FILE...",
             help="One or more .h5 model or weights files, "
-            "JSON/YAML configs, TF 2.x SavedModel folders or TF checkpoints.",
+            "JSON/YAML configs, Keras 3 .keras or .weights.h5 files, TF 2.x SavedModel folders or TF checkpoints "
+            "(each told by its content).",
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
@@ -201,8 +233,8 @@ def inspect(
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
     from mgpu_io.errors import InvalidArgument
+    from mgpu_io.format.door import tensorflow_kind
     from mgpu_io.format.text import printable
-    from mgpu_io.tf import detect
 
     if diagram is not None and len(files) > 1:
         _fail(
@@ -212,7 +244,7 @@ def inspect(
             ),
             as_json,
         )
-    if any(detect(file) is not None for file in files):
+    if any(tensorflow_kind(file) is not None for file in files):
         _start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
@@ -382,9 +414,10 @@ def unwrap(
     (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
     from mgpu_io.cli.render import byte_progress, file_progress
-    from mgpu_io.tf import detect
+    from mgpu_io.format.door import tensorflow_kind
 
-    tensorflow_format = detect(source) is not None
+    # The library's door decides what IN is; here only the progress bar and TensorFlow's quiet start are chosen.
+    tensorflow_format = tensorflow_kind(source) is not None
     folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
     if tensorflow_format:
         _start_quietly("tensorflow")

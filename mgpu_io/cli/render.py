@@ -34,6 +34,7 @@ FLAGS = {
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",
+    "jobs=": "--jobs ",
 }
 _FLAG_PATTERN = re.compile(
     "|".join(

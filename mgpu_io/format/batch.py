@@ -17,15 +17,14 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAModelFile, NotAWrapper, OutputError
 from mgpu_io.format import probe
 from mgpu_io.format.text import columns, plural, printable
 
-#: File suffixes that may hold a Keras model: legacy HDF5 files and JSON configs.
-MODEL_SUFFIXES = (".h5", ".hdf5", ".json")
-
-REPAIRED, CLEAN, SKIPPED, FAILED = "repaired", "already clean", "skipped", "failed"
-STATUSES = (REPAIRED, CLEAN, SKIPPED, FAILED)
+REPAIRED, CLEAN, SKIPPED, DONE, FAILED = "repaired", "already clean", "skipped", "done before", "failed"
+STATUSES = (REPAIRED, CLEAN, SKIPPED, DONE, FAILED)
+#: Why a file is ``done before``.
+DONE_REASON = "the output exists, newer than its input: an earlier run completed it (overwrite=True redoes it)"
 
 
 @dataclass
@@ -87,19 +86,24 @@ def _detail(result):
         return (result.reason or "").split(". ")[0].rstrip(".") + "."
     if result.status == SKIPPED:
         return result.reason or ""
+    if result.status == DONE:
+        return "an earlier run wrote it"
     return f"{plural(result.depth, 'wrapper level')} removed" if result.depth else ""
 
 
 def model_files(folder):
-    """Files under ``folder`` that may hold a Keras model, sorted (JSON, and files without an extension, only when
-    they look like a model config: course projects saved `config_model_weights` beside `model_weights`)."""
+    """Files under ``folder`` that may hold a legacy Keras model, by their content (HDF5, or JSON that looks like a
+    model config, double-encoded or not), sorted; whatever their names (course projects saved
+    `config_model_weights` beside `model_weights`)."""
+    from mgpu_io.format.door import JSON_CONFIG, sniff
+
     found = []
     for path in sorted(Path(folder).rglob("*")):
-        if not path.is_file() or path.suffix.lower() not in (*MODEL_SUFFIXES, ""):
+        if not path.is_file() or path.is_symlink():
             continue
-        if path.suffix.lower() in (".json", "") and not _looks_like_model_config(path):
-            continue  # training histories and other JSON are not ours to judge; nor other files without extension
-        found.append(path)
+        kind = sniff(path)
+        if kind == "hdf5" or (kind == JSON_CONFIG and _looks_like_model_config(path)):
+            found.append(path)  # training histories and other JSON are not ours to judge
     return found
 
 
@@ -112,6 +116,16 @@ def _looks_like_model_config(path):
     if head.lstrip().startswith('"'):  # json.dump(model.to_json(), f): the JSON inside a JSON string
         head = head.replace('\\"', '"')
     return '"class_name"' in head and '"config"' in head
+
+
+def completed(source, output):
+    """Whether ``output`` is what an earlier run completed from ``source``: a file, newer than ``source`` (outputs
+    are written whole or not at all, so one that exists is complete)."""
+    try:
+        written = os.stat(output)
+        return Path(output).is_file() and written.st_mtime_ns >= os.stat(source).st_mtime_ns
+    except OSError:
+        return False
 
 
 def unwrap_tree(
@@ -161,6 +175,13 @@ def unwrap_tree(
             f"output={output}. Choose another output folder."
         )
     files = model_files(source)
+    if not files:
+        count = sum(1 for path in source.rglob("*") if path.is_file())
+        raise NotAModelFile(
+            f"The folder holds no Keras file. Expected legacy Keras HDF5 files or JSON model configs under it. "
+            f"Received: {source} ({plural(count, 'file')}, none of them HDF5 or a model config). Check the folder; "
+            f"`mgpu-io inspect FILE` says what a file is."
+        )
     report = BatchReport(source=str(source), output=str(output), dry_run=dry_run)
     options = dict(
         options,
@@ -170,7 +191,6 @@ def unwrap_tree(
         config=str(config) if config is not None else None,
     )
     tasks = [(str(path), str(output / path.relative_to(source)), options) for path in files]
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     results = {}
 
     def finished(index, result):
@@ -179,7 +199,15 @@ def unwrap_tree(
         if progress is not None:
             progress(len(results), len(tasks), result)
 
-    _run(tasks, workers, finished)
+    todo = []
+    for index, task in enumerate(tasks):
+        if not overwrite and completed(task[0], task[1]):
+            finished(index, FileResult(path=task[0], status=DONE, output=task[1], reason=DONE_REASON))
+        else:
+            todo.append((index, task))
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    if todo:
+        _run([task for _, task in todo], workers, lambda position, result: finished(todo[position][0], result))
     report.files = [results[index] for index in range(len(tasks))]
     return report
 
@@ -329,8 +357,24 @@ def _repair_one(source, output, options):
                 )
             result = unwrap_file(source, output, allow_plain=True, **options)
             status = CLEAN
+    except NotAModelFile as error:
+        return _not_legacy(source, error)
     except MgpuIOError as error:
         return FileResult(path=source, status=FAILED, reason=str(error))
     except Exception as error:
         return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
     return FileResult(path=source, status=status, output=output if not options["dry_run"] else None, depth=result.depth)
+
+
+def _not_legacy(source, error):
+    """A file the repair cannot read: skipped when it is Keras 3's own weights file (nothing to repair), else failed
+    with the reading's error."""
+    from mgpu_io.format.door import KERAS3_WEIGHTS, describe
+
+    try:
+        kind = describe(source).kind
+    except MgpuIOError:
+        kind = None
+    if kind == KERAS3_WEIGHTS:
+        return FileResult(path=source, status=SKIPPED, reason="a Keras 3 weights file: nothing to repair")
+    return FileResult(path=source, status=FAILED, reason=str(error))

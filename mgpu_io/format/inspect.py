@@ -58,52 +58,74 @@ class InspectReport:
     weights: int = 0
     lambdas: list[dict] = field(default_factory=list)
     template_class: Optional[str] = None
+    layer_count: int = 0
+    parameters: int = 0
 
     def to_dict(self):
         return asdict(self)
 
     def __str__(self):
-        """What the file holds, as ``mgpu-io inspect`` prints it."""
+        """What the file holds, as ``mgpu-io inspect`` prints it: the path once, then the tree of wrapper levels down
+        to the template, and counts that say what they count."""
         lines = [f"{printable(self.file)}: {FILE_TYPES[self.file_type]}"]
         if self.file_type != "stub":
-            kind = (
-                f"multi-GPU wrapper, {plural(self.depth, 'level')}"
-                if self.is_wrapper
-                else "plain model (not a wrapper)"
-            )
+            if self.is_wrapper:
+                kind = f"multi-GPU wrapper, {plural(self.depth, 'level')}"
+            elif self.file_type in ("keras", "keras3-weights"):
+                kind = "Keras 3's own format (nothing to repair)"
+            else:
+                kind = "plain model (not a wrapper)"
             lines.append(
                 f"  {kind}; written by Keras {printable(self.keras_version or '?')} "
                 f"({printable(self.backend or 'no backend recorded')})"
             )
-            lines.append(f"  {printable(self.file)}")
             depth = 0
             for run in _level_runs(self.levels):
                 if len(run) > 2:  # repeated nesting collapses to one line, so the template's line is never cut off
-                    entries = [
-                        f"{len(run)} levels of {_writer(run[0]['variant'])}, {run[0]['replicas'] or '?'} replicas each"
-                    ]
+                    entries = [f"{len(run)} levels of {_writer(run[0]['variant'])}, {_replicas(run[0])} each"]
                 else:
                     entries = [
-                        f"{printable(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, "
-                        f"{level['replicas'] or '?'} replicas, merges: {names(level['merge_layers'])}"
+                        f"{printable(level['name'] or '(wrapper)')}: {_writer(level['variant'])}, {_replicas(level)}; "
+                        f"outputs concatenated along the batch axis by {names(level['merge_layers'])}"
                         for level in run
                     ]
                 for entry in entries:
                     lines.append("  " + "    " * depth + "└── " + entry)
                     depth += 1
             outputs = names(self.outputs) if self.outputs is not None else "not recorded"
-            template = self.template or f"unnamed {self.template_class or 'model'}"  # a Keras 2.0-2.1 Sequential
-            lines.append(
-                "  " + "    " * depth + f"└── {printable(template)} (template): inputs: "
-                f"{names(self.inputs)}; outputs: {outputs}"
-            )
-            lines.append(f"  weights: {self.weights}; optimizer state: {'yes' if self.has_optimizer_weights else 'no'}")
+            role = "template" if self.levels else "model"
+            if self.levels or self.template is not None or self.template_class is not None:  # weights: no model
+                template = self.template or f"unnamed {self.template_class or 'model'}"  # a Keras 2.0-2.1 Sequential
+                lines.append(
+                    "  " + "    " * depth + f"└── {role}: {printable(template)}; inputs: "
+                    f"{names(self.inputs)}; outputs: {outputs}"
+                )
+            lines.append(f"  {self.counts()}; optimizer state: {'yes' if self.has_optimizer_weights else 'no'}")
             lines += lambda_lines(self.lambdas)
         for finding in self.findings:
             shown = finding.layers[:6] + (["..."] if len(finding.layers) > 6 else [])
             layers = f" ({names(shown)})" if finding.layers else ""
             lines.append(f"  ! {finding.kind}: {printable(finding.message)}{layers}")
         return "\n".join(lines)
+
+    def counts(self):
+        """The counts line: layers (of the template, or that hold weights in a weights-only file), weight tensors,
+        parameters (the numbers in them).
+
+        Example:
+            >>> inspect("fixtures/files/k224_functional_bn_x2_full.h5").counts()
+            '6 layers, 10 weight tensors, 124 parameters'
+        """
+        layers = plural(self.layer_count, "layer") + (" with weights" if self.file_type in WEIGHTS_ONLY else "")
+        return f"{layers}, {plural(self.weights, 'weight tensor')}, {plural(self.parameters, 'parameter')}"
+
+
+#: The file types whose layers are counted from their weight groups (no architecture in them).
+WEIGHTS_ONLY = ("weights", "keras3-weights")
+
+
+def _replicas(level):
+    return plural(level["replicas"], "replica") if level["replicas"] else "replicas not recorded"
 
 
 #: How ``str(report)`` names each kind of file.
@@ -112,6 +134,8 @@ FILE_TYPES = {
     "config": "model config (to_json/to_yaml)",
     "weights": "weights-only file",
     "model": "full model file",
+    "keras": "Keras 3 .keras archive",
+    "keras3-weights": "Keras 3 weights file (.weights.h5)",
 }
 
 
@@ -297,6 +321,8 @@ def _inspect(stored, scan_weights):
         findings=findings,
         levels=levels,
         weights=sum(len(layer.names) for layer in layers),
+        layer_count=len(model_layers(template)) if template is not None else sum(1 for layer in layers if layer.names),
+        parameters=sum(layer.group[name].size or 0 for layer in layers for name in layer.names),
         lambdas=[lam.to_dict() for lam in recover_lambdas(template_lambdas(template))] if template is not None else [],
         template_class=template.get("class_name") if template is not None else None,
     )

@@ -76,7 +76,7 @@ class UnwrapReport:
         held = (
             "config only (its weights are in their own file)"
             if self.file_type == "config"
-            else f"{self.weights} weights in {len(self.layers)} layers"
+            else f"{plural(self.weights, 'weight tensor')} in {plural(len(self.layers), 'layer')}"
         )
         lines = [f"{verb} {printable(self.output)}: {what}, {held}"]
         if self.was_wrapper:
@@ -193,6 +193,12 @@ def check_options(*, target="keras3", keep_config=False, cpu=False, output_forma
                     f"Expected a .h5 output with {name}=True. Received: {name}=True with a .keras output. Write a "
                     f".h5 file, or leave out {name}=True."
                 )
+    if cpu and not keep_config:
+        raise InvalidArgument(
+            "cpu=True converts CuDNN layers in a file kept for the old Keras. Expected keep_config=True with "
+            "cpu=True. Received: cpu=True alone; without keep_config=True CuDNN layers are always converted. Leave "
+            "out cpu=True, or pass keep_config=True as well."
+        )
 
 
 def _plain_advice(template, context, normalise):
@@ -269,11 +275,13 @@ def make_plan(
             )
     if template is None and not keep_config:
         cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
-        if cudnn:
-            warnings.append(
-                f"layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and "
-                f"which cannot be converted without the architecture: pass config= (the JSON saved "
-                f"beside these weights), or load them with mgpu_io.transfer_weights into your model"
+        if cudnn:  # the written file would load nowhere but in CuDNN layers: refused, never written
+            raise InvalidArgument(
+                f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which cannot "
+                f"be converted without the architecture. Expected config= with CuDNN weights. Received: "
+                f"filepath={stored.path} (weights only, no config=). Pass config= (the JSON saved beside these "
+                f"weights), or load them with mgpu_io.transfer_weights into your model, which converts them; "
+                f"keep_config=True copies them unconverted for the old Keras."
             )
     outputs = template_outputs(extraction, template)
     training, renamed = None, {}

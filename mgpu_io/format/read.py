@@ -22,6 +22,8 @@ from mgpu_io.errors import FailedSaveStub, InvalidArgument, MgpuIOError, NotAMod
 from mgpu_io.format.attrs import read_str, read_str_list
 
 MODEL, WEIGHTS, CONFIG = "model", "weights", "config"
+#: How the error about an HDF5 file without a legacy Keras model begins (the door then looks for Keras 3's own).
+NO_KERAS_MODEL = "The HDF5 file holds no Keras model."
 
 #: Deepest JSON nesting accepted in a config. Keras' own configs are far shallower (a wrapper nested 10 levels
 #: deep is about 50); the bound keeps every walk of a hostile config far from Python's recursion limit.
@@ -429,7 +431,7 @@ def _read_hdf5(path, h5):
             f"`save_weights` or `ModelCheckpoint(save_weights_only=True)` instead."
         )
     raise NotAModelFile(
-        f"The HDF5 file holds no Keras model. Expected a `model_config` attribute (full model) or `layer_names` "
+        f"{NO_KERAS_MODEL} Expected a `model_config` attribute (full model) or `layer_names` "
         f"(weights only). Received: filepath={path} (root attributes: {sorted(attrs.keys())}, groups: "
         f"{sorted(h5.keys())[:10]}). Check that this is the file Keras wrote."
     )

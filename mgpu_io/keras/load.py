@@ -12,13 +12,13 @@ import copy
 import mmap
 import re
 import warnings
-import zipfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOError, MgpuIOWarning, WeightsMismatch
+from mgpu_io.format import door
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
@@ -32,9 +32,9 @@ from mgpu_io.keras._compat import (
     with_registered_names,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
-from mgpu_io.keras.lambdas import as_mapping, lambda_objects, named, resolved
+from mgpu_io.keras.lambdas import as_mapping, lambda_objects
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
-from mgpu_io.tf import TF_CHECKPOINT, detect, legacy_copy
+from mgpu_io.tf import SAVEDMODEL, TF_CHECKPOINT, detect, legacy_copy
 
 
 def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True, lambdas=None):
@@ -74,7 +74,12 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """
     keras = import_keras()
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
-    kind = detect(path)
+    described = door.describe(path)  # what the input is, decided once (format/door.py)
+    if described.kind in (door.KERAS3_WEIGHTS, door.FOLDER):
+        raise door.refusal(
+            described, "load_model", "a model file (legacy .h5, .keras, SavedModel, or a config with weights=)"
+        )
+    kind = {door.SAVEDMODEL: SAVEDMODEL, door.TF_CHECKPOINT: TF_CHECKPOINT}.get(described.kind)
     if kind == TF_CHECKPOINT:
         raise InvalidArgument(
             f"A TF checkpoint holds weights only, no architecture to build a model from. Expected a full model "
@@ -92,13 +97,8 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
             return load_model(
                 readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
             )
-    if zipfile.is_zipfile(path):  # Keras 3's own .keras format needs no repair
-        if lambdas:  # a .keras file saved each function under its layer name (keras/lambdas.py's `named`)
-            lambdas = as_mapping(lambdas)
-            custom_objects = dict(
-                custom_objects or {}, **{name: named(name, fn) for name, fn in resolved(lambdas).items()}
-            )
-        model = keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+    if described.kind == door.KERAS_ARCHIVE:  # Keras 3's own .keras format needs no repair
+        model = _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas)
         _warn_non_finite(model, path)
         return model
     with _planned(path, weights) as plan:
@@ -106,6 +106,26 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     _warn_non_finite(model, path)
     _warn_channels_first_on_cpu(model, keras)
     return model
+
+
+def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
+    """A ``.keras`` file, loaded by Keras as it is; each Lambda that refers to a function by name (as mgpu-io's
+    ``.keras`` outputs do) gets it from ``lambdas``, or a :class:`MissingLambda` error names it first."""
+    from mgpu_io.format.keras3 import archive_config
+
+    config = archive_config(path)
+    custom_objects = lambda_objects(config, lambdas, custom_objects, source=path)
+    try:
+        return keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+    except MgpuIOError:  # a refusal of ours from inside Keras' load (a ValueError too): already one clear line
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise KerasRefused(
+            f"Keras 3 cannot load the .keras file: {first} Expected a .keras file whose layers Keras 3 builds. "
+            f"Received: filepath={path} ({type(error).__name__}). Pass your own layers and functions in "
+            f"custom_objects= (and Lambda functions in lambdas=); `mgpu-io inspect` lists its Lambda layers."
+        ) from None
 
 
 @contextlib.contextmanager

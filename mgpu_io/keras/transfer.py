@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from mgpu_io.errors import InvalidArgument, WeightsMismatch
-from mgpu_io.format import conversions
+from mgpu_io.format import conversions, door
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.extract import extract
 from mgpu_io.format.plan import check_output
@@ -121,6 +121,10 @@ def transfer_weights(source, model, *, strict=True, config=None):
         (True, 2, ['d1', 'out'])
     """
     source = file_of(source, "source")  # an open h5py.File, as Keras takes one
+    if isinstance(source, (str, Path)):
+        described = door.describe(source)  # what the input is, decided once (format/door.py)
+        if described.kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS, door.FOLDER):
+            raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
     if isinstance(source, (str, Path)) and detect(source) is not None:
         with legacy_copy(source, config=config) as (readable, _):
             report = transfer_weights(readable, model, strict=strict)

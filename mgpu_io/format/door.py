@@ -1,0 +1,418 @@
+"""One door for every input: what a path is, decided once, by its content (h5py and the standard library only).
+
+Every entry point (``inspect``, ``unwrap``, ``load_model``, ``transfer_weights``, ``verify``, the command line) asks
+:func:`describe` what its input is and gets one frozen :class:`Description`: its kind, the writer where the file
+records it, what it holds and what reading it needs. An entry point that does not handle a kind raises
+:func:`refusal`'s one-line error, which names the command or call that does.
+
+Kinds are told apart by content, never by the name alone: an architecture file without an extension is JSON when
+its bytes are; an HDF5 file is a legacy full model (``model_config``), legacy weights (``layer_names``), a Keras 3
+``save_weights`` file (``layers``/``vars`` groups) or a failed-save stub (root attributes only); a zip archive
+holding ``config.json`` and ``metadata.json`` is Keras 3's ``.keras`` format. The HDF5 look runs in a probe's child
+(:mod:`.probe`), so a file that hangs libhdf5 is an error, never a hang.
+
+Example:
+    >>> describe("fixtures/files/k224_functional_bn_x2_full.h5").kind
+    'legacy-model'
+    >>> d = describe("fixtures/files/k224_siamese_x2_config.json")
+    >>> d.kind, d.holds, d.needs
+    ('json-config', ('architecture',), ('weights',))
+"""
+
+import json
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from mgpu_io.errors import InvalidArgument, NotAModelFile
+
+LEGACY_MODEL = "legacy-model"
+LEGACY_WEIGHTS = "legacy-weights"
+KERAS_ARCHIVE = "keras-archive"
+KERAS3_WEIGHTS = "keras3-weights"
+JSON_CONFIG = "json-config"
+YAML_CONFIG = "yaml-config"
+SAVEDMODEL = "savedmodel"
+TF_CHECKPOINT = "tf-checkpoint"
+FOLDER = "folder"
+STUB = "failed-save-stub"
+MISSING = "missing"
+UNKNOWN = "unknown"
+
+#: Each kind as a user names it.
+KIND_NAMES = {
+    LEGACY_MODEL: "a legacy Keras full-model HDF5 file",
+    LEGACY_WEIGHTS: "a legacy Keras weights-only HDF5 file",
+    KERAS_ARCHIVE: "a Keras 3 .keras archive",
+    KERAS3_WEIGHTS: "a Keras 3 .weights.h5 file",
+    JSON_CONFIG: "a JSON model config",
+    YAML_CONFIG: "a YAML model config",
+    SAVEDMODEL: "a TF SavedModel folder",
+    TF_CHECKPOINT: "a TF-format checkpoint",
+    FOLDER: "a folder of files",
+    STUB: "a failed-save stub (no model inside)",
+    MISSING: "nothing (no such file or folder)",
+    UNKNOWN: "a file that is no Keras format",
+}
+
+#: The kinds that the format core repairs file by file (``unwrap`` to a legacy file, ``inspect``).
+LEGACY_KINDS = (LEGACY_MODEL, LEGACY_WEIGHTS, JSON_CONFIG, YAML_CONFIG)
+#: The kinds read as data by :mod:`mgpu_io.tf` first (it needs TensorFlow).
+TENSORFLOW_KINDS = (SAVEDMODEL, TF_CHECKPOINT)
+
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
+_YAML_START = re.compile(rb"\A\s*(backend|class_name|config|keras_version)\s*:")
+#: Largest member of a ``.keras`` archive read as JSON (``config.json``, ``metadata.json``).
+MAX_ARCHIVE_JSON = 64 << 20
+#: Most members of a ``.keras`` archive listed (Keras writes three, and one per asset).
+MAX_ARCHIVE_MEMBERS = 100_000
+
+
+@dataclass(frozen=True)
+class Description:
+    """What one input path is: ``kind`` (one of :data:`KIND_NAMES`), ``writer`` where recorded (``"Keras 2.2.4"``),
+    ``holds`` (``"architecture"``, ``"weights"``, ``"training config"``, ``"optimizer state"``) and ``needs``: what
+    reading it takes besides mgpu-io (``"weights"`` or ``"architecture"`` saved beside it, ``"Keras"``,
+    ``"TensorFlow"``). ``detail`` says what was seen, for an unknown file."""
+
+    path: str
+    kind: str
+    writer: Optional[str] = None
+    holds: tuple = ()
+    needs: tuple = ()
+    detail: str = ""
+
+    @property
+    def name(self):
+        """The kind as a user names it."""
+        return KIND_NAMES[self.kind]
+
+    def to_dict(self):
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "writer": self.writer,
+            "holds": list(self.holds),
+            "needs": list(self.needs),
+            "detail": self.detail,
+        }
+
+
+def describe(path) -> Description:
+    """Say what ``path`` is, by its content; reads at most a few attributes and the head of the file.
+
+    Never raises for a path that is readable or absent: a missing, unreadable or foreign path is described as
+    :data:`MISSING` or :data:`UNKNOWN` (with ``detail``), for the caller to refuse in its own terms.
+
+    Example:
+        >>> describe("fixtures/tf2/tf22_functional_bn_x2_savedmodel").needs
+        ('TensorFlow',)
+        >>> describe("fixtures/files").kind, describe("no/such/file.h5").kind
+        ('folder', 'missing')
+    """
+    path = Path(path)
+    text = str(path)
+    tensorflow = tensorflow_kind(path)
+    if tensorflow == SAVEDMODEL:
+        return Description(text, SAVEDMODEL, "TensorFlow 2.x (tf.keras)", ("architecture", "weights"), ("TensorFlow",))
+    if tensorflow == TF_CHECKPOINT:
+        return Description(
+            text, TF_CHECKPOINT, "TensorFlow 2.x (tf.keras)", ("weights",), ("architecture", "TensorFlow")
+        )
+    try:
+        if path.is_dir():
+            return Description(text, FOLDER)
+        if not path.exists():
+            return Description(text, MISSING)
+        if not path.is_file():
+            return Description(text, UNKNOWN, detail="not a regular file")
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+            hdf5 = head.startswith(_HDF5_SIGNATURE) or _hdf5_later(handle, size)
+    except OSError as error:
+        return Description(text, UNKNOWN, detail=f"unreadable: {error.strerror or error}")
+    if hdf5:
+        return _describe_hdf5(path)
+    if head.startswith(_ZIP_SIGNATURES):
+        return _describe_zip(path)
+    stripped = head.lstrip()
+    if stripped.startswith((b"{", b"[")):
+        return _describe_json(path, head)
+    if path.suffix.lower() in (".yaml", ".yml") or _YAML_START.match(head):
+        return Description(text, YAML_CONFIG, _json_writer(_yaml_head(head)), ("architecture",), ("weights",))
+    what = "an empty file" if size == 0 else ("binary data" if b"\0" in head else "text that is no Keras format")
+    return Description(text, UNKNOWN, detail=f"{what}, {size} bytes")
+
+
+def sniff(path):
+    """The kind of ``path`` from its first bytes alone (no libhdf5, no zip reading): :data:`FOLDER`,
+    :data:`MISSING`, ``"hdf5"``, ``"zip"``, :data:`JSON_CONFIG`, :data:`YAML_CONFIG` or :data:`UNKNOWN`. For listing
+    many files cheaply; :func:`describe` says more.
+
+    Example:
+        >>> sniff("fixtures/files/k224_siamese_x2_full.h5"), sniff("fixtures/files/manifest.json")
+        ('hdf5', 'json-config')
+    """
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return FOLDER
+        if not path.is_file():
+            return MISSING if not path.exists() else UNKNOWN
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+            if head.startswith(_HDF5_SIGNATURE) or _hdf5_later(handle, size):
+                return "hdf5"
+    except OSError:
+        return UNKNOWN
+    if head.startswith(_ZIP_SIGNATURES):
+        return "zip"
+    if head.lstrip().startswith((b"{", b"[", b'"')):  # '"': json.dump(model.to_json(), f), JSON inside a string
+        return JSON_CONFIG
+    if path.suffix.lower() in (".yaml", ".yml") or _YAML_START.match(head):
+        return YAML_CONFIG
+    return UNKNOWN
+
+
+def _hdf5_later(handle, size):
+    """An HDF5 signature after a user block: at byte 512, 1024, 2048, ... (as libhdf5 looks for it)."""
+    offset = 512
+    while offset + len(_HDF5_SIGNATURE) <= size:
+        handle.seek(offset)
+        if handle.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE:
+            return True
+        offset *= 2
+    return False
+
+
+def tensorflow_kind(path):
+    """:data:`SAVEDMODEL`, :data:`TF_CHECKPOINT` or ``None``, from the standard library alone (no HDF5 read): what
+    a caller needs to know before it starts TensorFlow."""
+    from mgpu_io.tf import SAVEDMODEL as TF_SAVEDMODEL
+    from mgpu_io.tf import TF_CHECKPOINT as TF_CKPT
+    from mgpu_io.tf import detect  # the standard library only
+
+    return {TF_SAVEDMODEL: SAVEDMODEL, TF_CKPT: TF_CHECKPOINT}.get(detect(path))
+
+
+def _describe_hdf5(path):
+    import h5py  # noqa: F401 - imported here, once, not in each probe's child (a third of a second there)
+
+    from mgpu_io.format import attrs  # noqa: F401 - the same
+    from mgpu_io.format.probe import probed
+
+    kind, writer, holds, detail = probed(path, lambda: _hdf5_look(path))  # a hang or a crash: its error
+    needs = {
+        LEGACY_WEIGHTS: ("architecture",),
+        KERAS3_WEIGHTS: ("architecture", "Keras"),
+    }.get(kind, ())
+    return Description(str(path), kind, writer, holds, needs, detail)
+
+
+def _hdf5_look(path):
+    """``(kind, writer, holds, detail)`` of an HDF5 file, from its root attributes' and groups' names."""
+    import h5py
+
+    from mgpu_io.format.attrs import read_str
+
+    try:
+        h5 = h5py.File(path, "r")
+    except (OSError, RuntimeError) as error:
+        return UNKNOWN, None, (), f"a damaged HDF5 file ({str(error).splitlines()[0] if str(error) else 'unreadable'})"
+    try:
+        attrs, keys = set(h5.attrs.keys()), set(h5.keys())
+        version = read_str(h5.attrs, "keras_version") if "keras_version" in attrs else None
+        if "model_config" in attrs:
+            holds = ["architecture", "weights"]
+            if "training_config" in attrs:
+                holds.append("training config")
+            if "optimizer_weights" in keys:
+                holds.append("optimizer state")
+            if version is None and "model_weights" in keys:
+                version = read_str(h5["model_weights"].attrs, "keras_version")
+            return LEGACY_MODEL, _keras(version), tuple(holds), ""
+        if "layer_names" in attrs or "layer_names0" in attrs:
+            return LEGACY_WEIGHTS, _keras(version), ("weights",), ""
+        if keys and keys <= {"layers", "vars", "optimizer", "_layer_checkpoint_dependencies"} and not attrs:
+            holds = ("weights",) + (("optimizer state",) if "optimizer" in keys else ())
+            return KERAS3_WEIGHTS, "Keras 3", holds, ""
+        if "keras_version" in attrs and not keys:
+            return STUB, _keras(version), (), ""
+        return UNKNOWN, None, (), "an HDF5 file that holds no Keras model"
+    except (OSError, RuntimeError, KeyError, TypeError, ValueError, AttributeError) as error:
+        return UNKNOWN, None, (), f"a damaged HDF5 file ({type(error).__name__})"
+    finally:
+        h5.close()
+
+
+def _keras(version):
+    return f"Keras {version}" if version else None
+
+
+def _describe_zip(path):
+    text = str(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()[:MAX_ARCHIVE_MEMBERS]
+            names = {member.filename: member for member in members}
+            if "config.json" not in names:
+                return Description(text, UNKNOWN, detail="a zip archive without config.json (no .keras file)")
+            metadata = _archive_json(archive, names.get("metadata.json")) or {}
+    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError, NotImplementedError) as error:
+        return Description(text, UNKNOWN, detail=f"a damaged zip archive ({type(error).__name__})")
+    version = metadata.get("keras_version") if isinstance(metadata, dict) else None
+    holds = ["architecture"]
+    if any(name.startswith("model.weights.") for name in names):
+        holds.append("weights")
+    return Description(
+        text, KERAS_ARCHIVE, _keras(version if isinstance(version, str) else None), tuple(holds), ("Keras",)
+    )
+
+
+def _archive_json(archive, member):
+    """A JSON member of a zip archive, decoded; ``None`` when absent or too large."""
+    if member is None or member.file_size > MAX_ARCHIVE_JSON:
+        return None
+    with archive.open(member) as handle:
+        data = handle.read(MAX_ARCHIVE_JSON + 1)
+    if len(data) > MAX_ARCHIVE_JSON:
+        return None
+    try:
+        return json.loads(data.decode("utf8"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _describe_json(path, head):
+    text = head.decode("utf8", "replace")
+    if '"class_name"' in text and '"config"' in text:
+        return Description(str(path), JSON_CONFIG, _json_writer(text), ("architecture",), ("weights",))
+    return Description(str(path), UNKNOWN, detail="JSON that is no Keras model config")
+
+
+def _json_writer(text):
+    found = re.search(r'"?keras_version"?\s*:\s*"?([0-9][0-9A-Za-z.\-+]*)', text)
+    return _keras(found.group(1)) if found else None
+
+
+def _yaml_head(head):
+    return head.decode("utf8", "replace")
+
+
+# --- refusals ---------------------------------------------------------------------------------------------------
+
+#: For each kind, what handles it: the call, and the command where one exists.
+HANDLED_BY = {
+    KERAS_ARCHIVE: "it needs no repair: load it with mgpu_io.load_model(path) or keras.models.load_model(path) "
+    "(`mgpu-io inspect` describes it, `mgpu-io verify` compares it)",
+    KERAS3_WEIGHTS: "it needs no repair: build the model in code and call model.load_weights(path) "
+    "(`mgpu-io inspect` describes it)",
+    FOLDER: "a folder is repaired file by file with mgpu_io.unwrap(folder, output_folder) (`mgpu-io unwrap DIR OUT`)",
+    SAVEDMODEL: "read it with mgpu_io.unwrap or mgpu_io.load_model (it needs TensorFlow)",
+    TF_CHECKPOINT: "it holds weights only: mgpu_io.load_model('model.json', weights=path), or "
+    "mgpu_io.unwrap(path, 'weights.h5', config='model.json')",
+    LEGACY_WEIGHTS: "it holds weights only: mgpu_io.load_model('model.json', weights=path), "
+    "mgpu_io.transfer_weights(path, model), or mgpu_io.unwrap(path, 'weights.h5')",
+    JSON_CONFIG: "it holds an architecture only: mgpu_io.load_model(path, weights='weights.h5'), or "
+    "mgpu_io.unwrap(path, 'clean.json')",
+    YAML_CONFIG: "it holds an architecture only: mgpu_io.load_model(path, weights='weights.h5'), or "
+    "mgpu_io.unwrap(path, 'clean.json')",
+    LEGACY_MODEL: "mgpu_io.load_model(path), mgpu_io.unwrap(path, 'clean.h5') or mgpu_io.inspect(path)",
+    STUB: "nothing can be recovered from it; look for weights saved with save_weights instead",
+}
+
+
+def refusal(description, call, expected="a legacy Keras file or a model config", error=InvalidArgument):
+    """The one-line error of ``call`` (``"load_model"``, ``"unwrap"``, ...) refusing ``description``'s kind, naming
+    what handles it.
+
+    Example:
+        >>> print(refusal(describe("fixtures/files"), "load_model", "a model file"))
+        load_model does not read a folder of files. Expected a model file. Received: filepath=fixtures/files. A folder is repaired file by file with mgpu_io.unwrap(folder, output_folder) (`mgpu-io unwrap DIR OUT`).
+    """
+    if description.kind in (MISSING, UNKNOWN):
+        return not_a_model_file(description)
+    handled = HANDLED_BY[description.kind]
+    what = description.name
+    return error(
+        f"{call} does not read {what}. Expected {expected}. Received: filepath={description.path}. "
+        f"{handled[0].upper()}{handled[1:]}."
+    )
+
+
+#: Output suffixes and what they are written as.
+HDF5_SUFFIXES, KERAS_SUFFIX, JSON_SUFFIX, YAML_SUFFIXES = (".h5", ".hdf5"), ".keras", ".json", (".yaml", ".yml")
+
+
+def output_format(description, output, *, config=None):
+    """``"keras"`` (Keras 3's ``.keras``) or ``"same"`` (a legacy file of the input's kind), chosen by the output's
+    name; an extension that names no writer, or one that cannot hold what the input holds, is refused before
+    anything is read or written, with the extensions that would work.
+
+    Example:
+        >>> output_format(describe("fixtures/files/k224_siamese_x2_full.h5"), "clean.keras")
+        'keras'
+        >>> output_format(describe("fixtures/files/k224_siamese_x2_full.h5"), "clean.json")
+        Traceback (most recent call last):
+        ...
+        mgpu_io.errors.InvalidArgument: A .json output holds a model config only, and the input's weights would be lost. Expected an output ending in .h5, .hdf5 or .keras for a legacy Keras full-model HDF5 file. Received: output=clean.json. Name the output .h5, .hdf5 or .keras.
+    """
+    kind, suffix = description.kind, Path(output).suffix.lower()
+    if kind not in LEGACY_KINDS + TENSORFLOW_KINDS:
+        return "keras" if suffix == KERAS_SUFFIX else "same"  # the reading refuses it first
+    is_config = kind in (JSON_CONFIG, YAML_CONFIG)
+    weights_only = kind in (LEGACY_WEIGHTS, TF_CHECKPOINT)
+    if is_config:
+        works = ".json"
+    elif weights_only and config is None:
+        works = ".h5 or .hdf5 (or .keras with config=, the architecture saved beside the weights)"
+    else:
+        works = ".h5, .hdf5 or .keras"
+    received = f"Received: output={output}."
+    if suffix == KERAS_SUFFIX and not is_config and not (weights_only and config is None):
+        return "keras"
+    if suffix in HDF5_SUFFIXES and not is_config:
+        return "same"
+    if suffix == JSON_SUFFIX and is_config:
+        return "same"
+    if suffix in YAML_SUFFIXES and is_config:
+        raise InvalidArgument(
+            f"A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML. Expected an output ending in "
+            f".json. {received} Name the output .json and load it with keras.models.model_from_json."
+        )
+    if suffix == KERAS_SUFFIX and is_config:
+        why = "A .keras file holds a whole model, and a config holds no weights"
+        fix = "Name the output .json, or pass the weights too: mgpu_io.load_model(config, weights=...).save('x.keras')"
+    elif suffix == KERAS_SUFFIX:
+        why = "A .keras file holds a whole model, and a weights-only file holds no architecture"
+        fix = "Pass config= (the JSON saved beside the weights), or name the output .h5 for the weights alone"
+    elif suffix in HDF5_SUFFIXES:
+        why = f"A {suffix} output of a config would hold no weights"
+        fix = "Name the output .json"
+    elif suffix in (JSON_SUFFIX, *YAML_SUFFIXES):
+        why = f"A {suffix} output holds a model config only, and the input's weights would be lost"
+        fix = f"Name the output {works.split(' (')[0]}"
+    else:
+        why = f"The output's name says no format ({suffix or 'no extension'})"
+        fix = "Name the output by the format to write"
+    raise InvalidArgument(f"{why}. Expected an output ending in {works} for {description.name}. {received} {fix}.")
+
+
+def not_a_model_file(description):
+    """The :class:`NotAModelFile` for a missing or unknown path."""
+    if description.kind == MISSING:
+        return NotAModelFile(
+            f"Cannot read the input: nothing is there. Expected a Keras file (.h5, .keras, JSON or YAML config), "
+            f"a SavedModel folder or a TF checkpoint. Received: filepath={description.path}. Check the path."
+        )
+    return NotAModelFile(
+        f"The input is no Keras format mgpu-io knows. Expected a Keras .h5 file (model or weights), a .keras "
+        f"archive, a .weights.h5 file, a JSON or YAML config, a SavedModel folder or a TF checkpoint. Received: "
+        f"filepath={description.path} ({description.detail or 'unrecognized content'}). Check the path; "
+        f"`mgpu-io inspect` says what each kind of file is."
+    )
