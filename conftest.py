@@ -26,7 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 sys.path.insert(0, str(ROOT / "tests"))
-from tiers import MARKER_HELP, tiers_of  # noqa: E402  (tests/tiers.py: the one list of tiers)
+from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/tiers.py: the one list of tiers)
 
 
 def pytest_configure(config):
@@ -35,13 +35,20 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    long_first = []
     for item in items:
         try:
             relative = Path(str(item.path)).resolve().relative_to(ROOT.resolve()).as_posix()
         except ValueError:
-            continue
-        for tier in tiers_of(relative):
+            relative = ""
+        tiers = tiers_of(relative)
+        for tier in tiers:
             item.add_marker(getattr(pytest.mark, tier))
+        long_first.append(min([LONG.index(tier) for tier in tiers if tier in LONG], default=len(LONG)))
+    # The long families start first, so that on two workers (`make test`, a file per worker) the rest of the suite
+    # runs beside them instead of after them; within each group the order is pytest's.
+    order = sorted(range(len(items)), key=long_first.__getitem__)
+    items[:] = [items[i] for i in order]
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from tiers import MARKER_HELP, ROOT, TIERS, tiers_of
+from tiers import LONG, MARKER_HELP, ROOT, TIERS, tiers_of
 
 
 def test_the_quick_tier_holds_every_file_of_the_core_only_matrix_session():
@@ -58,3 +58,14 @@ def test_the_core_tier_collects_with_keras_and_tensorflow_unimportable():
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " error" not in done.stdout.splitlines()[-1], done.stdout[-3000:]
+
+
+def test_the_long_families_start_first_longest_first():
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    files = list(dict.fromkeys(line.split("::")[0] for line in done.stdout.splitlines() if "::" in line))
+    first = [tiers_of(path)[0] for path in files[: len(LONG)]]
+    assert first == [tier for tier in LONG if any(tier in tiers_of(path) for path in files)], files[:8]
+    assert not set(LONG) & {tier for path in files[len(LONG) :] for tier in tiers_of(path)}
