@@ -63,7 +63,10 @@ def test_the_core_tier_collects_with_keras_and_tensorflow_unimportable():
 def test_the_long_families_start_first_longest_first():
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     files = list(dict.fromkeys(line.split("::")[0] for line in done.stdout.splitlines() if "::" in line))
     first = [tiers_of(path)[0] for path in files[: len(LONG)]]

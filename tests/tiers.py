@@ -42,7 +42,9 @@ MARKER_HELP = {
 
 def tiers_of(relative):
     """The tier markers of a collected file, by its path relative to the repository root."""
-    return [tier for tier, paths in TIERS.items() for path in paths if relative == path or relative.startswith(path + "/")]
+    return [
+        tier for tier, paths in TIERS.items() for path in paths if relative == path or relative.startswith(path + "/")
+    ]
 
 
 #: The long families, longest first: `make test` starts them in this order, before everything else.
