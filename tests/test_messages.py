@@ -106,7 +106,7 @@ def test_a_plain_file_that_keras3_loads_is_told_to_load_it_as_it_is(tmp_path):
 def test_an_unnamed_sequential_template_is_called_by_its_class():
     report = mgpu_io.inspect(PLAIN_SEQUENTIAL)
     assert (report.template, report.template_class) == (None, "Sequential")
-    assert "└── unnamed Sequential (template): inputs: dense_1_input; outputs: dense_2" in str(report)
+    assert "└── model: unnamed Sequential; inputs: dense_1_input; outputs: dense_2" in str(report)
     assert "?" not in str(report)
 
 

@@ -58,12 +58,18 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
         described = {lam.layer: lam for lam in original or ()}
         lines = [(described.get(lam.layer) or lam).describe() for lam in missing]
         where = f" in filepath={source}" if source is not None else ""
+        stored = any((described.get(lam.layer) or lam).code is not None for lam in missing)
+        recovery = (
+            f"; `mgpu-io lambdas FILE -o my_lambdas.py` writes their recovered source ({INSTALL_HINT}). Only for a "
+            f"file you trust: safe_mode=False rebuilds them from that source."
+            if stored  # a function stored by name (a .keras output) has no source in the file to recover
+            else "."
+        )
         raise MissingLambda(
             f"The template's Lambda layers hold your own code, which mgpu-io never runs from the file (stored code "
             f"allows arbitrary code execution). Expected a function for each of them{where}. Received none for: "
-            f"{'; '.join(lines)}. Pass them: lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}; "
-            f"`mgpu-io lambdas FILE -o my_lambdas.py` writes their recovered source ({INSTALL_HINT}). Only for a "
-            f"file you trust: safe_mode=False rebuilds them from that source.",
+            f"{'; '.join(lines)}. Pass them: lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}"
+            f"{recovery}",
             [lam.layer for lam in missing],
         )
     return objects
