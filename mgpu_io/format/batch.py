@@ -17,8 +17,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError
-from mgpu_io.format import probe
+from mgpu_io.errors import InvalidArgument, LimitReached, MgpuIOError, NotAWrapper, OutputError
+from mgpu_io.format import limits, probe
 from mgpu_io.format.text import columns, plural, printable
 
 #: File suffixes that may hold a Keras model: legacy HDF5 files and JSON configs.
@@ -196,7 +196,7 @@ def _run(tasks, workers, finished):
         return
     context = multiprocessing.get_context("fork")
     pending = collections.deque(enumerate(tasks))
-    pool = [_Worker(context) for _ in range(workers)]
+    pool = _start_workers(context, workers)
     try:
         while pending or any(worker.index is not None for worker in pool):
             for worker in pool:
@@ -225,11 +225,31 @@ def _run(tasks, workers, finished):
                 worker.index = None
                 if not worker.process.is_alive():
                     worker.stop()
-                    pool[position] = _Worker(context)
+                    pool[position] = _start_workers(context, 1)[0]
                 finished(index, result)
     finally:
         for worker in pool:
             worker.stop()
+
+
+def _start_workers(context, count):
+    """``count`` new workers, or as many as this process's open-files limit allows (each takes a pipe); none at all
+    is a :class:`~mgpu_io.errors.LimitReached` that names the limit."""
+    pool = []
+    for _ in range(count):
+        try:
+            pool.append(_Worker(context))
+        except OSError as error:
+            problem = limits.descriptor_problem(error)
+            if problem is None:
+                raise
+            if pool:
+                break
+            raise LimitReached(
+                f"Cannot start a worker process for the folder: {problem}. Expected a few free file descriptors "
+                f"for each worker. Received: jobs={count}. Raise the limit (ulimit -n 1024) and run again."
+            ) from None
+    return pool
 
 
 class _Worker:
@@ -286,6 +306,11 @@ def _serve(connection):  # pragma: no cover - runs in a worker process
 
     faulthandler.disable()  # a crash is reported by the supervisor, in one line, not as a stack dump
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle: it stops its workers
+    # Ended by the supervisor (SIGTERM at its exit), or by the CPU-time limit (SIGXCPU): die at once, quietly, as the
+    # signal's default does, and not through a handler inherited from the command line (its traceback on stderr).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "SIGXCPU"):
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
     probe.supervise(connection.send)
     try:
         while True:
@@ -293,7 +318,7 @@ def _serve(connection):  # pragma: no cover - runs in a worker process
             if task is None:
                 return
             connection.send(("result", _repair_one(*task)))
-    except (EOFError, OSError):  # the supervisor is gone
+    except (EOFError, OSError, KeyboardInterrupt):  # the supervisor is gone
         return
 
 
@@ -329,5 +354,8 @@ def _repair_one(source, output, options):
     except MgpuIOError as error:
         return FileResult(path=source, status=FAILED, reason=str(error))
     except Exception as error:
+        problem = limits.descriptor_problem(error) if isinstance(error, OSError) else None
+        if problem is not None:
+            return FileResult(path=source, status=FAILED, reason=f"Cannot open the file: {problem}.")
         return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
     return FileResult(path=source, status=status, output=output if not options["dry_run"] else None, depth=result.depth)

@@ -5,6 +5,7 @@ private helpers. Should a future Keras move them, this module is the one to chan
 """
 
 import contextlib
+import os
 
 from mgpu_io.errors import MissingDependency
 
@@ -14,10 +15,21 @@ def import_keras():
     try:
         import keras
     except ImportError as error:
+        missing_backend = _missing_backend(error)
+        if missing_backend is not None:
+            raise missing_backend from None
         raise MissingDependency(
             f"This needs Keras 3, which is not installed. Expected an importable `keras` (3.x) with a backend. "
             f"Received: {error}. Install Keras with one backend: pip install 'mgpu-io[jax]' (the light one), "
             f"'mgpu-io[tensorflow]' or 'mgpu-io[torch]'."
+        ) from None
+    except ValueError as error:  # Keras 3's answer to a KERAS_BACKEND it does not know
+        if "backend" not in str(error):
+            raise
+        raise MissingDependency(
+            f"Keras does not know the backend KERAS_BACKEND={os.environ.get('KERAS_BACKEND')}. Expected one of "
+            f"{', '.join(sorted(_BACKENDS))}. Received: {error}. Pick one of them (KERAS_BACKEND=jax, for example) "
+            f"or unset KERAS_BACKEND."
         ) from None
     if not str(getattr(keras, "__version__", "3")).startswith("3"):
         raise MissingDependency(
@@ -25,6 +37,33 @@ def import_keras():
             f"pip install -U 'keras>=3.12'."
         )
     return keras
+
+
+#: Keras 3's backends and the package each one imports.
+_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy", "openvino": "openvino"}
+
+
+def _missing_backend(error):
+    """When Keras itself is installed but the backend it was told to use is not (``KERAS_BACKEND``, or
+    ``~/.keras/keras.json``), the error that says so and how to pick another; else ``None``."""
+    import importlib.util
+
+    if importlib.util.find_spec("keras") is None:
+        return None
+    chosen = os.environ.get("KERAS_BACKEND")
+    where = f"KERAS_BACKEND={chosen}" if chosen else "the backend in ~/.keras/keras.json (or Keras' default)"
+    module = (getattr(error, "name", None) or "").split(".")[0]
+    backend = chosen or next((name for name, package in _BACKENDS.items() if package == module), None)
+    if backend is None:
+        return None
+    installed = [name for name, package in _BACKENDS.items() if importlib.util.find_spec(package) is not None]
+    installed = [name for name in installed if name != backend and name != "numpy"] + ["numpy"] * ("numpy" in installed)
+    pick = " or ".join(f"KERAS_BACKEND={name}" for name in installed[:3]) or "pip install 'mgpu-io[jax]'"
+    return MissingDependency(
+        f"Keras is installed, but its backend {backend!r} is not ({where}). Expected an importable backend "
+        f"package. Received: {error}. Pick an installed backend ({pick}) or install this one "
+        f"(pip install {_BACKENDS.get(backend, backend)})."
+    )
 
 
 @contextlib.contextmanager
