@@ -187,10 +187,10 @@ def _run(tasks, workers, finished):
     Each worker repairs file after file in itself (a fork per file cost more than a third of a small file's repair)
     and says when it starts reading one and when its structure is read. A worker that dies fails the file it held
     ("crashed the HDF5 library"); one that reads a structure for longer than the probe's limit is killed and fails
-    it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked, the files are
-    repaired here, one by one.
+    it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked (or with
+    ``MGPU_IO_PROBE=0``), the files are repaired here, one by one.
     """
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if not probe.forking() or "fork" not in multiprocessing.get_all_start_methods():
         for index, task in enumerate(tasks):
             finished(index, _repair_one(*task))
         return

@@ -48,7 +48,7 @@ def probed(path, work, *, progress=None):
     """
     if _supervisor is not None:
         return _supervised(path, work)
-    if not hasattr(os, "fork") or os.environ.get("MGPU_IO_PROBE", "1") == "0":
+    if not forking():
         return _unprobed(path, work)
     try:
         read_end, write_end = os.pipe()
@@ -99,6 +99,12 @@ def probed(path, work, *, progress=None):
         return value
     what = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
     raise crash_error(path, what, structure_done)
+
+
+def forking():
+    """Whether files are read in forked processes: where ``os.fork`` exists, unless ``MGPU_IO_PROBE=0`` turns it off
+    (then the work runs in this process, without a time limit, and a folder's files are repaired one by one)."""
+    return hasattr(os, "fork") and os.environ.get("MGPU_IO_PROBE", "1") != "0"
 
 
 def _fork():
