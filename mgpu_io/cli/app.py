@@ -81,14 +81,14 @@ def _limit_error(error):
     if isinstance(error, MemoryError) or (
         isinstance(error, ImportError) and limits.soft_limit("AS") is not None and "No module named" not in str(error)
     ):
-        problem, flag = limits.memory_problem() or "the machine's memory is used up", "-v"
+        problem, flag = limits.memory_problem(), "-v"
     elif isinstance(error, OSError):
         problem, flag = limits.descriptor_problem(error), "-n"
     if problem is None:
         return None
     return LimitReached(
         f"A limit of this environment stopped the command: {problem}. Expected room to run. Received: "
-        f"{type(error).__name__}. Raise the limit (ulimit {flag} unlimited) or free memory, and run again."
+        f"{type(error).__name__}. Raise the limit ({limits.raise_hint(flag)}) and run again."
     )
 
 

@@ -232,11 +232,17 @@ def _run(tasks, workers, finished):
             worker.stop()
 
 
+#: File descriptors a worker needs free to repair a file: the source, the output, the probe's pipe, libraries' own.
+_DESCRIPTORS_PER_WORKER = 8
+
+
 def _start_workers(context, count):
     """``count`` new workers, or as many as this process's open-files limit allows (each takes a pipe); none at all
     is a :class:`~mgpu_io.errors.LimitReached` that names the limit."""
     pool = []
     for _ in range(count):
+        if pool and limits.free_descriptors() < _DESCRIPTORS_PER_WORKER:
+            break  # a worker that starts and then cannot open its files would fail them all
         try:
             pool.append(_Worker(context))
         except OSError as error:

@@ -124,17 +124,27 @@ def file_size_problem():
 
 
 def cpu_problem():
-    """The CPU-time limit (``ulimit -t``), for work that a ``SIGXCPU`` (or the ``SIGKILL`` after it) ended."""
-    limit = soft_limit("CPU")
-    if limit is None:
+    """The CPU-time limit (``ulimit -t``), for work that a ``SIGXCPU`` (or the ``SIGKILL`` after it) ended. The
+    hard limit is the one named where it is set: the command line lowers the soft one a second below it."""
+    if soft_limit("CPU") is None:
         return None
-    return f"the {limit} s of CPU time this process may use ran out ({ulimit('CPU')})"
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    limit = hard if hard != resource.RLIM_INFINITY else soft
+    return f"the {limit} s of CPU time this process may use ran out ({ulimit('CPU', limit)})"
 
 
-def fd_is_open(fd):
-    """Whether file descriptor ``fd`` is open."""
+def raise_hint(flag):
+    """How to raise the limit of ``ulimit`` flag ``flag``: ``"ulimit -n 1024"`` (no system allows unlimited
+    descriptors), else ``"ulimit -v unlimited"``."""
+    return "ulimit -n 1024" if flag == "-n" else f"ulimit {flag} unlimited"
+
+
+def free_descriptors():
+    """How many more files this process may open under ``ulimit -n`` (a large number where that is unknown)."""
+    limit = soft_limit("NOFILE")
+    if limit is None:
+        return 1 << 30
     try:
-        os.fstat(fd)
+        return limit - len(os.listdir("/proc/self/fd"))
     except OSError:
-        return False
-    return True
+        return 1 << 30

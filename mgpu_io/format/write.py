@@ -203,7 +203,7 @@ def atomic_path(destination, suffix=".tmp"):
             problem, flag = limit
             raise LimitReached(
                 f"Cannot write the output: {problem}. Expected room for the whole file. Received: "
-                f"output={destination}. Raise the limit (ulimit {flag} unlimited) and run again; nothing was written."
+                f"output={destination}. Raise the limit ({limits.raise_hint(flag)}) and run again; nothing was written."
             ) from None
         raise OutputError(
             f"Cannot write the output: {problem}. Expected a writable folder with room for the file. Received: "
