@@ -5,6 +5,11 @@ The contract for every input file, through every entry point: either a correct r
 line on stderr starting with ``Error: ``); never a raw exception or a traceback, never a hang, bounded memory, the
 input byte-for-byte unchanged, and nothing left over in the output folder.
 
+Inputs of every kind the readers take: HDF5 model and weights files and JSON configs (:mod:`mutate`), YAML configs,
+SavedModel folders and TF-format checkpoints with the architecture given beside them (:mod:`mutate_kinds`, issue 21).
+A checkpoint's entry points get ``config=`` (``--config``); ``load_model`` loads it as the weights of that
+architecture. Stored bytecode (issue 22) is to come in through :func:`mutate.register`.
+
 How it runs. The parent makes each mutated input (:mod:`mutate`, seeded and deterministic) and hands it to a worker
 SUBPROCESS, which runs the entry points one by one and reports each result on a pipe. A worker runs under a memory
 cap (``RLIMIT_AS``: its size after start-up plus ``--mem-mb``), and each entry point under a wall-clock timeout: a
