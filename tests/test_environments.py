@@ -181,6 +181,18 @@ def test_a_command_that_cannot_even_start_under_ulimit_v_says_so_in_one_line():
     assert_one_error_line(result, "ulimit -v 60000", "Raise the limit (ulimit -v unlimited)")
 
 
+def test_tensorflow_that_cannot_be_mapped_under_ulimit_v_is_named_not_called_missing():
+    pytest.importorskip("tensorflow")
+    saved_model = ROOT / "fixtures" / "tf2" / "tf23_functional_bn_x2_savedmodel"
+    result = run(["inspect", saved_model], ulimit={"-v": 1000000})  # TensorFlow maps more than 1 GB
+    assert_one_error_line(result, "Reading a SavedModel needs TensorFlow, which cannot be loaded: this process may "
+                                  "map at most 976.6 MiB of memory (ulimit -v 1000000).")
+    script = "import sys, mgpu_io\ntry:\n    mgpu_io.load_model(sys.argv[1])\nexcept Exception as e:\n    print(e)"
+    loaded = run([WRAPPER], script=script, ulimit={"-v": 1000000}, env={"KERAS_BACKEND": "tensorflow"})
+    assert text(loaded.stdout).startswith("Keras and its backend cannot be loaded: this process may map at most "
+                                          "976.6 MiB of memory (ulimit -v 1000000).")
+
+
 def test_an_output_larger_than_ulimit_f_is_refused_whole(tmp_path, folder):
     result = run(["unwrap", WRAPPER, tmp_path / "model.h5"], ulimit={"-f": 10})
     assert_one_error_line(result)

@@ -18,6 +18,7 @@ def import_keras():
         missing_backend = _missing_backend(error)
         if missing_backend is not None:
             raise missing_backend from None
+        _check_memory_limit(error)
         raise MissingDependency(
             f"This needs Keras 3, which is not installed. Expected an importable `keras` (3.x) with a backend. "
             f"Received: {error}. Install Keras with one backend: pip install 'mgpu-io[jax]' (the light one), "
@@ -37,6 +38,21 @@ def import_keras():
             f"pip install -U 'keras>=3.12'."
         )
     return keras
+
+
+def _check_memory_limit(error):
+    """A library that could not be mapped under the user's ``ulimit -v`` (TensorFlow maps gigabytes): say so,
+    naming the limit, not that Keras is missing."""
+    from mgpu_io.errors import LimitReached
+    from mgpu_io.format.limits import memory_problem
+
+    problem = memory_problem()
+    if problem is not None and ("failed to map" in str(error) or "cannot allocate" in str(error).lower()):
+        raise LimitReached(
+            f"Keras and its backend cannot be loaded: {problem}. Expected room to map the backend's libraries "
+            f"(TensorFlow maps several GiB of address space). Received: {error}. Raise the limit (ulimit -v "
+            f"unlimited, or a larger value), or use a lighter backend (KERAS_BACKEND=jax)."
+        ) from None
 
 
 #: Keras 3's backends and the package each one imports.
