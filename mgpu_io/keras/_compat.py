@@ -15,10 +15,10 @@ def import_keras():
     try:
         import keras
     except ImportError as error:
+        _check_memory_limit(error)
         missing_backend = _missing_backend(error)
         if missing_backend is not None:
             raise missing_backend from None
-        _check_memory_limit(error)
         raise MissingDependency(
             f"This needs Keras 3, which is not installed. Expected an importable `keras` (3.x) with a backend. "
             f"Received: {error}. Install Keras with one backend: pip install 'mgpu-io[jax]' (the light one), "
@@ -64,14 +64,14 @@ def _missing_backend(error):
     ``~/.keras/keras.json``), the error that says so and how to pick another; else ``None``."""
     import importlib.util
 
-    if importlib.util.find_spec("keras") is None:
+    if importlib.util.find_spec("keras") is None or not isinstance(error, ModuleNotFoundError):
         return None
     chosen = os.environ.get("KERAS_BACKEND")
     where = f"KERAS_BACKEND={chosen}" if chosen else "the backend in ~/.keras/keras.json (or Keras' default)"
     module = (getattr(error, "name", None) or "").split(".")[0]
-    backend = chosen or next((name for name, package in _BACKENDS.items() if package == module), None)
-    if backend is None:
-        return None
+    backend = next((name for name, package in _BACKENDS.items() if package == module), None)
+    if backend is None or (chosen and chosen != backend) or importlib.util.find_spec(_BACKENDS[backend]) is not None:
+        return None  # not a backend's package, or one that is installed (a part of it failed: Keras' own error)
     installed = [name for name, package in _BACKENDS.items() if importlib.util.find_spec(package) is not None]
     installed = [name for name in installed if name != backend and name != "numpy"] + ["numpy"] * ("numpy" in installed)
     pick = " or ".join(f"KERAS_BACKEND={name}" for name in installed[:3]) or "pip install 'mgpu-io[jax]'"
