@@ -366,6 +366,11 @@ def test_a_folder_repair_interrupted_stops_its_workers_without_their_tracebacks(
                          f"left.\n")
     assert process.returncode == 128 + signum
     assert not (tmp_path / "repaired" / "epoch-02.h5").exists()
+    summary = text(out).splitlines()  # what each file came to before the stop
+    assert "  epoch-02.h5    failed    The run was stopped before this file was done." in summary
+    assert "  epoch-01.h5    repaired  1 wrapper level removed" in summary
+    repaired = [line.split()[0] for line in summary if " repaired " in line]
+    assert summary[-1] == f"{len(repaired)} repaired, {4 - len(repaired)} failed" and len(repaired) >= 2
 
 
 # ---------------------------------------------------------------------------------------------------------------

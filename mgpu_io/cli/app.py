@@ -549,6 +549,9 @@ def run():
     try:
         app()
     except Interrupted as interrupted:
+        if getattr(interrupted, "report", None) is not None:  # a folder's: what each file came to before the stop
+            with contextlib.suppress(Exception):
+                _show(interrupted.report, verbose=_settings["verbose"])
         typer.echo(
             f"Error: stopped by {_signal_text(interrupted.signum)}. Outputs appear whole or not at all: "
             f"nothing partial was left.",

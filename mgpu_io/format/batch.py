@@ -7,6 +7,7 @@ is written atomically, so an interrupted run leaves only complete files.
 """
 
 import collections
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -176,9 +177,21 @@ def unwrap_tree(
         if progress is not None:
             progress(len(results), len(tasks), result)
 
-    _run(tasks, workers, finished)
+    try:
+        _run(tasks, workers, finished)
+    except BaseException as stop:  # Ctrl-C, SIGTERM, the CPU-time limit: the report says what was done before it
+        report.files = [
+            results.get(index) or FileResult(path=str(Path(task[0]).relative_to(source)), status=FAILED, reason=STOPPED)
+            for index, task in enumerate(tasks)
+        ]
+        stop.report = report
+        raise
     report.files = [results[index] for index in range(len(tasks))]
     return report
+
+
+#: The reason of a file that a stopped run (Ctrl-C, SIGTERM) did not finish (its output was written whole, or not).
+STOPPED = "The run was stopped before this file was done. Its output is whole or absent; run again to repair it."
 
 
 def _run(tasks, workers, finished):
@@ -227,6 +240,13 @@ def _run(tasks, workers, finished):
                     worker.stop()
                     pool[position] = _start_workers(context, 1)[0]
                 finished(index, result)
+    except BaseException:  # stopped: the results the workers already sent are still the user's to know
+        for worker in pool:
+            result = worker.collect() if worker.index is not None else None
+            if result is not None:
+                with contextlib.suppress(Exception):
+                    finished(worker.index, result)
+        raise
     finally:
         for worker in pool:
             worker.stop()
