@@ -505,3 +505,23 @@ def test_without_map_populate_weights_are_read_into_aligned_arrays(monkeypatch):
     assert len(found) == len(expected)
     for a, b in zip(found, expected):
         np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# found by the fuzzer's long run (issue 21)
+
+
+def test_a_weight_keras_refuses_is_one_typed_error_and_the_next_load_in_the_process_still_works(tmp_path):
+    """A stored float128 weight (DatasetWrongDtype) made Keras raise while the deferred variables got their values;
+    Keras' list of them stayed full, and every later load_model in the same process failed ("already initialized")."""
+    pytest.importorskip("keras")
+    damaged = tmp_path / "float128.h5"
+    shutil.copyfile(FIXTURES / "k122_kuza55_x2_full.h5", damaged)
+    with h5py.File(damaged, "r+") as h5:
+        value = h5["model_weights/template/out_W:0"][()]
+        del h5["model_weights/template/out_W:0"]
+        h5["model_weights/template"].create_dataset("out_W:0", data=value.astype(np.longdouble))
+    with pytest.raises(mgpu_io.WeightsMismatch, match=r"^Keras 3 refuses a stored weight: Invalid dtype: float128\. "):
+        mgpu_io.load_model(damaged, compile=False)
+    model = mgpu_io.load_model(WRAPPER, compile=False)  # was: "Variable ... is already initialized."
+    assert model.name == "template"

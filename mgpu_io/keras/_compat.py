@@ -188,9 +188,24 @@ class Deferred:
         return True
 
     def finish(self):
-        """Give every variable created without a value its value: the one given, or its initializer's."""
-        if self.active:
+        """Give every variable created without a value its value: the one given, or its initializer's.
+
+        Keras' list of such variables is emptied first: where Keras refuses a value (a stored weight of a dtype it
+        has no type for), its own ``initialize_all_variables`` would leave the list as it was, and every later
+        load in the process would fail on those variables ("already initialized"; found by the fuzzer).
+        """
+        if not self.active:
+            return
+        try:
+            from keras.src.backend.common import global_state
+        except ImportError:  # pragma: no cover - a Keras that moved it: its own function, as before
             self._initialize_all()
+            return
+        pending = global_state.get_global_attribute("uninitialized_variables") or []
+        global_state.set_global_attribute("uninitialized_variables", [])
+        for variable in pending:
+            if getattr(variable, "_value", None) is None:
+                variable._deferred_initialize()
 
 
 class _Value:
