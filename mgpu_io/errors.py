@@ -77,5 +77,10 @@ class BaseModelCheckpointError(MgpuIOError, ValueError):
     """``BaseModelCheckpoint`` cannot tell which model to save (ambiguous, or it shares no trained weights)."""
 
 
+class LimitReached(MgpuIOError):
+    """A resource limit of the user's environment (``ulimit -v``, ``-f``, ``-n``, ``-t``) is below what the work
+    needs; the message names the limit and its value. mgpu-io never raises a limit it was given."""
+
+
 class MgpuIOWarning(UserWarning):
     """Something the user should know about a loaded model (NaN statistics, an optimizer state left behind)."""

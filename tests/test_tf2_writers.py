@@ -120,6 +120,8 @@ def test_a_repaired_config_is_json_even_from_yaml(tmp_path):
      "class_name: Model\nconfig: [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n",
      "The YAML config expands to too many values"),
     ("class_name: Model\nconfig: &x [*x]\n", "The YAML config expands to too many values"),
+    ("class_name: Model\nconfig: !!binary aGVsbG8=\n", "The YAML config holds a value that Keras' writers never wrote"),
+    ("class_name: Model\nconfig: !!set {a, b}\n", "The YAML config holds a value that Keras' writers never wrote"),
 ])
 def test_hostile_yaml_is_refused_without_constructing_anything(tmp_path, text, message):
     path = tmp_path / "model.yaml"
@@ -127,3 +129,15 @@ def test_hostile_yaml_is_refused_without_constructing_anything(tmp_path, text, m
     with pytest.raises(NotAModelFile, match=message):
         mgpu_io.inspect(path)
     assert not (tmp_path.parent / "mgpu-io-yaml-ran").exists()
+
+
+def test_a_date_like_name_in_a_hand_edited_yaml_is_its_text_and_inspect_json_prints_it(tmp_path):
+    """Found by the fuzzer (issue 21): PyYAML read an unquoted 2002-12-14 as a date, which --json could not print."""
+    from mgpu_io.cli import app
+    from typer.testing import CliRunner
+
+    path = tmp_path / "model.yaml"
+    path.write_text("class_name: 2001-12-14t21:59:43.10-05:00\nconfig: {name: 2002-12-14}\n")
+    result = CliRunner().invoke(app, ["inspect", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["template"] == "2002-12-14"

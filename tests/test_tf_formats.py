@@ -295,6 +295,19 @@ def test_a_folder_that_is_not_a_savedmodel(tmp_path):
         to_legacy_h5(tmp_path, tmp_path / "out.h5")
 
 
+@pytest.mark.parametrize("damage", ["a folder", "a link to nothing"])
+def test_a_savedmodel_whose_saved_model_pb_is_not_a_file_is_refused_not_read_as_a_folder_of_files(damage, tmp_path):
+    """Found by the fuzzer (issue 21): such a folder was repaired as a folder of legacy files ("0 repaired")."""
+    folder = copy_savedmodel("tf22_functional_bn_x2_savedmodel", tmp_path)
+    pb = folder / "saved_model.pb"
+    pb.unlink()
+    pb.mkdir() if damage == "a folder" else pb.symlink_to(tmp_path / "missing.pb")
+    assert detect(folder) == "savedmodel"
+    with pytest.raises(NotAModelFile, match=rf"^The SavedModel folder is damaged: its saved_model\.pb is {damage}\. "):
+        mgpu_io.unwrap(folder, tmp_path / "out.h5")
+    assert not (tmp_path / "out.h5").exists()
+
+
 def test_a_truncated_saved_model_pb(tmp_path):
     folder = copy_savedmodel("tf22_functional_bn_x2_savedmodel", tmp_path)
     pb = folder / "saved_model.pb"

@@ -90,12 +90,36 @@ def _reported(error):
     MGPU_IO_TRACEBACK=1 asks for its traceback (then it is raised)."""
     if isinstance(error, MgpuIOError):
         return error
+    limited = _limit_error(error)
+    if limited is not None:
+        return limited
     if _settings["verbose"] or os.environ.get("MGPU_IO_TRACEBACK"):
         raise error
     first = str(error).splitlines()[0] if str(error) else ""
     return RuntimeError(
         f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
         f"partial was written. Rerun with --verbose to see where, and report it."
+    )
+
+
+def _limit_error(error):
+    """A ``MemoryError`` (or a library that could not be mapped) under the user's ``ulimit -v``, or no file
+    descriptor left under ``ulimit -n``, as the :class:`~mgpu_io.errors.LimitReached` that names the limit."""
+    from mgpu_io.errors import LimitReached
+    from mgpu_io.format import limits
+
+    problem, flag = None, None
+    if isinstance(error, MemoryError) or (
+        isinstance(error, ImportError) and limits.soft_limit("AS") is not None and "No module named" not in str(error)
+    ):
+        problem, flag = limits.memory_problem(), "-v"
+    elif isinstance(error, OSError):
+        problem, flag = limits.descriptor_problem(error), "-n"
+    if problem is None:
+        return None
+    return LimitReached(
+        f"A limit of this environment stopped the command: {problem}. Expected room to run. Received: "
+        f"{type(error).__name__}. Raise the limit ({limits.raise_hint(flag)}) and run again."
     )
 
 
@@ -647,14 +671,100 @@ def run():
 
     TensorFlow's and CUDA's start-up logging (``cuInit``, oneDNN, absl lines) is silenced unless the user set
     ``TF_CPP_MIN_LOG_LEVEL`` themselves: commands print their answer only.
+
+    Hostile surroundings end cleanly (:func:`_guard_streams`): a closed stdout or stderr is /dev/null (the work is
+    done, the exit code says how it went); a reader that goes away (``| head``) ends the command with exit code
+    141, as it ends ``cat`` or ``grep``; the CPU-time limit (``ulimit -t``) ends it with one line and exit code 152.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+    _guard_streams()
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+        # Under ulimit -v, OpenBLAS's buffers for one thread per core (NumPy's import) can take the whole limit.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
+    _guard_cpu_limit()
+    stdout = sys.stdout
     try:
         app()
     except Interrupted as interrupted:
-        name = "Ctrl-C" if interrupted.signum == signal.SIGINT else "SIGTERM"
-        typer.echo(f"Error: stopped by {name}. Outputs appear whole or not at all: nothing partial was left.", err=True)
+        if getattr(interrupted, "report", None) is not None:  # a folder's: what each file came to before the stop
+            with contextlib.suppress(Exception):
+                _show(interrupted.report, verbose=_settings["verbose"])
+        typer.echo(
+            f"Error: stopped by {_signal_text(interrupted.signum)}. Outputs appear whole or not at all: "
+            f"nothing partial was left.",
+            err=True,
+        )
         sys.exit(128 + interrupted.signum)
+    except SystemExit as done:
+        if sys.stdout is not stdout and done.code == 1:  # click's answer to EPIPE: the reader is gone
+            sys.exit(128 + _SIGPIPE)
+        raise
+    except (MemoryError, ImportError) as error:  # outside a command's own handling (start-up, under ulimit -v)
+        limited = _limit_error(error)
+        if limited is None:
+            raise
+        sys.stderr.write(f"Error: {limited}\n")
+        sys.exit(1)
+
+
+#: SIGPIPE's number (13 on Linux): a reader that went away ends the command as it ends any Unix filter.
+_SIGPIPE = getattr(signal, "SIGPIPE", 13)
+
+
+def _signal_text(signum):
+    if signum == getattr(signal, "SIGXCPU", None):
+        from mgpu_io.format.limits import cpu_problem
+
+        return f"the CPU-time limit: {cpu_problem() or 'ulimit -t'}"
+    return "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+
+
+def _guard_streams():
+    """Closed standard streams become /dev/null, so that nothing we open takes their numbers (a file opened as
+    descriptor 2 would receive libhdf5's and TensorFlow's messages); and under a non-UTF-8 locale, text that the
+    terminal's encoding cannot show is written as UTF-8 bytes (file names too, as they were given), never an
+    encoding error."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+        if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
+            import codecs
+
+            codecs.register_error("mgpu-io-utf8", _as_utf8)
+            stream.reconfigure(errors="mgpu-io-utf8")
+
+
+def _as_utf8(error):
+    """An encoding error handler: what the stream's encoding cannot hold is written as UTF-8 (a lone surrogate, an
+    undecoded byte of a file name, as that byte)."""
+    text = error.object[error.start : error.end]
+    return text.encode("utf8", "surrogateescape"), error.end
+
+
+def _guard_cpu_limit():
+    """Under ``ulimit -t`` the kernel sends SIGXCPU at the soft limit and SIGKILL at the hard one; with both equal
+    (as the shell sets them) the kill comes first. The soft limit is lowered a second below the hard one (lowered
+    only), so that SIGXCPU comes, and ends the command like SIGTERM: with whole outputs and one line."""
+    if not hasattr(signal, "SIGXCPU"):
+        return
+    signal.signal(signal.SIGXCPU, _interrupt)
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft == hard and soft != resource.RLIM_INFINITY and soft > 1:
+        with contextlib.suppress(OSError, ValueError):
+            resource.setrlimit(resource.RLIMIT_CPU, (soft - 1, hard))

@@ -28,13 +28,13 @@ FLAGS = {
     "cpu=True": "--cpu",
     "verbose=True": "--verbose",
     "builder=": "--builder ",
+    "jobs=": "--jobs ",
     "lambdas=": "--lambda ",
     "safe_mode=False": "--unsafe-trust-file",
     "lambdas='my_lambdas.py'": "--lambda-module my_lambdas.py",
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",
-    "jobs=": "--jobs ",
 }
 _FLAG_PATTERN = re.compile(
     "|".join(
@@ -84,12 +84,14 @@ def _styled():
     """Whether stdout shows styles (rich's own rule: a terminal, unless NO_COLOR; or FORCE_COLOR)."""
     if os.environ.get("FORCE_COLOR"):
         return True
+    if sys.stdout is None:  # closed (the console script makes it /dev/null; a host program may not)
+        return False
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def _bar_shown():
     """Whether a progress bar can be seen: on a terminal's stderr (elsewhere rich would leave a blank line)."""
-    return sys.stderr.isatty() or bool(os.environ.get("FORCE_COLOR"))
+    return sys.stderr is not None and (sys.stderr.isatty() or bool(os.environ.get("FORCE_COLOR")))
 
 
 def _markup_escape(text):
@@ -114,6 +116,8 @@ def show(report, **options):
     lines that start with ``!`` are warnings, in yellow. Long lines are never cut: a terminal wraps them,
     and a pipe gets them whole."""
     text = report.describe(**options) if options else str(report)
+    if sys.stdout is None:
+        return
     if not _styled():
         sys.stdout.write("".join(to_flags(line) + "\n" for line in text.splitlines()))
         sys.stdout.flush()

@@ -7,6 +7,7 @@ is written atomically, so an interrupted run leaves only complete files.
 """
 
 import collections
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -17,8 +18,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAModelFile, NotAWrapper, OutputError
-from mgpu_io.format import probe
+from mgpu_io.errors import InvalidArgument, LimitReached, MgpuIOError, NotAModelFile, NotAWrapper, OutputError
+from mgpu_io.format import limits, probe
 from mgpu_io.format.text import columns, plural, printable
 
 REPAIRED, CLEAN, SKIPPED, DONE, FAILED = "repaired", "already clean", "skipped", "done before", "failed"
@@ -206,10 +207,22 @@ def unwrap_tree(
         else:
             todo.append((index, task))
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
-    if todo:
-        _run([task for _, task in todo], workers, lambda position, result: finished(todo[position][0], result))
+    try:
+        if todo:
+            _run([task for _, task in todo], workers, lambda position, result: finished(todo[position][0], result))
+    except BaseException as stop:  # Ctrl-C, SIGTERM, the CPU-time limit: the report says what was done before it
+        report.files = [
+            results.get(index) or FileResult(path=str(Path(task[0]).relative_to(source)), status=FAILED, reason=STOPPED)
+            for index, task in enumerate(tasks)
+        ]
+        stop.report = report
+        raise
     report.files = [results[index] for index in range(len(tasks))]
     return report
+
+
+#: The reason of a file that a stopped run (Ctrl-C, SIGTERM) did not finish (its output was written whole, or not).
+STOPPED = "The run was stopped before this file was done. Its output is whole or absent; run again to repair it."
 
 
 def _run(tasks, workers, finished):
@@ -218,16 +231,16 @@ def _run(tasks, workers, finished):
     Each worker repairs file after file in itself (a fork per file cost more than a third of a small file's repair)
     and says when it starts reading one and when its structure is read. A worker that dies fails the file it held
     ("crashed the HDF5 library"); one that reads a structure for longer than the probe's limit is killed and fails
-    it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked, the files are
-    repaired here, one by one.
+    it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked (or with
+    ``MGPU_IO_PROBE=0``), the files are repaired here, one by one.
     """
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if not probe.forking() or "fork" not in multiprocessing.get_all_start_methods():
         for index, task in enumerate(tasks):
             finished(index, _repair_one(*task))
         return
     context = multiprocessing.get_context("fork")
     pending = collections.deque(enumerate(tasks))
-    pool = [_Worker(context) for _ in range(workers)]
+    pool = _start_workers(context, workers)
     try:
         while pending or any(worker.index is not None for worker in pool):
             for worker in pool:
@@ -256,11 +269,44 @@ def _run(tasks, workers, finished):
                 worker.index = None
                 if not worker.process.is_alive():
                     worker.stop()
-                    pool[position] = _Worker(context)
+                    pool[position] = _start_workers(context, 1)[0]
                 finished(index, result)
+    except BaseException:  # stopped: the results the workers already sent are still the user's to know
+        for worker in pool:
+            result = worker.collect() if worker.index is not None else None
+            if result is not None:
+                with contextlib.suppress(Exception):
+                    finished(worker.index, result)
+        raise
     finally:
         for worker in pool:
             worker.stop()
+
+
+#: File descriptors a worker needs free to repair a file: the source, the output, the probe's pipe, libraries' own.
+_DESCRIPTORS_PER_WORKER = 8
+
+
+def _start_workers(context, count):
+    """``count`` new workers, or as many as this process's open-files limit allows (each takes a pipe); none at all
+    is a :class:`~mgpu_io.errors.LimitReached` that names the limit."""
+    pool = []
+    for _ in range(count):
+        if pool and limits.free_descriptors() < _DESCRIPTORS_PER_WORKER:
+            break  # a worker that starts and then cannot open its files would fail them all
+        try:
+            pool.append(_Worker(context))
+        except OSError as error:
+            problem = limits.descriptor_problem(error)
+            if problem is None:
+                raise
+            if pool:
+                break
+            raise LimitReached(
+                f"Cannot start a worker process for the folder: {problem}. Expected a few free file descriptors "
+                f"for each worker. Received: jobs={count}. Raise the limit (ulimit -n 1024) and run again."
+            ) from None
+    return pool
 
 
 class _Worker:
@@ -317,6 +363,11 @@ def _serve(connection):  # pragma: no cover - runs in a worker process
 
     faulthandler.disable()  # a crash is reported by the supervisor, in one line, not as a stack dump
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle: it stops its workers
+    # Ended by the supervisor (SIGTERM at its exit), or by the CPU-time limit (SIGXCPU): die at once, quietly, as the
+    # signal's default does, and not through a handler inherited from the command line (its traceback on stderr).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "SIGXCPU"):
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
     probe.supervise(connection.send)
     try:
         while True:
@@ -324,7 +375,7 @@ def _serve(connection):  # pragma: no cover - runs in a worker process
             if task is None:
                 return
             connection.send(("result", _repair_one(*task)))
-    except (EOFError, OSError):  # the supervisor is gone
+    except (EOFError, OSError, KeyboardInterrupt):  # the supervisor is gone
         return
 
 
@@ -362,6 +413,9 @@ def _repair_one(source, output, options):
     except MgpuIOError as error:
         return FileResult(path=source, status=FAILED, reason=str(error))
     except Exception as error:
+        problem = limits.descriptor_problem(error) if isinstance(error, OSError) else None
+        if problem is not None:
+            return FileResult(path=source, status=FAILED, reason=f"Cannot open the file: {problem}.")
         return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
     return FileResult(path=source, status=status, output=output if not options["dry_run"] else None, depth=result.depth)
 

@@ -25,7 +25,8 @@ import struct
 import time
 import warnings
 
-from mgpu_io.errors import NotAModelFile
+from mgpu_io.errors import LimitReached, NotAModelFile
+from mgpu_io.format import limits
 
 #: Seconds the child may take to read a file's structure (``MGPU_IO_PROBE_TIMEOUT`` changes it).
 TIMEOUT = float(os.environ.get("MGPU_IO_PROBE_TIMEOUT", "20"))
@@ -35,7 +36,7 @@ EXTRA_MEMORY = 2 << 30
 _FRAME = struct.Struct("<Q")  # each message on the pipe: its length, then its pickle
 _pipe = None  # in a probe's child: the write end of the pipe to the parent
 _supervisor = None  # in a supervised worker: sends ("start" | "read", None) to its supervisor
-_memory_limit = None  # the soft address-space limit this process had before a probe set one
+_memory_limit = None  # what limits.lower_soft returned for the probe's cap (False: the user's limit was lower)
 
 
 def probed(path, work, *, progress=None):
@@ -47,15 +48,23 @@ def probed(path, work, *, progress=None):
     """
     if _supervisor is not None:
         return _supervised(path, work)
-    if not hasattr(os, "fork") or os.environ.get("MGPU_IO_PROBE", "1") == "0":
-        return work()
-    read_end, write_end = os.pipe()
-    with warnings.catch_warnings():
-        # Python's "multi-threaded fork" warning, and JAX's ("os.fork() was called ... JAX is multithreaded"): the
-        # child runs no thread's code, only h5py's reading, and exits.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-        pid = os.fork()
+    if not forking():
+        return _unprobed(path, work)
+    try:
+        read_end, write_end = os.pipe()
+    except OSError as error:
+        raise _limit_error(error, path) from None
+    try:
+        with warnings.catch_warnings():
+            # Python's "multi-threaded fork" warning, and JAX's ("os.fork() was called ... JAX is multithreaded"):
+            # the child runs no thread's code, only h5py's reading, and exits.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+            pid = _fork()
+    except OSError:  # no process may be started here (ulimit -u, no memory to copy): the work runs here instead
+        os.close(read_end)
+        os.close(write_end)
+        return _unprobed(path, work)
     if pid == 0:  # pragma: no cover - the child; its outcome is what the tests check
         os.close(read_end)
         _child(path, work, write_end)
@@ -92,6 +101,35 @@ def probed(path, work, *, progress=None):
     raise crash_error(path, what, structure_done)
 
 
+def forking():
+    """Whether files are read in forked processes: where ``os.fork`` exists, unless ``MGPU_IO_PROBE=0`` turns it off
+    (then the work runs in this process, without a time limit, and a folder's files are repaired one by one)."""
+    return hasattr(os, "fork") and os.environ.get("MGPU_IO_PROBE", "1") != "0"
+
+
+def _fork():
+    return os.fork()
+
+
+def _unprobed(path, work):
+    """``work()`` in this process, where no child can be forked: no time limit, but the same errors."""
+    try:
+        return work()
+    except MemoryError:
+        raise _memory_error(path) from None
+
+
+def _limit_error(error, path):
+    """The error for an ``OSError`` that a resource limit caused (no file descriptor left), else ``error``."""
+    problem = limits.descriptor_problem(error)
+    if problem is None:
+        return error
+    return LimitReached(
+        f"Cannot open what reading the file needs: {problem}. Expected a few free file descriptors. Received: "
+        f"filepath={path}. Raise the limit (ulimit -n 1024) or close other files."
+    )
+
+
 def hang_error(path):
     """The error for a file whose structure was not read within :data:`TIMEOUT`."""
     return NotAModelFile(
@@ -102,8 +140,15 @@ def hang_error(path):
 
 
 def crash_error(path, what, structure_done):
-    """The error for a process that died reading ``path`` (``what``: "signal 11", "exit code 1")."""
+    """The error for a process that died reading ``path`` (``what``: "signal 11", "exit code 1"); one that the
+    CPU-time limit ended (``SIGXCPU``, or the ``SIGKILL`` at its hard limit) names the limit."""
     doing = "Copying the weights" if structure_done else "Reading the file's structure"
+    cpu = limits.cpu_problem()
+    if cpu is not None and what in (f"signal {signal.SIGXCPU}", f"signal {signal.SIGKILL}"):
+        return LimitReached(
+            f"{doing} was stopped: {cpu}. Expected enough CPU time for the file. Received: filepath={path} "
+            f"({what}). Raise the limit (ulimit -t unlimited, or more seconds) or repair fewer files per run."
+        )
     return NotAModelFile(
         f"{doing} crashed the HDF5 library ({what}). Expected a file as Keras writes it. Received: "
         f"filepath={path}. The file is damaged; restore it from its source."
@@ -111,10 +156,26 @@ def crash_error(path, what, structure_done):
 
 
 def _memory_error(path):
+    """Memory ran out reading ``path``: under the user's own ``ulimit -v`` (when the probe's cap was not the lower
+    one), the limit is named; else the file declares more than fits."""
+    user_limit = user_memory_problem()
+    if user_limit is not None:
+        return LimitReached(
+            f"Reading the file ran out of memory: {user_limit}. Expected room for the file's structure and weights. "
+            f"Received: filepath={path}. Raise the limit (ulimit -v unlimited, or a larger value) or run where "
+            f"more memory is allowed."
+        )
     return NotAModelFile(
         f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
         f"Received: filepath={path}. The file is damaged or hostile."
     )
+
+
+def user_memory_problem():
+    """What to say when memory runs out now under the user's own ``ulimit -v`` (not under the probe's lower cap,
+    which a file that declares too much runs into); ``None`` when no such limit is what binds."""
+    capped_here = _memory_limit is not None and _memory_limit is not False
+    return None if capped_here else limits.memory_problem()
 
 
 def supervise(send):
@@ -192,6 +253,8 @@ def _child(path, work, write_end):  # pragma: no cover - runs in the forked chil
         faulthandler.disable()  # a crash here is reported by the parent, in one line, not as a stack dump
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if hasattr(signal, "SIGXCPU"):
+            signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the parent names the CPU-time limit (crash_error)
         _limit_memory()
         try:
             _send(write_end, ("value", work()))
@@ -218,26 +281,21 @@ def _send(fd, answer):
 
 
 def _limit_memory():  # pragma: no cover - runs in the forked child or a supervised worker
+    """Cap the address space at what the process maps now plus :data:`EXTRA_MEMORY`, lowering the soft limit only
+    (never the hard one, never above a limit the user set: ``ulimit -v`` stays the user's)."""
     global _memory_limit
     try:
-        import resource
-
         with open("/proc/self/status") as status:
             mapped = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
-        _memory_limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-        resource.setrlimit(resource.RLIMIT_AS, (mapped + EXTRA_MEMORY, resource.RLIM_INFINITY))
-    except (ImportError, OSError, ValueError, StopIteration):
-        pass
+    except (OSError, ValueError, StopIteration):
+        return
+    _memory_limit = limits.lower_soft("AS", mapped + EXTRA_MEMORY)
 
 
 def _unlimit_memory():
-    """Give the address space back its limit from before :func:`_limit_memory` (none, as a rule)."""
+    """Give the address space back the soft limit it had before :func:`_limit_memory` (none, as a rule)."""
     global _memory_limit
-    if _memory_limit is None:
-        return
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (_memory_limit, resource.RLIM_INFINITY))
+    limits.restore_soft("AS", _memory_limit)
     _memory_limit = None
 
 

@@ -18,7 +18,7 @@ from typing import Optional
 import h5py
 import numpy as np
 
-from mgpu_io.errors import FailedSaveStub, InvalidArgument, MgpuIOError, NotAModelFile, WeightsMismatch
+from mgpu_io.errors import FailedSaveStub, InvalidArgument, LimitReached, MgpuIOError, NotAModelFile, WeightsMismatch
 from mgpu_io.format.attrs import read_str, read_str_list
 
 MODEL, WEIGHTS, CONFIG = "model", "weights", "config"
@@ -262,6 +262,7 @@ def open_stored(path):
     try:
         is_hdf5 = h5py.is_hdf5(path)
     except OSError as exc:
+        limit_reached(exc, path, "opening the file")
         raise NotAModelFile(
             f"Cannot read the input file. Expected a readable Keras .h5 file or a JSON config. Received: "
             f"filepath={path} ({_first_line(exc)}). Check its permissions."
@@ -274,6 +275,7 @@ def open_stored(path):
     try:
         h5 = h5py.File(path, "r")
     except (OSError, RuntimeError) as exc:
+        limit_reached(exc, path, "opening the file")
         raise NotAModelFile(
             f"The HDF5 file is damaged and cannot be opened (truncated or partly overwritten?). "
             f"Expected a complete Keras .h5 file. Received: filepath={path} ({_first_line(exc)}). "
@@ -303,16 +305,36 @@ def reading(path, doing):
             f"The file's model config is nested too deeply to read. Expected a config as Keras writes it. Received: "
             f"filepath={path} (deeper than Python's recursion limit while {doing}). The file is damaged or hostile."
         ) from None
-    except MemoryError:
+    except MemoryError as exc:
+        limit_reached(exc, path, doing)
         raise NotAModelFile(
             f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
             f"Received: filepath={path} (out of memory while {doing}). The file is damaged or hostile."
         ) from None
     except _DAMAGE as exc:
+        limit_reached(exc, path, doing)
         raise NotAModelFile(
             f"The file is damaged: {doing} failed. Expected a file as Keras writes it. Received: filepath={path} "
             f"({type(exc).__name__}: {_first_line(exc)}). Restore it from its source."
         ) from None
+
+
+def limit_reached(error, path, doing):
+    """Raise :class:`~mgpu_io.errors.LimitReached` when ``error`` comes from a limit the user set (``ulimit -n``
+    for no file descriptor left, ``ulimit -v`` for memory that ran out under it), not from the file."""
+    from mgpu_io.format import limits, probe
+
+    if isinstance(error, MemoryError) or "memory allocation failed" in str(error).lower():
+        problem, flag = probe.user_memory_problem(), "-v"
+    else:
+        problem, flag = limits.descriptor_problem(error), "-n"
+    if problem is None:
+        return
+    fix = "ulimit -v unlimited, or a larger value" if flag == "-v" else "ulimit -n 1024, or close other files"
+    raise LimitReached(
+        f"A limit of this environment stopped {doing}: {problem}. Expected room to read the file. Received: "
+        f"filepath={path}. Raise the limit ({fix}) and run again."
+    ) from None
 
 
 def _refuse_links(path, h5):

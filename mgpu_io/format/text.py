@@ -12,17 +12,25 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 def printable(text):
     r"""``text`` with control characters and undecodable bytes shown as escapes.
 
+    A name that reached Python as undecodable bytes (a UTF-8 file name under a non-UTF-8 locale) is shown as the
+    UTF-8 text it is, where it is valid UTF-8.
+
     Example:
-        >>> printable("dense_1\x1b[2J")
-        'dense_1\\x1b[2J'
+        >>> printable("dense_1\x1b[2J"), printable("\udcc3\udcbc.h5") == "\u00fc.h5"
+        ('dense_1\\x1b[2J', True)
     """
+    text = str(text)
+    try:
+        text.encode("utf8")
+    except UnicodeEncodeError:  # lone surrogates: bytes that were not decoded; those that are UTF-8 are decoded
+        text = text.encode("utf8", "surrogateescape").decode("utf8", "surrogateescape")
     return _UNPRINTABLE.sub(
         lambda m: (
             m.group(0).encode("unicode_escape", "backslashreplace").decode("ascii")
             if not "\ud800" <= m.group(0) <= "\udfff"
             else f"\\u{ord(m.group(0)):04x}"
         ),
-        str(text),
+        text,
     )
 
 

@@ -29,7 +29,8 @@ import h5py
 import numpy as np
 
 from mgpu_io._version import __version__
-from mgpu_io.errors import OutputError
+from mgpu_io.errors import LimitReached, OutputError
+from mgpu_io.format import limits
 from mgpu_io.format.attrs import read_str_list, set_attr, write_str_list
 from mgpu_io.format.config import layer_name, model_layers
 from mgpu_io.format.read import CONFIG, MODEL, reading
@@ -123,15 +124,30 @@ _OUTPUT_TEXTS = {
     "errno = 28": errno.ENOSPC,
     "errno = 30": errno.EROFS,
     "errno = 13": errno.EACCES,
+    "errno = 27": errno.EFBIG,
 }
 
 
 def output_problem(error):
     """What an ``OSError`` (h5py's too) says about the output side, or ``None`` when it is not about the output."""
+    limit = _output_limit(error)
+    if limit is not None:
+        return limit[0]
     if error.errno in _OUTPUT_ERRNOS:
         return _OUTPUT_ERRNOS[error.errno]
     found = next((code for text, code in _OUTPUT_TEXTS.items() if text in str(error)), None)
     return _OUTPUT_ERRNOS.get(found)
+
+
+def _output_limit(error):
+    """``(what, ulimit flag)`` when a limit the user set made ``error``: the file-size limit (``EFBIG`` under
+    ``ulimit -f``) or the open-files limit (``ulimit -n``); else ``None``."""
+    too_large = error.errno == errno.EFBIG or any(text in str(error) for text in ("File too large", "errno = 27"))
+    if too_large and limits.file_size_problem() is not None:
+        return limits.file_size_problem(), "-f"
+    if limits.descriptor_problem(error) is not None:
+        return limits.descriptor_problem(error), "-n"
+    return None
 
 
 def _umask():
@@ -182,6 +198,13 @@ def atomic_path(destination, suffix=".tmp"):
         problem = output_problem(error)
         if problem is None:
             raise
+        limit = _output_limit(error)
+        if limit is not None:  # a limit the user set, not the disk
+            problem, flag = limit
+            raise LimitReached(
+                f"Cannot write the output: {problem}. Expected room for the whole file. Received: "
+                f"output={destination}. Raise the limit ({limits.raise_hint(flag)}) and run again; nothing was written."
+            ) from None
         raise OutputError(
             f"Cannot write the output: {problem}. Expected a writable folder with room for the file. Received: "
             f"output={destination} ({error.strerror or _first_line(error)}). Free space or choose another folder; "

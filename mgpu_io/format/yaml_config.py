@@ -90,6 +90,18 @@ def _loader(path):
             f"filepath={path} (tag {node.tag}). The file is not a Keras config; it is never constructed."
         )
 
+    def not_keras(loader, node):
+        raise NotAModelFile(
+            f"The YAML config holds a value that Keras' writers never wrote. Expected the plain values of to_yaml() "
+            f"(strings, numbers, lists, mappings). Received: filepath={path} (tag {node.tag}). The file is not a "
+            f"Keras config; pass the config as the writer saved it, or its JSON."
+        )
+
+    # A date-like scalar that to_yaml() would have quoted (a hand edit) is the text it is, not a date; binary data
+    # and sets are nothing a config holds (and no JSON output could carry them).
+    KerasYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+    KerasYamlLoader.add_constructor("tag:yaml.org,2002:binary", not_keras)
+    KerasYamlLoader.add_constructor("tag:yaml.org,2002:set", not_keras)
     KerasYamlLoader.add_constructor("tag:yaml.org,2002:python/tuple", as_list)
     KerasYamlLoader.add_multi_constructor(_APPLY, apply)
     KerasYamlLoader.add_multi_constructor(_NEW, new)

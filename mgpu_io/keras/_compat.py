@@ -5,6 +5,7 @@ private helpers. Should a future Keras move them, this module is the one to chan
 """
 
 import contextlib
+import os
 
 from mgpu_io.errors import MgpuIOError, MissingDependency
 
@@ -14,10 +15,22 @@ def import_keras():
     try:
         import keras
     except ImportError as error:
+        _check_memory_limit(error)
+        missing_backend = _missing_backend(error)
+        if missing_backend is not None:
+            raise missing_backend from None
         raise MissingDependency(
             f"This needs Keras 3, which is not installed. Expected an importable `keras` (3.x) with a backend. "
             f"Received: {error}. Install Keras with one backend: pip install 'mgpu-io[jax]' (the light one), "
             f"'mgpu-io[tensorflow]' or 'mgpu-io[torch]'."
+        ) from None
+    except ValueError as error:  # Keras 3's answer to a KERAS_BACKEND it does not know
+        if "backend" not in str(error):
+            raise
+        raise MissingDependency(
+            f"Keras does not know the backend KERAS_BACKEND={os.environ.get('KERAS_BACKEND')}. Expected one of "
+            f"{', '.join(sorted(_BACKENDS))}. Received: {error}. Pick one of them (KERAS_BACKEND=jax, for example) "
+            f"or unset KERAS_BACKEND."
         ) from None
     if not str(getattr(keras, "__version__", "3")).startswith("3"):
         raise MissingDependency(
@@ -25,6 +38,48 @@ def import_keras():
             f"pip install -U 'keras>=3.12'."
         )
     return keras
+
+
+def _check_memory_limit(error):
+    """A library that could not be mapped under the user's ``ulimit -v`` (TensorFlow maps gigabytes): say so,
+    naming the limit, not that Keras is missing."""
+    from mgpu_io.errors import LimitReached
+    from mgpu_io.format.limits import memory_problem
+
+    problem = memory_problem()
+    if problem is not None and ("failed to map" in str(error) or "cannot allocate" in str(error).lower()):
+        raise LimitReached(
+            f"Keras and its backend cannot be loaded: {problem}. Expected room to map the backend's libraries "
+            f"(TensorFlow maps several GiB of address space). Received: {error}. Raise the limit (ulimit -v "
+            f"unlimited, or a larger value), or use a lighter backend (KERAS_BACKEND=jax)."
+        ) from None
+
+
+#: Keras 3's backends and the package each one imports.
+_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy", "openvino": "openvino"}
+
+
+def _missing_backend(error):
+    """When Keras itself is installed but the backend it was told to use is not (``KERAS_BACKEND``, or
+    ``~/.keras/keras.json``), the error that says so and how to pick another; else ``None``."""
+    import importlib.util
+
+    if importlib.util.find_spec("keras") is None or not isinstance(error, ModuleNotFoundError):
+        return None
+    chosen = os.environ.get("KERAS_BACKEND")
+    where = f"KERAS_BACKEND={chosen}" if chosen else "the backend in ~/.keras/keras.json (or Keras' default)"
+    module = (getattr(error, "name", None) or "").split(".")[0]
+    backend = next((name for name, package in _BACKENDS.items() if package == module), None)
+    if backend is None or (chosen and chosen != backend) or importlib.util.find_spec(_BACKENDS[backend]) is not None:
+        return None  # not a backend's package, or one that is installed (a part of it failed: Keras' own error)
+    installed = [name for name, package in _BACKENDS.items() if importlib.util.find_spec(package) is not None]
+    installed = [name for name in installed if name != backend and name != "numpy"] + ["numpy"] * ("numpy" in installed)
+    pick = " or ".join(f"KERAS_BACKEND={name}" for name in installed[:3]) or "pip install 'mgpu-io[jax]'"
+    return MissingDependency(
+        f"Keras is installed, but its backend {backend!r} is not ({where}). Expected an importable backend "
+        f"package. Received: {error}. Pick an installed backend ({pick}) or install this one "
+        f"(pip install {_BACKENDS.get(backend, backend)})."
+    )
 
 
 @contextlib.contextmanager
@@ -135,9 +190,24 @@ class Deferred:
         return True
 
     def finish(self):
-        """Give every variable created without a value its value: the one given, or its initializer's."""
-        if self.active:
+        """Give every variable created without a value its value: the one given, or its initializer's.
+
+        Keras' list of such variables is emptied first: where Keras refuses a value (a stored weight of a dtype it
+        has no type for), its own ``initialize_all_variables`` would leave the list as it was, and every later
+        load in the process would fail on those variables ("already initialized"; found by the fuzzer).
+        """
+        if not self.active:
+            return
+        try:
+            from keras.src.backend.common import global_state
+        except ImportError:  # pragma: no cover - a Keras that moved it: its own function, as before
             self._initialize_all()
+            return
+        pending = global_state.get_global_attribute("uninitialized_variables") or []
+        global_state.set_global_attribute("uninitialized_variables", [])
+        for variable in pending:
+            if getattr(variable, "_value", None) is None:
+                variable._deferred_initialize()
 
 
 class _Value:

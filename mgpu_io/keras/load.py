@@ -207,8 +207,19 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     try:
         with reading(plan.stored.path, "reading the weights"):
             _assign_weights(model, plan, deferred)
-    finally:
+    except BaseException:
+        with contextlib.suppress(Exception):
+            deferred.finish()
+        raise
+    try:
         deferred.finish()
+    except (ValueError, TypeError) as error:  # Keras refuses a stored value (a dtype it has no type for)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise WeightsMismatch(
+            f"Keras 3 refuses a stored weight: {first}. Expected weights of the dtypes Keras writes (float16, "
+            f"float32, float64). Received: filepath={plan.stored.path}. The file is damaged; inspect it with "
+            f"`mgpu-io inspect`."
+        ) from None
     if compile and plan.training is not None:
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None

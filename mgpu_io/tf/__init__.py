@@ -48,7 +48,10 @@ def detect(path):
     path = Path(path)
     try:
         if path.is_dir():
-            return SAVEDMODEL if (path / "saved_model.pb").is_file() else None
+            # saved_model.pb of any kind (a folder, a dangling link: damaged) makes the folder a SavedModel, which
+            # savedmodel.check_folder then refuses in one line; it is never a folder of legacy files.
+            pb = path / "saved_model.pb"
+            return SAVEDMODEL if pb.exists() or pb.is_symlink() else None
         if path.is_file() and not path.name.endswith(".index") and ".data-" not in path.name:
             return None  # an .h5 or a config, the common case: known without the checkpoint reader's import
     except OSError:

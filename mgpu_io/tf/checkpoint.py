@@ -38,6 +38,7 @@ from typing import Optional
 from mgpu_io._version import __version__
 from mgpu_io.errors import (
     InvalidArgument,
+    LimitReached,
     MgpuIOError,
     MissingDependency,
     NotAModelFile,
@@ -79,6 +80,14 @@ def import_tensorflow(what="Reading a SavedModel"):
         # The protocol buffer classes the probe's child parses with, imported once here rather than in each child.
         from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2  # noqa: F401
     except ImportError as error:
+        from mgpu_io.format.limits import memory_problem
+
+        if memory_problem() is not None and "failed to map" in str(error):
+            raise LimitReached(
+                f"{what} needs TensorFlow, which cannot be loaded: {memory_problem()}. Expected room to map its "
+                f"libraries (several GiB of address space). Received: {error}. Raise the limit (ulimit -v "
+                f"unlimited, or a larger value)."
+            ) from None
         raise MissingDependency(
             f"{what} needs TensorFlow, which is not installed. Expected an importable `tensorflow`. Received: "
             f"{type(error).__name__}: {error}. Install it: pip install 'mgpu-io[tensorflow]'."

@@ -121,7 +121,15 @@ def check_folder(folder):
             f"The input is not a SavedModel folder. Expected a folder written by model.save(dir, save_format='tf'), "
             f"holding saved_model.pb and variables/. Received: filepath={folder} ({what} is there). Check the path."
         )
-    if not (folder / "saved_model.pb").is_file():
+    pb = folder / "saved_model.pb"
+    if (pb.exists() or pb.is_symlink()) and not pb.is_file():
+        what = "a folder" if pb.is_dir() else "a link to nothing" if not pb.exists() else "not a regular file"
+        raise NotAModelFile(
+            f"The SavedModel folder is damaged: its saved_model.pb is {what}. Expected the file that "
+            f"model.save(dir, save_format='tf') writes. Received: filepath={folder}. Copy the folder again from its "
+            f"source."
+        )
+    if not pb.is_file():
         found = sorted(p.name for p in folder.iterdir())[:8]
         raise NotAModelFile(
             f"The folder is not a SavedModel: it holds no saved_model.pb. Expected a folder written by "

@@ -5,6 +5,11 @@ The contract for every input file, through every entry point: either a correct r
 line on stderr starting with ``Error: ``); never a raw exception or a traceback, never a hang, bounded memory, the
 input byte-for-byte unchanged, and nothing left over in the output folder.
 
+Inputs of every kind the readers take: HDF5 model and weights files and JSON configs (:mod:`mutate`), YAML configs,
+SavedModel folders and TF-format checkpoints with the architecture given beside them (:mod:`mutate_kinds`, issue 21).
+A checkpoint's entry points get ``config=`` (``--config``); ``load_model`` loads it as the weights of that
+architecture. Stored bytecode (issue 22) is to come in through :func:`mutate.register`.
+
 How it runs. The parent makes each mutated input (:mod:`mutate`, seeded and deterministic) and hands it to a worker
 SUBPROCESS, which runs the entry points one by one and reports each result on a pipe. A worker runs under a memory
 cap (``RLIMIT_AS``: its size after start-up plus ``--mem-mb``), and each entry point under a wall-clock timeout: a
@@ -163,8 +168,16 @@ def _sha256(path):
 
 
 def _snapshot(folder):
-    """sha256 of every plain file directly in ``folder`` (the input and its link targets)."""
-    return {p.name: _sha256(p) for p in sorted(Path(folder).iterdir()) if p.is_file() and not p.is_symlink()}
+    """sha256 of every plain file in ``folder`` and its subfolders (the input, a SavedModel folder's files, a
+    checkpoint's shards, link targets), the entry points' output folders left out."""
+    folder = Path(folder)
+    found = {}
+    for p in sorted(folder.rglob("*")):
+        relative = p.relative_to(folder)
+        if relative.parts[0].startswith("out-") or p.is_symlink() or not p.is_file():
+            continue
+        found[str(relative)] = _sha256(p)
+    return found
 
 
 def _strict_json(text):
@@ -201,18 +214,25 @@ class _Context:
             model = mgpu_io.load_model(clean, compile=False)
             mgpu_io.transfer_weights(clean, model)
         self.runner.invoke(self.app, ["inspect", str(mutate.FIXTURES / "k224_functional_bn_x2_full.h5")])
+        if importlib.util.find_spec("tensorflow") is not None:  # TF's readers of SavedModels and checkpoints, warm
+            tf2 = mutate.ROOT / "fixtures" / "tf2"
+            mgpu_io.inspect(tf2 / "tf23_functional_bn_x2_savedmodel")
+            mgpu_io.inspect(tf2 / "tf23_functional_bn_x2_ckpt.index", config=tf2 / "tf23_functional_bn_x2_config.json")
+            mgpu_io.inspect(tf2 / "tf23_functional_bn_x2_config.yaml")
 
     def template_model(self, fixture):
         """A clean Keras model of the fixture's template (for transfer_weights), or a small stand-in."""
         if fixture not in self.models:
-            stem = re.sub(r"_(full|weights)\.h5$|_config\.json$", "", fixture)
+            stem = re.sub(r"_(full|weights)\.h5$|_config\.(json|yaml)$|_savedmodel$|_ckpt\.index$", "", fixture)
             model = None
-            for candidate in (mutate.FIXTURES / f"{stem}_full.h5",):
-                if candidate.exists():
-                    try:
-                        model = self.mgpu_io.load_model(candidate, compile=False)
-                    except Exception:  # e.g. the template's own Lambda under safe mode
-                        model = None
+            for candidate in (mutate.FIXTURES / f"{stem}_full.h5", mutate.ROOT / "fixtures" / "tf2" / f"{stem}_full.h5"):
+                if not candidate.exists():
+                    continue
+                try:
+                    model = self.mgpu_io.load_model(candidate, compile=False)
+                except Exception:  # e.g. the template's own Lambda under safe mode
+                    model = None
+                break
             if model is None:
                 keras = self.keras
                 inp = keras.Input((4,))
@@ -482,11 +502,14 @@ def _proc(ctx, args, folder, strict_json=False):
 def run_entry(ctx, case, entry):
     """Run one entry point on one input; check the input, the output folder and the memory."""
     source = Path(case["path"])
-    folder = source.parent
+    folder = Path(case["folder"])
+    config = case.get("config")  # the architecture beside a TF checkpoint (config=, --config)
+    with_config = dict(config=config) if config else {}
+    flags = ["--config", config] if config else []
     out_dir = folder / f"out-{entry}"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()
-    out = out_dir / ("out.json" if source.suffix == ".json" else "out.h5")
+    out = out_dir / ("out.json" if source.suffix in (".json", ".yaml") else "out.h5")
     before = _snapshot(folder)
     names_before = set(os.listdir(folder))
     mg = ctx.mgpu_io
@@ -497,27 +520,29 @@ def run_entry(ctx, case, entry):
     os.chdir(out_dir)  # anything written to the working folder shows up as a leftover
     try:
         if entry == "api.inspect":
-            record = _api(ctx, lambda: mg.inspect(source))
+            record = _api(ctx, lambda: mg.inspect(source, **with_config))
         elif entry == "api.unwrap.dry_run":
-            record = _api(ctx, lambda: mg.unwrap(source, out, dry_run=True))
+            record = _api(ctx, lambda: mg.unwrap(source, out, dry_run=True, **with_config))
         elif entry == "api.unwrap":
-            record = _api(ctx, lambda: mg.unwrap(source, out))
+            record = _api(ctx, lambda: mg.unwrap(source, out, **with_config))
         elif entry == "cli.inspect":
-            record = _cli(ctx, ["inspect", str(source)])
+            record = _cli(ctx, ["inspect", str(source), *flags])
         elif entry == "cli.inspect_json":
-            record = _cli(ctx, ["inspect", "--json", str(source)], strict_json=True)
+            record = _cli(ctx, ["inspect", "--json", str(source), *flags], strict_json=True)
         elif entry == "cli.unwrap":
-            record = _cli(ctx, ["unwrap", str(source), str(out)])
+            record = _cli(ctx, ["unwrap", str(source), str(out), *flags])
+        elif entry == "keras.load_model" and config:  # a checkpoint loads as the weights of its architecture
+            record = _api(ctx, lambda: mg.load_model(config, weights=source, compile=False))
         elif entry == "keras.load_model":
             record = _api(ctx, lambda: mg.load_model(source, compile=False))
         elif entry == "keras.transfer_weights":
-            record = _api(ctx, lambda: mg.transfer_weights(source, model))
+            record = _api(ctx, lambda: mg.transfer_weights(source, model, **with_config))
         elif entry == "proc.inspect":
-            record = _proc(ctx, ["inspect", str(source)], out_dir)
+            record = _proc(ctx, ["inspect", str(source), *flags], out_dir)
         elif entry == "proc.inspect_json":
-            record = _proc(ctx, ["inspect", "--json", str(source)], out_dir, strict_json=True)
+            record = _proc(ctx, ["inspect", "--json", str(source), *flags], out_dir, strict_json=True)
         elif entry == "proc.unwrap":
-            record = _proc(ctx, ["unwrap", str(source), str(out)], out_dir)
+            record = _proc(ctx, ["unwrap", str(source), str(out), *flags], out_dir)
         else:
             raise ValueError(f"unknown entry point {entry}")
     finally:

@@ -21,6 +21,7 @@ import random
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Optional
 
 import h5py
 import numpy as np
@@ -43,8 +44,10 @@ class NotApplicable(Exception):
 
 
 def fixtures(kinds=ALL_KINDS):
-    """The manifest entries of the given kinds, in manifest order (the largest fixture is left out: speed)."""
-    return [e for e in MANIFEST if e["file_type"] in kinds and (FIXTURES / e["file"]).stat().st_size < 400_000]
+    """The manifest entries of the given kinds, in manifest order (the largest fixture is left out: speed); the
+    kinds of :mod:`mutate_kinds` (YAML, SavedModel, TF checkpoint) come from fixtures/tf2, with their ``root``."""
+    found = [e for e in MANIFEST if e["file_type"] in kinds and (FIXTURES / e["file"]).stat().st_size < 400_000]
+    return found + [e for e in _OTHER_KINDS() if e["file_type"] in kinds]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1277,6 +1280,25 @@ MUTATORS = [
     OptimizerDamage(), Fletcher32Corrupt(), CompressedChunkCorrupt(),
     Truncate(), BitFlip(), ZeroRegion(), AppendRandom(), PrependBytes(),
 ]
+
+
+def register(mutators, manifest=None):
+    """Add mutators of another input kind (their ``kinds`` name it) to the round robin; ``manifest()`` returns
+    the fixture entries of that kind, each with its ``root`` folder. Issue 22's stored-bytecode mutators are meant
+    to come in this way, as :mod:`mutate_kinds`' do."""
+    MUTATORS.extend(mutators)
+    BY_NAME.update({m.name: m for m in mutators})
+    if manifest is not None:
+        _MANIFESTS.append(manifest)
+
+
+_MANIFESTS = []
+
+
+def _OTHER_KINDS():  # noqa: N802 - read like a constant, made on first use
+    return [entry for manifest in _MANIFESTS for entry in manifest()]
+
+
 BY_NAME = {m.name: m for m in MUTATORS}
 
 
@@ -1292,6 +1314,7 @@ class Case:
     description: str
     path: str
     folder: str
+    config: Optional[str] = None  # the architecture given with the input (config=), for a TF checkpoint
 
     def to_dict(self):
         return asdict(self)
@@ -1314,15 +1337,24 @@ def make_case(seed, index, workdir, mutators=None):
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-        suffix = ".json" if entry["file"].endswith(".json") else ".h5"
-        path = folder / f"input{suffix}"
+        if "root" in entry:  # a kind of mutate_kinds
+            path = folder / mutate_kinds.input_name(entry)
+        else:
+            path = folder / ("input.json" if entry["file"].endswith(".json") else "input.h5")
         try:
-            description = mutator.apply(FIXTURES / entry["file"], path, rng)
+            description = mutator.apply(Path(entry.get("root", FIXTURES)) / entry["file"], path, rng)
         except NotApplicable as error:
             last = error
             continue
-        return Case(index, seed, mutator.name, entry["file"], entry["file_type"], description, str(path), str(folder))
+        config = mutate_kinds.case_config(entry, path) if "root" in entry else None
+        return Case(index, seed, mutator.name, entry["file"], entry["file_type"], description, str(path), str(folder),
+                    config)
     raise NotApplicable(f"{mutator.name}: no applicable fixture after 12 tries ({last})")
+
+
+import mutate_kinds  # noqa: E402  (YAML, SavedModel and TF checkpoint mutators; they use this module's classes)
+
+register(mutate_kinds.MUTATORS, mutate_kinds.manifest)
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick way to look at a few cases
