@@ -16,7 +16,6 @@ from types import ModuleType
 from typing import Optional
 
 
-
 def _import_resource() -> Optional[ModuleType]:
     try:
         import resource
