@@ -158,3 +158,6 @@ class LocallyConnected2D(_LocallyConnected):
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
 #: Keras 2's hard_sigmoid (conversions/hard_sigmoid.py).
 FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale, "mgpu_io>hard_sigmoid": hard_sigmoid}
+
+
+from mgpu_io.keras import tfops  # noqa: E402, F401  (registers mgpu_io>TFOp: TensorFlow ops of tf.keras files)

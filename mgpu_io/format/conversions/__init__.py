@@ -9,12 +9,22 @@ and the tests walk :data:`FAMILIES`. To add a conversion, add a file with a ``FA
 """
 
 from mgpu_io.format.config import copy_config
-from mgpu_io.format.conversions import arguments, cudnn, hard_sigmoid, keras1, lambdas, structure, training_config
+from mgpu_io.format.conversions import (
+    arguments,
+    cudnn,
+    hard_sigmoid,
+    keras1,
+    lambdas,
+    structure,
+    tfops,
+    training_config,
+)
 from mgpu_io.format.conversions.base import KERAS3, TF_KERAS, Context, Conversion, Family, Rule
 
 #: Every family, in the order their rewrites run (Keras 1 spelling first, weights: gates merged before rescaling).
 FAMILIES = (
     keras1.FAMILY,
+    tfops.FAMILY,  # before structure, which refuses the classes that Keras 3 lacks
     structure.FAMILY,
     arguments.FAMILY,
     lambdas.FAMILY,
