@@ -45,7 +45,7 @@ def _matmul(first, second):
 
 def _index(x, spec):
     """``x[spec]`` (Python's basic indexing: slices, integers, ``None``, ``...``) as ``keras.ops`` calls: an axis
-    of known size is gathered by ``take``; only the batch axis (size unknown) falls back to the tensor's own
+    of known size is gathered by ``take``; only an axis of unknown size (the batch) falls back to the tensor's own
     indexing, which every backend has for steps of 1."""
     consumed = sum(1 for item in spec if item is not None and item is not Ellipsis)
     expanded = []
@@ -61,10 +61,10 @@ def _index(x, spec):
             axis += 1
             continue
         size = x.shape[axis]
-        if isinstance(item, slice) and item == slice(None):
+        if isinstance(item, slice) and item.start is None and item.stop is None and item.step in (None, 1):
             axis += 1
             continue
-        if size is None:
+        if not isinstance(size, int):  # the batch axis: unknown, or symbolic while Keras traces the model
             x = x[(slice(None),) * axis + (item,)]
         elif isinstance(item, slice):
             x = ops.take(x, np.arange(size)[item].astype("int32"), axis=axis)
