@@ -44,8 +44,8 @@ def hard_sigmoid(x):
 class _LocallyConnected(keras.layers.Layer):
     """Keras 2's and tf.keras' ``LocallyConnected1D/2D`` (``implementation=1``, ``padding='valid'``), which Keras 3
     removed: an unshared convolution, one kernel per output position, with the old weight layout (kernel
-    ``(positions, window * channels, filters)``; bias one per output position and filter), so the stored weights
-    load as they are. Each window is flattened as tf.keras did: (rows, columns, channels), or channels first."""
+    ``(positions, window * channels, filters)``; bias ``(rows, columns, filters)``, one per output position and
+    filter), so the stored weights load as they are. Each window is flattened as tf.keras did: (rows, columns, channels), or channels first."""
 
     rank = None
 
@@ -85,9 +85,8 @@ class _LocallyConnected(keras.layers.Layer):
         for k in self.kernel_size:
             window *= k
         self.kernel = self.add_weight(name="kernel", shape=(positions, window, self.filters))
-        if self.use_bias:
-            bias = (self.filters, *self.outputs) if first and self.rank == 2 else (*self.outputs, self.filters)
-            self.bias = self.add_weight(name="bias", shape=bias)
+        if self.use_bias:  # as every writer stored it, whatever the data_format
+            self.bias = self.add_weight(name="bias", shape=(*self.outputs, self.filters))
 
     def call(self, inputs):
         first = self.data_format == "channels_first"
@@ -102,7 +101,12 @@ class _LocallyConnected(keras.layers.Layer):
         if first and self.rank == 2:
             outputs = keras.ops.transpose(outputs, (0, 3, 1, 2))
         if self.use_bias:
-            outputs = outputs + self.bias
+            bias = self.bias
+            if first and self.rank == 2:
+                # Keras 2's and tf.keras' bias_add *reshapes* the (rows, columns, filters) bias to
+                # (1, filters, rows, columns) for channels_first, which is not a transpose: kept exactly
+                bias = keras.ops.reshape(bias, (1, self.filters, *self.outputs))
+            outputs = outputs + bias
         return self.activation(outputs)
 
     def compute_output_shape(self, input_shape):

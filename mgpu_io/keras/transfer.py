@@ -23,7 +23,7 @@ from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
 from mgpu_io.keras.wrapper import find_template, legacy_weights
-from mgpu_io.tf import detect, legacy_copy
+from mgpu_io.tf import TF_CHECKPOINT, checkpoint_copy_for, detect, legacy_copy
 
 
 @dataclass
@@ -111,6 +111,13 @@ def transfer_weights(source, model, *, strict=True, config=None):
         >>> report.ok, report.loaded, [m["source"] for m in report.matched]
         (True, 2, ['d1', 'out'])
     """
+    if isinstance(source, (str, Path)) and detect(source) == TF_CHECKPOINT and config is None:
+        # no config: the freshly built model is the architecture; its weighted layers find the checkpoint's model
+        targets = [(type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers]
+        with checkpoint_copy_for(source, [target for target in targets if target[1]]) as (readable, _):
+            report = transfer_weights(readable, model, strict=strict)
+        report.source = str(source)
+        return report
     if isinstance(source, (str, Path)) and detect(source) is not None:
         with legacy_copy(source, config=config) as (readable, _):
             report = transfer_weights(readable, model, strict=strict)

@@ -162,6 +162,22 @@ def legacy_copy(path, config=None):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def checkpoint_copy_for(path, targets):
+    """Yield a private temporary legacy weights-only ``.h5`` of the TF checkpoint at ``path``, holding the weights
+    of the model inside it that matches ``targets`` (a freshly built model's weighted layers: see
+    :func:`mgpu_io.tf.checkpoint.to_legacy_h5_for`), and what was converted; removed afterwards."""
+    from mgpu_io.tf import checkpoint
+
+    folder = Path(tempfile.mkdtemp(prefix="mgpu-io-tf-"))
+    try:
+        output = folder / (Path(path).name.replace(".index", "") + ".h5")
+        converted = checkpoint.to_legacy_h5_for(path, output, targets)
+        yield output, converted
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def converted_note(converted):
     """One line for reports: what a TensorFlow format was read as, and what it did not hold."""
     kind = "SavedModel" if converted["kind"] == SAVEDMODEL else "TF checkpoint"

@@ -836,3 +836,149 @@ def _optimizer_variables(graph):
             if local == "optimizer":
                 found |= set(graph.variables_under(target, skip=()))
     return found
+
+
+# --- a TF-format checkpoint into a freshly built model -----------------------------------------------------------
+
+
+def to_legacy_h5_for(path, output, targets):
+    """Write the weights of the TF checkpoint at ``path`` that belong to a freshly built model as a legacy
+    weights-only ``.h5`` at ``output``, with no config: the model *is* the architecture.
+
+    The checkpoint's object graph is searched (from its root, through the models' ``layer-K`` children: the
+    template sits inside the wrapper's graph) for the model whose layers with weights hold, in order, variables of
+    the shapes the fresh model's weighted layers have. A layer's variables keep their creation order (Keras'
+    ``weights`` order; a BatchNormalization's moving statistics last).
+
+    Args:
+        targets: ``[(layer class name, [weight shapes])]`` of the fresh model's layers that have weights, in order
+            (plain data: it crosses the probe's pipe).
+
+    Returns:
+        The summary dict of :func:`to_legacy_h5`, with ``model`` the node found (``"root"`` or its path of
+        ``layer-K`` edges).
+
+    Raises:
+        WeightsMismatch: no model in the checkpoint has the fresh model's weighted layers (the closest is named).
+    """
+    path = Path(path)
+    prefix = checkpoint_prefix(path)
+    if not Path(prefix + ".index").is_file():
+        raise NotAModelFile(
+            f"The TF checkpoint has no index file. Expected {Path(prefix).name}.index beside its .data files. "
+            f"Received: filepath={path} (no {prefix}.index). Check the path; pass the .index file or the prefix "
+            f"given to save_weights."
+        )
+    tf = import_tensorflow("Reading a TF checkpoint")
+    check_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
+    targets = [(cls, [tuple(shape) for shape in shapes]) for cls, shapes in targets]
+
+    def work():
+        with guarded(path, "TF checkpoint"):
+            graph = read_graph(tf, prefix, path)
+            return _plan_for(graph, targets, path)
+
+    plan = probed_tf(path, "TF checkpoint", work)
+    write_plan(tf, plan, output, path)
+    return dict(plan.summary, output=str(output))
+
+
+def _models_in(graph, path):
+    """``(where, node)`` of the root and of every model reachable through ``layer-K`` edges, outermost first."""
+    found, queue, seen = [], [("root", 0)], set()
+    while queue:
+        where, node = queue.pop(0)
+        if node in seen:
+            continue
+        seen.add(node)
+        layers = graph.numbered(node, "layer-", path)
+        if not layers:
+            continue
+        found.append((where, node))
+        queue.extend((f"{where}/layer-{k}", child) for k, child in enumerate(layers))
+    return found
+
+
+def _candidate(graph, node, targets, path):
+    """The fresh model's weighted layers laid against ``node``'s ``layer_with_weights-J`` children: ``(layers,
+    mismatches)``, each layer ``(checkpoint scope, [variable nodes])``."""
+    weighted = graph.numbered(node, "layer_with_weights-", path)
+    layers, mismatches = [], []
+    if len(weighted) != len(targets):
+        mismatches.append(f"{len(weighted)} layers with weights, the model {len(targets)}")
+    for index, (child, (cls, shapes)) in enumerate(zip(weighted, targets)):
+        nodes = graph.variables_under(child)
+        local = {target: local for local, target in graph.children[child]}
+        moving = NON_TRAINABLE.get(cls, ())
+        nodes = [n for n in nodes if local.get(n) not in moving] + [n for n in nodes if local.get(n) in moving]
+        stored = [tuple(graph.variables[n].shape) for n in nodes]
+        if stored != shapes:
+            mismatches.append(f"layer_with_weights-{index} holds {stored}, the model's {cls} {shapes}")
+        names = [graph.variables[n].full_name for n in nodes]
+        scope = names[0].split("/")[0] if names and names[0] else f"layer_with_weights-{index}"
+        layers.append((scope, nodes))
+    return layers, mismatches
+
+
+def _plan_for(graph, targets, path):
+    candidates = []
+    for order, (where, node) in enumerate(_models_in(graph, path)):
+        layers, mismatches = _candidate(graph, node, targets, path)
+        if not mismatches:
+            return _layers_plan(graph, layers, where, path)
+        matched = len(layers) - sum(1 for text in mismatches if text.startswith("layer_with_weights-"))
+        candidates.append(((matched, order), where, mismatches))  # the most layers that fit, then the innermost
+    closest = max(candidates)[1:] if candidates else ("root", ["no model in the object graph"])
+    raise WeightsMismatch(
+        f"The TF checkpoint holds no model with the weights of the freshly built model. Expected a model (the "
+        f"checkpoint's own, or one inside it such as a wrapper's template) whose layers with weights hold, in "
+        f"order, weights of the shapes {[shapes for _, shapes in targets][:6]}. Received: the closest, "
+        f"{closest[0]}, has {'; '.join(closest[1][:3])} in filepath={path}. Build the template the checkpoint "
+        f"was saved from, or pass config= the JSON saved beside it."
+    )
+
+
+def _layers_plan(graph, layers, where, path):
+    planned, used = [], set()
+    for index, (scope, nodes) in enumerate(layers):
+        used.update(nodes)
+        weights = []
+        for node_id in nodes:
+            variable = weight_of(graph, node_id, path)
+            weights.append(Weight(variable.full_name + ":0", variable.key, variable.shape, variable.dtype))
+        name = scope if scope not in [n for n, _ in planned] else f"{scope}_{index}"
+        unique_names(name, weights, path)
+        planned.append((name, weights))
+    optimizer_variables = _optimizer_variables(graph)
+    notes = [f"the weights of the model at {where} of the object graph"]
+    if optimizer_variables:
+        notes.append(
+            f"optimizer state ({len(optimizer_variables)} variables) left out: a weights-only file has no place for it"
+        )
+    others = sorted(
+        graph.variables[n].full_name or graph.variables[n].key
+        for n in set(graph.variables) - used - optimizer_variables
+    )
+    if others:
+        notes.append(
+            f"{len(others)} variables outside that model left out: {', '.join(others[:5])}"
+            f"{', ...' if len(others) > 5 else ''}"
+        )
+    summary = {
+        "kind": "tf_checkpoint",
+        "input": str(path),
+        "output_type": "weights",
+        "tensorflow_version": None,
+        "keras_version": None,
+        "backend": None,
+        "model": where,
+        "layers": [name for name, _ in planned],
+        "weights": sum(len(w) for _, w in planned),
+        "optimizer_found": bool(optimizer_variables),
+        "optimizer": False,
+        "notes": notes,
+    }
+    root_attrs = {"keras_version": None, "backend": None, "mgpu_io": provenance("tf_checkpoint", None)}
+    return Plan(
+        prefix=graph.prefix, full_model=False, layers=planned, root_attrs=root_attrs, weights_attrs={}, summary=summary
+    )
