@@ -61,3 +61,28 @@ def test_a_model_the_checkpoint_does_not_hold_is_refused_with_the_closest_model_
     with pytest.raises(WeightsMismatch, match=r"^The TF checkpoint holds no model with the weights of the freshly "
                                               r"built model\. .* Received: the closest, root/layer-"):
         mgpu_io.transfer_weights(TF2 / "tf21_functional_bn_x2_ckpt.index", other)
+
+
+# --- Sequential templates (fixtures/tf2ckpt): the wrapper's JSON, the template's JSON, or a fresh template -------
+
+SEQUENTIAL = ROOT / "fixtures" / "tf2ckpt"
+SEQUENTIAL_CASES = json.loads((SEQUENTIAL / "manifest.json").read_text())
+
+
+def _sequential_template():
+    return keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"),
+                             keras.layers.BatchNormalization(), keras.layers.Dense(3)])
+
+
+@pytest.mark.parametrize("entry", SEQUENTIAL_CASES, ids=lambda e: e["file"])
+@pytest.mark.parametrize("how", ["wrapper's JSON", "template's JSON", "freshly built template"])
+def test_a_sequential_template_wrappers_checkpoint_loads_every_way_a_user_has(entry, how):
+    data = np.load(SEQUENTIAL / entry["data"])
+    checkpoint = SEQUENTIAL / entry["file"]
+    if how == "freshly built template":
+        model = _sequential_template()
+        assert mgpu_io.transfer_weights(checkpoint, model).ok
+    else:
+        config = entry["config"] if how == "wrapper's JSON" else entry["template_config"]
+        model = mgpu_io.load_model(SEQUENTIAL / config, weights=checkpoint, compile=False)
+    assert float(np.max(np.abs(model.predict(data["x0"], verbose=0) - data["y0"]))) <= 1e-5

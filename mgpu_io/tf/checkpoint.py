@@ -632,7 +632,7 @@ def _plan(graph, stored, path):
     optimizer = graph.child(0, "optimizer")
     slotted = {original for original, _, _ in graph.slots.get(optimizer, [])} if optimizer is not None else set()
     layers_config = model_layers_of(model_config, path)
-    pairs = pair_layers(graph, 0, layers_config, model_config, path)
+    model_node, pairs = _pairs_somewhere(graph, layers_config, model_config, path)
     layers, used = [], set()
     for layer, node in pairs:
         trainable, frozen = layer_weights(graph, node, layer, path, slotted)
@@ -644,7 +644,7 @@ def _plan(graph, stored, path):
             weights.append(Weight(variable.full_name + ":0", variable.key, variable.shape, variable.dtype))
         unique_names(layer_name(layer), weights, path)
         layers.append((layer_name(layer), weights))
-    check_layers_with_weights(graph, 0, [node for _, node in pairs], path)
+    check_layers_with_weights(graph, model_node, [node for _, node in pairs], path)
 
     notes = []
     optimizer_variables = _optimizer_variables(graph)
@@ -685,6 +685,23 @@ def _plan(graph, stored, path):
     )
 
 
+def _pairs_somewhere(graph, layers_config, model_config, path):
+    """The config's layers paired with the checkpoint's root model or, when it does not fit there, with a model
+    inside it (the template of a wrapper, when ``config`` is the template's own architecture)."""
+    try:
+        return 0, pair_layers(graph, 0, layers_config, model_config, path)
+    except WeightsMismatch as at_root:
+        for _, node in _models_in(graph, path)[1:]:
+            try:
+                pairs = pair_layers(graph, node, layers_config, model_config, path)
+                for layer, layer_node in pairs:
+                    layer_weights(graph, layer_node, layer, path)  # the names must fit too
+                return node, pairs
+            except (WeightsMismatch, UnsupportedModel):
+                continue
+        raise at_root from None
+
+
 def ascii_attr(text):
     """An attribute value stored as variable-length ASCII, as tf.keras 2.x stored most of them (``None`` stays)."""
     return str(text).encode("utf8") if text is not None else None
@@ -715,6 +732,14 @@ def pair_layers(graph, node, layers_config, model_config, path):
     nodes = graph.numbered(node, "layer-", path)
     if len(nodes) == len(layers_config) - 1 and layers_config and layers_config[0]["class_name"] == "InputLayer":
         layers_config = layers_config[1:]
+    if (
+        len(nodes) == len(layers_config) + 1
+        and model_config.get("class_name") == "Sequential"
+        and layers_config
+        and layers_config[0]["class_name"] != "InputLayer"
+        and not graph.variables_under(nodes[0])
+    ):
+        nodes = nodes[1:]  # TF 1.15-2.2 track a Sequential's InputLayer as its layer-0; its config leaves it out
     if len(nodes) != len(layers_config):
         from mgpu_io.format.config import layer_name
 
