@@ -86,3 +86,15 @@ def test_a_sequential_template_wrappers_checkpoint_loads_every_way_a_user_has(en
         config = entry["config"] if how == "wrapper's JSON" else entry["template_config"]
         model = mgpu_io.load_model(SEQUENTIAL / config, weights=checkpoint, compile=False)
     assert float(np.max(np.abs(model.predict(data["x0"], verbose=0) - data["y0"]))) <= 1e-5
+
+
+def test_inspect_without_config_says_what_the_checkpoint_holds_and_what_config_would_add():
+    report = mgpu_io.inspect(SEQUENTIAL / "tf20_sequential_x2_ckpt.index")
+    assert (report.file_type, report.is_wrapper, report.depth, report.weights, report.has_optimizer_weights) == (
+        "weights", True, 1, 8, True)
+    held, needed = report.findings
+    assert held.kind == "tensorflow-format" and (
+        "models root: 5 layers, 1 with weights; root/layer-3: 4 layers, 3 with weights; the weights of root/layer-3: "
+        "d1/kernel (6, 8), d1/bias (8,), bn/gamma (8,)") in held.message
+    assert "optimizer: 17 variables (12 slots)" in held.message
+    assert needed.kind == "config-needed" and needed.message.startswith("pass config= the JSON saved beside")

@@ -1007,3 +1007,72 @@ def _layers_plan(graph, layers, where, path):
     return Plan(
         prefix=graph.prefix, full_model=False, layers=planned, root_attrs=root_attrs, weights_attrs={}, summary=summary
     )
+
+
+# --- what a TF-format checkpoint holds, without its architecture ---------------------------------------------------
+
+
+def describe(path):
+    """What the TF checkpoint at ``path`` holds, read from its object graph alone (no config): the models in it
+    (the root and those inside it: a wrapper's template), each with its number of layers and of layers with
+    weights, the variables of the innermost model with weights (names and shapes), and the optimizer's variables.
+
+    Returns:
+        A dict: ``models`` (``[{"where", "layers", "weighted"}]``, outermost first), ``template`` (the ``where`` of
+        the innermost model with weights), ``variables`` (``[{"name", "shape", "dtype"}]`` of that model),
+        ``weights`` (their count), ``optimizer_variables`` and ``slots`` (counts).
+    """
+    path = Path(path)
+    prefix = checkpoint_prefix(path)
+    if not Path(prefix + ".index").is_file():
+        raise NotAModelFile(
+            f"The TF checkpoint has no index file. Expected {Path(prefix).name}.index beside its .data files. "
+            f"Received: filepath={path} (no {prefix}.index). Check the path; pass the .index file or the prefix "
+            f"given to save_weights."
+        )
+    tf = import_tensorflow("Reading a TF checkpoint")
+
+    def work():
+        with guarded(path, "TF checkpoint"):
+            graph = read_graph(tf, prefix, path)
+            models = []
+            for where, node in _models_in(graph, path):
+                weighted = graph.numbered(node, "layer_with_weights-", path)
+                models.append(
+                    {
+                        "where": where,
+                        "node": node,
+                        "layers": len(graph.numbered(node, "layer-", path)),
+                        "weighted": len(weighted),
+                    }
+                )
+            inner = [
+                m
+                for m in models
+                if m["weighted"]
+                and not any(other["where"].startswith(m["where"] + "/") and other["weighted"] for other in models)
+            ]
+            template = inner[-1] if inner else None
+            optimizer = _optimizer_variables(graph)
+            nodes = []
+            if template is not None:
+                for child in graph.numbered(template["node"], "layer_with_weights-", path):
+                    nodes += [n for n in graph.variables_under(child) if n not in optimizer]
+            variables = [
+                {
+                    "name": graph.variables[n].full_name or graph.variables[n].key,
+                    "shape": list(graph.variables[n].shape),
+                    "dtype": graph.variables[n].dtype,
+                }
+                for n in nodes
+            ]
+            return {
+                "models": [{k: v for k, v in m.items() if k != "node"} for m in models],
+                "template": template["where"] if template else None,
+                "variables": variables,
+                "weights": len(variables),
+                "optimizer_variables": len(optimizer),
+                "slots": sum(len(slots) for slots in graph.slots.values()),
+            }
+
+    return probed_tf(path, "TF checkpoint", work)
