@@ -53,7 +53,7 @@ def detect(path):
             return None  # an .h5 or a config, the common case: known without the checkpoint reader's import
     except OSError:
         return None
-    from mgpu_io.tf.checkpoint import OBJECT_GRAPH_KEY, TABLE_MAGIC, checkpoint_prefix
+    from mgpu_io.tf.bundle import OBJECT_GRAPH_KEY, TABLE_MAGIC, checkpoint_prefix
 
     try:
         prefix = checkpoint_prefix(path)
