@@ -64,11 +64,56 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         return inspect_keras3(path, description)
     if kind not in door.TENSORFLOW_KINDS:  # legacy files, and what is none: open_stored names what it found
         return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
+    if kind == door.TF_CHECKPOINT and config is None:
+        return _checkpoint_outline(path)
     with legacy_copy(path, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
         report = _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite)
     report.file = str(path)
     report.findings.append(Finding("tensorflow-format", converted_note(converted)))
     return report
+
+
+def _checkpoint_outline(path):
+    """A TF checkpoint inspected without its architecture: what its object graph alone says."""
+    from mgpu_io.tf.checkpoint import describe
+
+    held = describe(path)
+    nested = [model for model in held["models"] if model["where"] != "root"]
+    depth = held["template"].count("/layer-") if held["template"] else 0
+    shown = ", ".join(f"{v['name']} {tuple(v['shape'])}" for v in held["variables"][:8])
+    more = f", ... ({held['weights']} in all)" if held["weights"] > 8 else ""
+    models = "; ".join(f"{m['where']}: {m['layers']} layers, {m['weighted']} with weights" for m in held["models"])
+    findings = [
+        Finding(
+            "tensorflow-format",
+            f"read from a TF checkpoint as data (its object graph and variable index; nothing in it was run). It "
+            f"records no layer names nor classes: models {models}; the weights of {held['template'] or 'no model'}: "
+            f"{shown or 'none'}{more}; optimizer: {held['optimizer_variables']} variables ({held['slots']} slots)",
+        ),
+        Finding(
+            "config-needed",
+            "pass config= the JSON saved beside the checkpoint (the wrapper's or the template's to_json()) "
+            "adds the layer names, the wrapper's levels and the template's inputs and outputs; or build the template "
+            "in code and load the weights with mgpu_io.transfer_weights(checkpoint, model)",
+        ),
+    ]
+    return InspectReport(
+        file=str(path),
+        file_type="weights",
+        is_wrapper=bool(nested) and depth > 0,
+        variant=None,
+        replicas=None,
+        depth=depth,
+        template=None,
+        inputs=[],
+        outputs=None,
+        keras_version=None,
+        backend=None,
+        has_optimizer_weights=held["optimizer_variables"] > 0,
+        findings=findings,
+        levels=[{"name": None, "variant": None, "replicas": None, "merge_layers": []} for _ in range(depth)],
+        weights=held["weights"],
+    )
 
 
 def unwrap(

@@ -392,19 +392,28 @@ def test_an_argument_keras3_cannot_express_is_refused_by_name(cls, settings, mes
     assert str(error.value).startswith(message)
 
 
-def test_a_tf_op_layer_is_refused_by_name_and_its_flat_node_is_read():
-    """tf.keras 2.4+ writes TFOpLambda layers with one flat inbound node ([name, 0, 0, kwargs])."""
+def test_a_tf_op_lambda_flat_node_is_read_and_an_unknown_function_refused_by_name():
+    """tf.keras 2.4+ writes TFOpLambda layers with one flat inbound node ([name, 0, 0, kwargs]); a function that
+    mgpu-io computes becomes its TFOp layer, any other is refused by name."""
     from mgpu_io.errors import UnsupportedModel
     from mgpu_io.format.config import inbound_nodes
     from mgpu_io.format.conversions import Context, convert_config
 
-    op = {"class_name": "TFOpLambda", "name": "tf.math.multiply", "config": {"name": "tf.math.multiply"},
+    op = {"class_name": "TFOpLambda", "name": "tf.math.multiply",
+          "config": {"name": "tf.math.multiply", "function": "math.multiply"},
           "inbound_nodes": [["inp", 0, 0, {"y": 2.0}]]}
     assert inbound_nodes(op) == [[("inp", 0, 0)]]
-    config = {"class_name": "Model", "config": {"name": "m", "layers": [op], "input_layers": [],
-                                                "output_layers": [["tf.math.multiply", 0, 0]]}}
-    with pytest.raises(UnsupportedModel, match=r"^Layer 'tf.math.multiply' is a TFOpLambda: a TensorFlow function "
-                                               r"that tf.keras 2.4\+ wrapped as a layer"):
+    config = {"class_name": "Model", "config": {"name": "m", "layers": [
+        {"class_name": "InputLayer", "name": "inp", "config": {"name": "inp", "batch_input_shape": [None, 2]},
+         "inbound_nodes": []}, op], "input_layers": [["inp", 0, 0]], "output_layers": [["tf.math.multiply", 0, 0]]}}
+    converted, changes = convert_config(config, Context())
+    layer = converted["config"]["layers"][1]
+    assert (changes, layer["class_name"], layer["config"]["op"], layer["config"]["constants"]) == (
+        ["tf-op-lambda"], "mgpu_io>TFOp", "Mul", {"1": 2.0})
+    assert layer["inbound_nodes"] == [[["inp", 0, 0, {}]]]
+    config["config"]["layers"][1]["config"]["function"] = "math.bessel_i0"
+    with pytest.raises(UnsupportedModel, match=r"^Layer 'tf.math.multiply' is a TFOpLambda: it calls the TensorFlow "
+                                               r"function tf.math.bessel_i0, which mgpu-io does not compute"):
         convert_config(config, Context())
 
 

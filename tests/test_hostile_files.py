@@ -86,12 +86,11 @@ CASES = {
     "a config 700 levels deep": (deep_config, NotAModelFile, "levels deep. Expected at most 400"),
     "a group where a weight belongs": (replace(KERNEL, lambda h5, n: h5.create_group(n)), WeightsMismatch,
                                        "is not a dataset"),
-    "integer weights": (replace(KERNEL, lambda h5, n: h5.create_dataset(n, data=np.ones((6, 8), "int32"))),
-                        NotAModelFile, "not an array of floating-point numbers"),
-    "boolean weights": (replace(KERNEL, lambda h5, n: h5.create_dataset(n, data=np.ones((6, 8), bool))),
-                        NotAModelFile, "not an array of floating-point numbers"),
-    "complex weights": (replace(KERNEL, lambda h5, n: h5.create_dataset(n, data=np.ones((6, 8), "complex64"))),
-                        NotAModelFile, "not an array of floating-point numbers"),
+    "string weights": (replace(KERNEL, lambda h5, n: h5.create_dataset(n, data=np.array([b"ab"] * 8))),
+                       NotAModelFile, "is not an array of numbers. Expected floating-point, integer or boolean "
+                                      "values, as Keras stores weights. Received: strings"),
+    "record weights": (replace(KERNEL, lambda h5, n: h5.create_dataset(n, data=np.zeros(3, [("a", "f4"), ("b", "i4")]))),
+                       NotAModelFile, "Received: records of the fields"),
     "empty weights": (replace(KERNEL, lambda h5, n: h5.create_dataset(n, data=np.ones((0, 8), "float32"))),
                       NotAModelFile, "Received: no values"),
     "the template group is a dataset": (replace("model_weights/template", lambda h5, n: h5.create_dataset(
@@ -191,3 +190,19 @@ def test_a_number_too_large_for_a_float_is_refused_not_written_as_infinity(tmp_p
                        in text else text.replace("0.001", "1e400", 1))
     with pytest.raises(NotAModelFile, match="too large for a float"):
         mgpu_io.unwrap(damaged, tmp_path / "out.json")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool"])
+def test_integer_and_boolean_weights_are_read_as_they_are(tmp_path, dtype):
+    """A layer may hold integer or boolean variables (a quantizer's settings, a counter, a lookup table): the repair
+    copies them as stored, values and type."""
+    path = tmp_path / "ints.h5"
+    shutil.copyfile(SOURCE, path)
+    values = (np.arange(6 * 8).reshape(6, 8) % 3).astype(dtype)
+    replace(KERNEL, lambda h5, n: h5.create_dataset(n, data=values))(path)
+    mgpu_io.unwrap(path, tmp_path / "out.h5")
+    with h5py.File(tmp_path / "out.h5", "r") as h5:
+        kernel = h5["model_weights/d1/d1/kernel:0"]
+        assert kernel.dtype == np.dtype(dtype)
+        assert np.array_equal(kernel[()], values)
+    assert mgpu_io.inspect(path).file_type == "model"

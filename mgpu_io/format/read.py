@@ -371,14 +371,16 @@ def _refuse_links(path, h5):
 
 
 def check_weight(dataset, name, stored, *, counter=False):
-    """Check one weight of ``stored`` before anything reads it: a dataset, floating point, and of a size the file can
-    hold.
+    """Check one weight of ``stored`` before anything reads it: a dataset of numbers, of a size the file can hold.
 
-    ``counter`` allows integers (an optimizer's ``iterations``).
+    Numbers are floating point, integers or booleans (a layer may hold integer or boolean variables: a quantizer's
+    settings, a counter, a lookup table) and complex numbers; they are read as they are. ``counter`` also allows an
+    empty array (an optimizer's state).
 
     Raises:
         WeightsMismatch: a group stands where a dataset belongs.
-        NotAModelFile: the values are not floating point, or the declared size cannot be in the file.
+        NotAModelFile: the values are not numbers (strings, records, opaque bytes), or the declared size cannot be
+            in the file.
     """
     path = stored.path
     if not isinstance(dataset, h5py.Dataset):
@@ -387,13 +389,11 @@ def check_weight(dataset, name, stored, *, counter=False):
             f"filepath={path}. The file is damaged; restore it from its source."
         )
     dtype = dataset.dtype
-    allowed = "f" + ("iu" if counter else "")
-    if dtype.kind not in allowed or dataset.shape is None or (dataset.size == 0 and not counter):
-        what = "no values" if dataset.shape is None or dataset.size == 0 else f"{dtype} values"
+    if dtype.kind not in "fiubc" or dataset.shape is None or (dataset.size == 0 and not counter):
         raise NotAModelFile(
-            f"The weight {name!r} is not an array of floating-point numbers. Expected float16, float32 or float64 "
-            f"values, as Keras stores weights. Received: {what} in filepath={path}. The file is damaged; restore it "
-            f"from its source."
+            f"The weight {name!r} is not an array of numbers. Expected floating-point, integer or boolean values, "
+            f"as Keras stores weights. Received: {_what_values(dataset)} in filepath={path}. The file is damaged; "
+            f"restore it from its source."
         )
     nbytes = dataset.size * dtype.itemsize
     size = stored.file_size
@@ -411,6 +411,20 @@ def check_weight(dataset, name, stored, *, counter=False):
             f"Keras stores them (uncompressed). Received: shape {dataset.shape} in filepath={path}. The file is "
             f"damaged or hostile."
         )
+
+
+def _what_values(dataset):
+    """What a dataset that cannot be a weight holds, in words."""
+    dtype = dataset.dtype
+    if dataset.shape is None or (dtype.kind in "fiubc" and dataset.size == 0):
+        return "no values"
+    if dtype.kind in "SUO" or h5py.check_string_dtype(dtype) is not None:
+        return f"strings ({dtype})"
+    if dtype.kind == "V" and dtype.names:
+        return f"records of the fields {list(dtype.names)} (an HDF5 compound type)"
+    if dtype.kind == "V":
+        return f"opaque bytes ({dtype})"
+    return f"{dtype} values"
 
 
 def _read_hdf5(path, h5):

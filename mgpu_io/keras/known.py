@@ -50,8 +50,8 @@ def hard_sigmoid(x):
 class _LocallyConnected(Layer):
     """Keras 2's and tf.keras' ``LocallyConnected1D/2D`` (``implementation=1``, ``padding='valid'``), which Keras 3
     removed: an unshared convolution, one kernel per output position, with the old weight layout (kernel
-    ``(positions, window * channels, filters)``; bias one per output position and filter), so the stored weights
-    load as they are. Each window is flattened as tf.keras did: (rows, columns, channels), or channels first."""
+    ``(positions, window * channels, filters)``; bias ``(rows, columns, filters)``, one per output position and
+    filter), so the stored weights load as they are. Each window is flattened as tf.keras did: (rows, columns, channels), or channels first."""
 
     rank: int  # 1 or 2, set by each subclass
 
@@ -91,9 +91,8 @@ class _LocallyConnected(Layer):
         for k in self.kernel_size:
             window *= k
         self.kernel = self.add_weight(name="kernel", shape=(positions, window, self.filters))
-        if self.use_bias:
-            bias = (self.filters, *self.outputs) if first and self.rank == 2 else (*self.outputs, self.filters)
-            self.bias = self.add_weight(name="bias", shape=bias)
+        if self.use_bias:  # as every writer stored it, whatever the data_format
+            self.bias = self.add_weight(name="bias", shape=(*self.outputs, self.filters))
 
     def call(self, inputs):
         first = self.data_format == "channels_first"
@@ -108,7 +107,12 @@ class _LocallyConnected(Layer):
         if first and self.rank == 2:
             outputs = keras.ops.transpose(outputs, (0, 3, 1, 2))
         if self.use_bias:
-            outputs = outputs + self.bias
+            bias = self.bias
+            if first and self.rank == 2:
+                # Keras 2's and tf.keras' bias_add *reshapes* the (rows, columns, filters) bias to
+                # (1, filters, rows, columns) for channels_first, which is not a transpose: kept exactly
+                bias = keras.ops.reshape(bias, (1, self.filters, *self.outputs))
+            outputs = outputs + bias
         return self.activation(outputs)
 
     def compute_output_shape(self, input_shape):
@@ -164,3 +168,6 @@ class LocallyConnected2D(_LocallyConnected):
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
 #: Keras 2's hard_sigmoid (conversions/hard_sigmoid.py).
 FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale, "mgpu_io>hard_sigmoid": hard_sigmoid}
+
+
+from mgpu_io.keras import tfops  # noqa: E402, F401  (registers mgpu_io>TFOp: TensorFlow ops of tf.keras files)

@@ -23,7 +23,7 @@ from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
 from mgpu_io.keras.wrapper import find_template, legacy_weights
-from mgpu_io.tf import detect, legacy_copy
+from mgpu_io.tf import TF_CHECKPOINT, checkpoint_copy_for, detect, legacy_copy
 
 
 @dataclass
@@ -125,6 +125,13 @@ def transfer_weights(source, model, *, strict=True, config=None):
         described = door.describe(source)  # what the input is, decided once (format/door.py)
         if described.kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS, door.FOLDER):
             raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
+    if isinstance(source, (str, Path)) and detect(source) == TF_CHECKPOINT and config is None:
+        # no config: the freshly built model is the architecture; its weighted layers find the checkpoint's model
+        targets = [(type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers]
+        with checkpoint_copy_for(source, [target for target in targets if target[1]]) as (readable, _):
+            report = transfer_weights(readable, model, strict=strict)
+        report.source = str(source)
+        return report
     if isinstance(source, (str, Path)) and detect(source) is not None:
         with legacy_copy(source, config=config) as (readable, _):
             report = transfer_weights(readable, model, strict=strict)

@@ -56,7 +56,7 @@ def detect(path):
             return None  # an .h5 or a config, the common case: known without the checkpoint reader's import
     except OSError:
         return None
-    from mgpu_io.tf.checkpoint import OBJECT_GRAPH_KEY, TABLE_MAGIC, checkpoint_prefix
+    from mgpu_io.tf.bundle import OBJECT_GRAPH_KEY, TABLE_MAGIC, checkpoint_prefix
 
     try:
         prefix = checkpoint_prefix(path)
@@ -160,6 +160,22 @@ def legacy_copy(path, config=None):
     try:
         output = folder / (path.name.replace(".index", "") + ".h5")
         converted = to_legacy_h5(path, output, config=config)
+        yield output, converted
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def checkpoint_copy_for(path, targets):
+    """Yield a private temporary legacy weights-only ``.h5`` of the TF checkpoint at ``path``, holding the weights
+    of the model inside it that matches ``targets`` (a freshly built model's weighted layers: see
+    :func:`mgpu_io.tf.checkpoint.to_legacy_h5_for`), and what was converted; removed afterwards."""
+    from mgpu_io.tf import checkpoint
+
+    folder = Path(tempfile.mkdtemp(prefix="mgpu-io-tf-"))
+    try:
+        output = folder / (Path(path).name.replace(".index", "") + ".h5")
+        converted = checkpoint.to_legacy_h5_for(path, output, targets)
         yield output, converted
     finally:
         shutil.rmtree(folder, ignore_errors=True)

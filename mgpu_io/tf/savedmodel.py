@@ -35,27 +35,19 @@ import json
 from pathlib import Path
 
 from mgpu_io.errors import NotAModelFile, UnsupportedModel, WeightsMismatch
-from mgpu_io.tf.checkpoint import (
+from mgpu_io.tf.bundle import (
     COUNTER_DTYPES,
     FLOAT_DTYPES,
     Graph,
-    Plan,
-    Weight,
-    ascii_attr,
-    check_layers_with_weights,
-    check_output,
     guarded,
     import_tensorflow,
-    model_layers_of,
     node_edges,
-    pair_layers,
     probed_tf,
-    provenance,
     read_graph,
-    unique_names,
     weight_of,
-    write_plan,
 )
+from mgpu_io.tf.checkpoint import check_layers_with_weights, model_layers_of, pair_layers
+from mgpu_io.tf.legacy import Plan, Weight, ascii_attr, check_output, provenance, unique_names, write_plan
 
 #: Largest ``saved_model.pb`` read (protocol buffers cannot exceed 2 GiB).
 MAX_PB_BYTES = 2 << 30

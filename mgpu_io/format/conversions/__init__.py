@@ -18,6 +18,7 @@ from mgpu_io.format.conversions import (
     keras2_legacy,
     lambdas,
     structure,
+    tfops,
     training_config,
 )
 from mgpu_io.format.conversions.base import KERAS3, TF_KERAS, Context, Conversion, Family, Rule
@@ -27,6 +28,7 @@ FAMILIES = (
     keras1.FAMILY,
     keras1_weights.FAMILY,
     keras2_legacy.FAMILY,
+    tfops.FAMILY,  # before structure, which refuses the classes that Keras 3 lacks
     structure.FAMILY,
     arguments.FAMILY,
     lambdas.FAMILY,

@@ -344,9 +344,11 @@ REMOVED_CLASSES = {
 TF_KERAS_HAS = ("TensorFlowOpLayer", "TFOpLambda", "SlicingOpLambda")
 
 
-def _refuse_removed_classes(config):
+def _refuse_removed_classes(config, target=KERAS3):
     for layer in walk_layers(config, wrapped=True):
         if isinstance(layer, dict) and layer.get("class_name") in REMOVED_CLASSES:
+            if target != KERAS3 and layer["class_name"] in TF_KERAS_HAS:
+                continue  # tf_keras builds it as the writer stored it
             cls = layer["class_name"]
             elsewhere = (
                 ", or pass keep_config=True and target='tf_keras' for tf_keras, which has the class"
@@ -361,7 +363,7 @@ def _refuse_removed_classes(config):
 
 
 def _rewrite_config(config, context):
-    _refuse_removed_classes(config)
+    _refuse_removed_classes(config, context.target)
     changes = []
     _normalize_model(config, changes, top_level=True, keras3=context.target == KERAS3)
     return list(dict.fromkeys(changes))

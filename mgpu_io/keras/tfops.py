@@ -1,0 +1,302 @@
+"""``mgpu_io>TFOp``: a TensorFlow op of a tf.keras ``TensorFlowOpLayer`` or ``TFOpLambda``, computed with
+``keras.ops`` (every backend).
+
+``format/conversions/tfops.py`` rewrites both classes as this one: the op's name (one of its table ``OPS``), the
+attributes it reads, its constant inputs by position and the number of its inputs. Nothing stored is run: each op
+below is written from TensorFlow's own op definition and kernel, for the attributes the table names.
+"""
+
+import numpy as np
+
+from mgpu_io.keras._compat import import_keras
+
+keras = import_keras()
+ops = keras.ops
+
+
+def _binary(function):
+    return lambda args, attrs: function(args[0], args[1])
+
+
+def _reduce(function):
+    def reduce(args, attrs):
+        axis = args[1]
+        axes = [int(axis)] if np.ndim(axis) == 0 else [int(a) for a in np.ravel(axis)]
+        if not axes:
+            return args[0]
+        return function(args[0], axis=tuple(axes), keepdims=bool(attrs.get("keep_dims", False)))
+
+    return reduce
+
+
+def _last_two_swapped(x):
+    rank = len(x.shape)
+    return ops.transpose(x, (*range(rank - 2), rank - 1, rank - 2))
+
+
+def _matmul(first, second):
+    def matmul(args, attrs):
+        a = _last_two_swapped(args[0]) if attrs.get(first) else args[0]
+        b = _last_two_swapped(args[1]) if attrs.get(second) else args[1]
+        return ops.matmul(a, b)
+
+    return matmul
+
+
+def _index(x, spec):
+    """``x[spec]`` (Python's basic indexing: slices, integers, ``None``, ``...``) as ``keras.ops`` calls: an axis
+    of known size is gathered by ``take``; only an axis of unknown size (the batch) falls back to the tensor's own
+    indexing, which every backend has for steps of 1."""
+    consumed = sum(1 for item in spec if item is not None and item is not Ellipsis)
+    expanded = []
+    for item in spec:
+        if item is Ellipsis:
+            expanded += [slice(None)] * (len(x.shape) - consumed)
+        else:
+            expanded.append(item)
+    axis = 0
+    for item in expanded:
+        if item is None:
+            x = ops.expand_dims(x, axis)
+            axis += 1
+            continue
+        size = x.shape[axis]
+        if isinstance(item, slice) and item.start is None and item.stop is None and item.step in (None, 1):
+            axis += 1
+            continue
+        if not isinstance(size, int):  # the batch axis: unknown, or symbolic while Keras traces the model
+            x = x[(slice(None),) * axis + (item,)]
+        elif isinstance(item, slice):
+            x = ops.take(x, np.arange(size)[item].astype("int32"), axis=axis)
+        else:
+            x = ops.take(x, np.int32(item % size), axis=axis)
+            continue
+        if isinstance(item, slice):
+            axis += 1
+    return x
+
+
+def _strided_slice(args, attrs):
+    x, begin, end, strides = args[0], *(np.ravel(a).astype(int).tolist() for a in args[1:4])
+    spec = []
+    for i in range(len(begin)):
+        bit = 1 << i
+        if attrs.get("ellipsis_mask", 0) & bit:
+            spec.append(Ellipsis)
+        elif attrs.get("new_axis_mask", 0) & bit:
+            spec.append(None)
+        elif attrs.get("shrink_axis_mask", 0) & bit:
+            spec.append(begin[i])
+        else:
+            start = None if attrs.get("begin_mask", 0) & bit else begin[i]
+            stop = None if attrs.get("end_mask", 0) & bit else end[i]
+            spec.append(slice(start, stop, strides[i]))
+    return _index(x, spec)
+
+
+def _slice(args, attrs):
+    begin, size = (np.ravel(a).astype(int).tolist() for a in args[1:3])
+    return _index(args[0], [slice(b, None if s == -1 else b + s) for b, s in zip(begin, size)])
+
+
+def _pad(args, attrs, mode="constant"):
+    paddings = [tuple(int(v) for v in pair) for pair in np.asarray(args[1]).reshape(-1, 2)]
+    if mode != "constant":
+        return ops.pad(args[0], paddings, mode=mode)
+    value = float(np.ravel(args[2])[0]) if len(args) > 2 else 0
+    return ops.pad(args[0], paddings, constant_values=value)
+
+
+def _scale(in_size, out_size, align_corners):
+    """TensorFlow's ``CalculateResizeScale`` (float32)."""
+    if align_corners and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def _bilinear_axis(in_size, out_size, attrs):
+    """``compute_interpolation_weights`` of TensorFlow's ResizeBilinear kernel: lower, upper, lerp per output."""
+    scale = _scale(in_size, out_size, attrs.get("align_corners", False))
+    positions = np.arange(out_size, dtype=np.float32)
+    if attrs.get("half_pixel_centers", False):
+        source = (positions + np.float32(0.5)) * scale - np.float32(0.5)
+    else:
+        source = positions * scale
+    floor = np.floor(source)
+    lower = np.maximum(floor, 0).astype("int32")
+    upper = np.minimum(np.ceil(source), in_size - 1).astype("int32")
+    return lower, upper, (source - floor).astype(np.float32)
+
+
+def _nearest_axis(in_size, out_size, attrs):
+    """The source index of each output of TensorFlow's ResizeNearestNeighbor kernel."""
+    align = attrs.get("align_corners", False)
+    scale = _scale(in_size, out_size, align)
+    positions = np.arange(out_size, dtype=np.float32)
+    half = attrs.get("half_pixel_centers", False)
+    source = (positions + np.float32(0.5)) * scale if half else positions * scale
+    index = np.floor(source + np.float32(0.5)) if align else np.floor(source)  # roundf: halves away from zero
+    index = np.minimum(index, in_size - 1)
+    if half:
+        index = np.maximum(index, 0)
+    return index.astype("int32")
+
+
+def _resize(bilinear):
+    def resize(args, attrs):
+        images, (out_h, out_w) = args[0], np.ravel(args[1]).astype(int).tolist()
+        in_h, in_w = images.shape[1], images.shape[2]
+        if not bilinear:
+            rows = ops.take(images, _nearest_axis(in_h, out_h, attrs), axis=1)
+            return ops.take(rows, _nearest_axis(in_w, out_w, attrs), axis=2)
+        images = ops.cast(images, "float32")  # the kernel's output is float
+        y_low, y_up, y_lerp = _bilinear_axis(in_h, out_h, attrs)
+        x_low, x_up, x_lerp = _bilinear_axis(in_w, out_w, attrs)
+        top_rows, bottom_rows = ops.take(images, y_low, axis=1), ops.take(images, y_up, axis=1)
+        x_lerp = x_lerp.reshape(1, 1, -1, 1)
+        top_left, top_right = ops.take(top_rows, x_low, axis=2), ops.take(top_rows, x_up, axis=2)
+        bottom_left, bottom_right = ops.take(bottom_rows, x_low, axis=2), ops.take(bottom_rows, x_up, axis=2)
+        top = top_left + (top_right - top_left) * x_lerp
+        bottom = bottom_left + (bottom_right - bottom_left) * x_lerp
+        return top + (bottom - top) * y_lerp.reshape(1, -1, 1, 1)
+
+    return resize
+
+
+def _split_v(args, attrs):
+    value, sizes, axis = args[0], np.ravel(args[1]).astype(int).tolist(), int(np.ravel(args[2])[0])
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = value.shape[axis] - (sum(sizes) + 1)
+    return ops.split(value, np.cumsum(sizes)[:-1].tolist(), axis=axis)
+
+
+def _squeeze(args, attrs):
+    dims = attrs.get("squeeze_dims") or []
+    return ops.squeeze(args[0], axis=tuple(int(d) for d in dims)) if dims else ops.squeeze(args[0])
+
+
+def _bias_add(args, attrs):
+    value, bias = args
+    if attrs.get("data_format", "NHWC") in ("NCHW", "NCDHW") and len(value.shape) > 2:
+        bias = ops.reshape(bias, (-1,) + (1,) * (len(value.shape) - 2))
+    return value + bias
+
+
+def _add_n(args, attrs):
+    total = args[0]
+    for arg in args[1:]:
+        total = total + arg
+    return total
+
+
+#: The computation of every op of ``format/conversions/tfops.py``'s ``OPS``: ``(inputs, attrs) -> output(s)``, the
+#: inputs in the op's order (stored constants in their places, as NumPy arrays).
+COMPUTE = {
+    "Identity": lambda args, attrs: args[0],
+    "Reshape": lambda args, attrs: ops.reshape(args[0], tuple(np.ravel(args[1]).astype(int).tolist())),
+    "Transpose": lambda args, attrs: ops.transpose(args[0], tuple(np.ravel(args[1]).astype(int).tolist())),
+    "Add": _binary(ops.add),
+    "AddV2": _binary(ops.add),
+    "AddN": _add_n,
+    "BiasAdd": _bias_add,
+    "Sub": _binary(ops.subtract),
+    "Mul": _binary(ops.multiply),
+    "RealDiv": _binary(ops.true_divide),
+    "Maximum": _binary(ops.maximum),
+    "Minimum": _binary(ops.minimum),
+    "SquaredDifference": _binary(lambda x, y: ops.square(ops.subtract(x, y))),
+    "Pow": _binary(ops.power),
+    "MatMul": _matmul("transpose_a", "transpose_b"),
+    "BatchMatMul": _matmul("adj_x", "adj_y"),
+    "BatchMatMulV2": _matmul("adj_x", "adj_y"),
+    "ConcatV2": lambda args, attrs: ops.concatenate(list(args[:-1]), axis=int(np.ravel(args[-1])[0])),
+    "Pack": lambda args, attrs: ops.stack(list(args), axis=int(attrs.get("axis", 0))),
+    "Squeeze": _squeeze,
+    "ExpandDims": lambda args, attrs: ops.expand_dims(args[0], int(np.ravel(args[1])[0])),
+    "Mean": _reduce(ops.mean),
+    "Sum": _reduce(ops.sum),
+    "Max": _reduce(ops.max),
+    "Min": _reduce(ops.min),
+    "Prod": _reduce(ops.prod),
+    "Relu": lambda args, attrs: ops.relu(args[0]),
+    "Relu6": lambda args, attrs: ops.relu6(args[0]),
+    "Sigmoid": lambda args, attrs: ops.sigmoid(args[0]),
+    "Tanh": lambda args, attrs: ops.tanh(args[0]),
+    "Softmax": lambda args, attrs: ops.softmax(args[0], axis=-1),
+    "LogSoftmax": lambda args, attrs: ops.log_softmax(args[0], axis=-1),
+    "Exp": lambda args, attrs: ops.exp(args[0]),
+    "Log": lambda args, attrs: ops.log(args[0]),
+    "Sqrt": lambda args, attrs: ops.sqrt(args[0]),
+    "Rsqrt": lambda args, attrs: ops.rsqrt(args[0]),
+    "Square": lambda args, attrs: ops.square(args[0]),
+    "Abs": lambda args, attrs: ops.abs(args[0]),
+    "Neg": lambda args, attrs: ops.negative(args[0]),
+    "Cast": lambda args, attrs: ops.cast(args[0], attrs["DstT"]),
+    "StridedSlice": _strided_slice,
+    "Slice": _slice,
+    "Pad": _pad,
+    "PadV2": _pad,
+    "MirrorPad": lambda args, attrs: _pad(args, attrs, mode=str(attrs.get("mode", "REFLECT")).lower()),
+    "Tile": lambda args, attrs: ops.tile(args[0], tuple(np.ravel(args[1]).astype(int).tolist())),
+    "ResizeBilinear": _resize(bilinear=True),
+    "ResizeNearestNeighbor": _resize(bilinear=False),
+    "Split": lambda args, attrs: ops.split(args[1], int(attrs["num_split"]), axis=int(np.ravel(args[0])[0])),
+    "SplitV": _split_v,
+    "Einsum": lambda args, attrs: ops.einsum(attrs["equation"], *args),
+}
+
+#: Op inputs whose stored constant is data of the op's type ``T`` (the others are shapes, axes, indices).
+_DATA_INPUTS = ("x", "y", "values", "inputs", "value", "bias", "a", "b", "constant_values", "input", "tensor")
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="TFOp")
+class TFOp(keras.layers.Layer):
+    """A TensorFlow op as tf.keras' ``TensorFlowOpLayer``/``TFOpLambda`` ran it, computed with ``keras.ops``.
+
+    Args:
+        op: the TensorFlow op's name (a key of ``COMPUTE``).
+        attrs: the op's attributes, as plain values (``{"keep_dims": True}``).
+        constants: ``{input position: value}``: the op's inputs stored in the file.
+        inputs: how many inputs the op takes, constants included.
+
+    Example:
+        >>> import numpy as np
+        >>> layer = TFOp("Mul", {"T": "float32"}, {"1": 2.0}, 2)
+        >>> np.asarray(layer(np.array([[1.0, 3.0]], "float32"))).tolist()
+        [[2.0, 6.0]]
+    """
+
+    def __init__(self, op, attrs=None, constants=None, inputs=1, **kwargs):
+        super().__init__(**kwargs)
+        if op not in COMPUTE:
+            raise ValueError(f"TFOp cannot compute the TensorFlow op {op!r}. Expected one of {sorted(COMPUTE)}.")
+        self.op, self.attrs, self.inputs = op, dict(attrs or {}), int(inputs)
+        self.constants = {int(key): value for key, value in (constants or {}).items()}
+
+    def _constant(self, index, value, tensor):
+        """A stored input: data of the op's type ``T`` (a TFOpLambda records none: TensorFlow converted a Python
+        number to the type of the op's tensor), or a shape, axis or index as it is."""
+        from mgpu_io.format.conversions.tfops import input_roles
+
+        if input_roles(self.op, self.inputs)[index] not in _DATA_INPUTS:
+            return np.asarray(value)
+        dtype = self.attrs.get("T")
+        if not isinstance(dtype, str):
+            dtype = keras.backend.standardize_dtype(tensor.dtype) if tensor is not None else None
+        return np.asarray(value, dtype=dtype)
+
+    def call(self, inputs):
+        args = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        tensor = args[0] if args else None
+        for index in sorted(self.constants):
+            args.insert(index, self._constant(index, self.constants[index], tensor))
+        return COMPUTE[self.op](args, self.attrs)
+
+    def get_config(self):
+        return dict(
+            super().get_config(),
+            op=self.op,
+            attrs=self.attrs,
+            constants={str(key): value for key, value in self.constants.items()},
+            inputs=self.inputs,
+        )
