@@ -6,11 +6,17 @@ attributes it reads, its constant inputs by position and the number of its input
 below is written from TensorFlow's own op definition and kernel, for the attributes the table names.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from mgpu_io.keras._compat import import_keras
 
 keras = import_keras()
+if TYPE_CHECKING:
+    from keras.layers import Layer
+else:
+    Layer = keras.layers.Layer
 ops = keras.ops
 
 
@@ -77,7 +83,8 @@ def _index(x, spec):
 
 
 def _strided_slice(args, attrs):
-    x, begin, end, strides = args[0], *(np.ravel(a).astype(int).tolist() for a in args[1:4])
+    x = args[0]
+    begin, end, strides = (np.ravel(a).astype(int).tolist() for a in args[1:4])
     spec = []
     for i in range(len(begin)):
         bit = 1 << i
@@ -250,7 +257,7 @@ _DATA_INPUTS = ("x", "y", "values", "inputs", "value", "bias", "a", "b", "consta
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="TFOp")
-class TFOp(keras.layers.Layer):
+class TFOp(Layer):
     """A TensorFlow op as tf.keras' ``TensorFlowOpLayer``/``TFOpLambda`` ran it, computed with ``keras.ops``.
 
     Args:
