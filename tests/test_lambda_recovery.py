@@ -10,6 +10,7 @@ into a real fixture's Lambda, where its writer is not installed the test is skip
 import ast
 import base64
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.skipif(not recover.available(), reason='needs the decom
 USER_ENTRIES = [e for e in APP_MANIFEST if e.get("user_functions") and e["file_type"] == "model"]
 WITH_CONFIG = [e for e in APP_MANIFEST if e.get("user_functions") and e["file_type"] in ("model", "config")]
 TEMPLATE_LAMBDA = {"file": "k224_template_lambda_x2_full.h5"}  # fixtures/files: its Lambda `double` is t * 2.0
-PYENV = Path("/root/.pyenv/versions")
+PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"  # the writers' Pythons
 
 
 def _same_code(a, b):

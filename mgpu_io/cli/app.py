@@ -212,6 +212,25 @@ def main(
     _settings.update(quiet=quiet, verbose=verbose)
 
 
+#: The options that `unwrap` and `verify` share for the template's own Lambda layers.
+LambdaModuleOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--lambda-module",
+        metavar="PY",
+        help="A module with one function per Lambda layer, named after it (what `mgpu-io lambdas` writes).",
+    ),
+]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-trust-file",
+        help="Only for files you trust (Keras' safe_mode=False): rebuild each Lambda from its source recovered "
+        "from the file, and run it.",
+    ),
+]
+
+
 @app.command()
 def inspect(
     files: Annotated[
@@ -377,22 +396,8 @@ def unwrap(
             "current folder, or a .py file). Repeat it for each Lambda; `inspect` lists them.",
         ),
     ] = None,
-    lambda_module: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--lambda-module",
-            metavar="PY",
-            help="A module with one function per Lambda layer, named after it (what `mgpu-io lambdas` writes).",
-        ),
-    ] = None,
-    unsafe_trust_file: Annotated[
-        bool,
-        typer.Option(
-            "--unsafe-trust-file",
-            help="Only for files you trust (Keras' safe_mode=False): rebuild each Lambda from its source recovered "
-            "from the file, and run it.",
-        ),
-    ] = False,
+    lambda_module: LambdaModuleOption = None,
+    unsafe_trust_file: TrustOption = False,
     custom_objects: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -612,22 +617,8 @@ def verify(
             help="The function of the template's own Lambda layer LAYER (your code), for both models; as for `unwrap`.",
         ),
     ] = None,
-    lambda_module: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--lambda-module",
-            metavar="PY",
-            help="A module with one function per Lambda layer, named after it (what `mgpu-io lambdas` writes).",
-        ),
-    ] = None,
-    unsafe_trust_file: Annotated[
-        bool,
-        typer.Option(
-            "--unsafe-trust-file",
-            help="Only for files you trust (Keras' safe_mode=False): rebuild each Lambda from its source recovered "
-            "from the file, and run it.",
-        ),
-    ] = False,
+    lambda_module: LambdaModuleOption = None,
+    unsafe_trust_file: TrustOption = False,
     custom_objects: Annotated[
         Optional[list[str]],
         typer.Option(
