@@ -307,6 +307,29 @@ def test_each_pythons_lambdas_module_once_reviewed_loads_like_the_old_keras(entr
     assert_predictions_match(predict(model, [xs]), [ys])
 
 
+def test_a_lambda_whose_stored_function_is_damaged_is_the_callers_to_supply_even_when_trusted(tmp_path):
+    # Found by the fuzzer: a number where Keras stores [code, defaults, closure] reached Keras ("unsupported callable")
+    entry = LAMBDA_MANIFEST[1]
+    path = tmp_path / "damaged.h5"
+    shutil.copyfile(LAMBDA_FIXTURES / entry["file"], path)
+    with h5py.File(path, "r+") as h5:
+        config = json.loads(h5.attrs["model_config"])
+        [times_factor] = [layer for layer in config["config"]["layers"] if layer["name"] == "times_factor"]
+        times_factor["config"]["function"] = 1.5
+        h5.attrs["model_config"] = json.dumps(config).encode()
+    with pytest.raises(MissingLambda, match=r"Received none for: times_factor \(arguments=\{'factor': 3\.0\}; "
+                                            r"inputs clip_scale\)\. Pass them: lambdas=\{'times_factor': fn\}\."):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
+            mgpu_io.load_model(path, safe_mode=False, custom_objects=entry["globals"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
+        model = mgpu_io.load_model(path, safe_mode=False, custom_objects=entry["globals"],
+                                   lambdas={"times_factor": lambda x, factor: x * factor})
+    xs, ys = _batch(entry)
+    assert_predictions_match(predict(model, [xs]), [ys])
+
+
 def test_keras2s_backend_functions_compute_what_keras2s_did():
     from mgpu_io.keras import backend2 as K
 

@@ -8,7 +8,8 @@ input byte-for-byte unchanged, and nothing left over in the output folder.
 Inputs of every kind the readers take: HDF5 model and weights files and JSON configs (:mod:`mutate`), YAML configs,
 SavedModel folders and TF-format checkpoints with the architecture given beside them (:mod:`mutate_kinds`, issue 21).
 A checkpoint's entry points get ``config=`` (``--config``); ``load_model`` loads it as the weights of that
-architecture. Stored bytecode (issue 22) is to come in through :func:`mutate.register`.
+architecture. Stored bytecode (issue 22's Lambda functions, :mod:`mutate_bytecode`) also goes through the entry
+points of the Lambdas below.
 
 How it runs. The parent makes each mutated input (:mod:`mutate`, seeded and deterministic) and hands it to a worker
 SUBPROCESS, which runs the entry points one by one and reports each result on a pipe. A worker runs under a memory
@@ -28,6 +29,10 @@ Entry points:
   ``transfer_weights(p, model)`` into the clean template of the input's fixture).
 * ``proc.inspect``, ``proc.inspect_json``, ``proc.unwrap``: the real ``mgpu-io`` console script in a subprocess,
   for every ``--proc-every``-th input, to prove no traceback reaches a terminal.
+* ``api.lambda_sources``, ``cli.lambdas``, ``keras.load_model_trusted``: for stored bytecode only, the recovered
+  sources written as a module (``mgpu_io.lambda_sources(p, out)``, ``mgpu-io lambdas p -o out``; the module must
+  parse) and the load of a caller who trusts the file (``load_model(p, safe_mode=False, custom_objects=...)`` with
+  the module globals the writer's functions use), which compiles and runs what was recovered.
 
 Outcomes: ``ok``, ``typed`` (a clean typed error), ``raw`` (another exception from the API), ``traceback`` (an
 uncaught exception in the CLI), ``bad-cli-output`` (exit code, stdout or stderr not as the contract says), ``hang``,
@@ -45,6 +50,7 @@ Standard library, NumPy, h5py and typer's CliRunner only.
 """
 
 import argparse
+import ast
 import collections
 import faulthandler
 import hashlib
@@ -71,14 +77,18 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import mutate  # noqa: E402  (h5py and NumPy; the parent makes the inputs)
+import mutate_bytecode  # noqa: E402
 
 API_ENTRIES = ("api.inspect", "api.unwrap.dry_run", "api.unwrap")
 CLI_ENTRIES = ("cli.inspect", "cli.inspect_json", "cli.unwrap")
 KERAS_ENTRIES = ("keras.load_model", "keras.transfer_weights")
 PROC_ENTRIES = ("proc.inspect", "proc.inspect_json", "proc.unwrap")
-ALL_ENTRIES = API_ENTRIES + CLI_ENTRIES + KERAS_ENTRIES + PROC_ENTRIES
+#: For stored bytecode only: the recovered sources as a module, and the trusted load that compiles them.
+LAMBDA_ENTRIES = ("api.lambda_sources", "cli.lambdas")
+TRUSTED_ENTRIES = ("keras.load_model_trusted",)
+ALL_ENTRIES = API_ENTRIES + CLI_ENTRIES + KERAS_ENTRIES + PROC_ENTRIES + LAMBDA_ENTRIES + TRUSTED_ENTRIES
 #: Entry points that write an output file when they succeed.
-WRITERS = ("api.unwrap", "cli.unwrap", "proc.unwrap")
+WRITERS = ("api.unwrap", "cli.unwrap", "proc.unwrap", "api.lambda_sources", "cli.lambdas")
 
 OK, TYPED, RAW, TRACEBACK, BAD_CLI, HANG, CRASH, BOMB = (
     "ok", "typed", "raw", "traceback", "bad-cli-output", "hang", "crash", "bomb")
@@ -510,6 +520,8 @@ def run_entry(ctx, case, entry):
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()
     out = out_dir / ("out.json" if source.suffix in (".json", ".yaml") else "out.h5")
+    if entry in LAMBDA_ENTRIES:
+        out = out_dir / "out_lambdas.py"
     before = _snapshot(folder)
     names_before = set(os.listdir(folder))
     mg = ctx.mgpu_io
@@ -537,6 +549,14 @@ def run_entry(ctx, case, entry):
             record = _api(ctx, lambda: mg.load_model(source, compile=False))
         elif entry == "keras.transfer_weights":
             record = _api(ctx, lambda: mg.transfer_weights(source, model, **with_config))
+        elif entry == "api.lambda_sources":
+            record = _api(ctx, lambda: mg.lambda_sources(source, out))
+        elif entry == "cli.lambdas":
+            record = _cli(ctx, ["lambdas", str(source), "-o", str(out)])
+        elif entry == "keras.load_model_trusted":  # the caller trusts the file and gives the writer's globals
+            fixture = mutate_bytecode.entry_of(case["fixture"]) or {}
+            record = _api(ctx, lambda: mg.load_model(source, compile=False, safe_mode=False,
+                                                     custom_objects=dict(fixture.get("globals") or {})))
         elif entry == "proc.inspect":
             record = _proc(ctx, ["inspect", str(source), *flags], out_dir)
         elif entry == "proc.inspect_json":
@@ -570,6 +590,11 @@ def run_entry(ctx, case, entry):
         record["leftovers"] = leftovers
     if expected and out.name not in present:
         record["bad_output"] = "reported success but wrote no output file"
+    elif expected and "bad_output" not in record and out.suffix == ".py":
+        try:
+            ast.parse(out.read_text(encoding="utf-8"))  # parsed, never run
+        except (SyntaxError, ValueError, UnicodeDecodeError) as error:
+            record["bad_output"] = f"the module written does not parse: {_qualname(type(error))}: {_clip(error, 300)}"
     elif expected and "bad_output" not in record:
         try:
             mg.inspect(out)
@@ -714,11 +739,13 @@ class Run:
 
     # -- driving ---------------------------------------------------------------------------------------------
 
-    def entries_for(self, index):
+    def entries_for(self, index, kind=None):
         options = self.options
         entries = list(API_ENTRIES + CLI_ENTRIES)
         if options.keras:
             entries += KERAS_ENTRIES
+        if kind == mutate_bytecode.BYTECODE:
+            entries += LAMBDA_ENTRIES + (TRUSTED_ENTRIES if options.keras else ())
         if options.proc_every and index % options.proc_every == 0:
             entries += PROC_ENTRIES
         if options.entries:
@@ -750,7 +777,7 @@ class Run:
                 continue
             record = case.to_dict()
             record["results"] = []
-            pending = self.entries_for(index)
+            pending = self.entries_for(index, case.fixture_type)
             while pending:
                 if worker is None:
                     try:

@@ -1284,8 +1284,8 @@ MUTATORS = [
 
 def register(mutators, manifest=None):
     """Add mutators of another input kind (their ``kinds`` name it) to the round robin; ``manifest()`` returns
-    the fixture entries of that kind, each with its ``root`` folder. Issue 22's stored-bytecode mutators are meant
-    to come in this way, as :mod:`mutate_kinds`' do."""
+    the fixture entries of that kind, each with its ``root`` folder (and ``input``, its case's input name, where
+    :func:`mutate_kinds.input_name` does not know the kind), as :mod:`mutate_kinds` and :mod:`mutate_bytecode` do."""
     MUTATORS.extend(mutators)
     BY_NAME.update({m.name: m for m in mutators})
     if manifest is not None:
@@ -1337,7 +1337,9 @@ def make_case(seed, index, workdir, mutators=None):
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-        if "root" in entry:  # a kind of mutate_kinds
+        if "input" in entry:  # a kind that names its input (mutate_bytecode)
+            path = folder / entry["input"]
+        elif "root" in entry:  # a kind of mutate_kinds
             path = folder / mutate_kinds.input_name(entry)
         else:
             path = folder / ("input.json" if entry["file"].endswith(".json") else "input.h5")
@@ -1355,6 +1357,10 @@ def make_case(seed, index, workdir, mutators=None):
 import mutate_kinds  # noqa: E402  (YAML, SavedModel and TF checkpoint mutators; they use this module's classes)
 
 register(mutate_kinds.MUTATORS, mutate_kinds.manifest)
+
+import mutate_bytecode  # noqa: E402  (stored bytecode: the Lambda functions that issue 22 decompiles)
+
+register(mutate_bytecode.MUTATORS, mutate_bytecode.manifest)
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick way to look at a few cases

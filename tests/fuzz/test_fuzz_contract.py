@@ -31,9 +31,9 @@ def test_the_slice_covers_every_mutator_class_and_entry_point(run):
     assert tried == {m.name for m in mutate.MUTATORS}, f"no input made for {sorted(set(mutate.BY_NAME) - tried)}"
     assert not run.generation_failures
     entries = {result["entry"] for record in run.results for result in record["results"]}
-    expected = set(harness.API_ENTRIES + harness.CLI_ENTRIES + harness.PROC_ENTRIES)
+    expected = set(harness.API_ENTRIES + harness.CLI_ENTRIES + harness.PROC_ENTRIES + harness.LAMBDA_ENTRIES)
     if run.options.keras:
-        expected |= set(harness.KERAS_ENTRIES)
+        expected |= set(harness.KERAS_ENTRIES + harness.TRUSTED_ENTRIES)
     assert entries == expected
 
 

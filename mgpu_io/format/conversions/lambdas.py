@@ -20,7 +20,7 @@ from typing import Callable
 
 from mgpu_io.format.config import layer_name, walk_layers
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
-from mgpu_io.format.lambdas import LambdaLayer, lambda_layers, reference, stored_code
+from mgpu_io.format.lambdas import LambdaLayer, lambda_layers, reference, reference_name, stored_code
 
 PACKAGE = "mgpu_io"
 
@@ -93,7 +93,8 @@ def template_lambdas(template):
 
 
 def _rewrite_config(config, context):
-    """Write every stored-bytecode Lambda by reference; Keras 2.1's ``relu6`` activation as ``ReLU(6)``."""
+    """Write every stored-bytecode Lambda by reference (and one whose stored function is neither code nor a name,
+    as only a damaged file holds: the caller supplies it); Keras 2.1's ``relu6`` activation as ``ReLU(6)``."""
     changes = []
     by_name = {lam.layer: lam for lam in template_lambdas(config)}
     for layer in walk_layers(config, wrapped=True):
@@ -108,7 +109,9 @@ def _rewrite_config(config, context):
         if layer.get("class_name") != "Lambda":
             continue
         lam = by_name.get(str(layer_name(layer)))
-        if lam is not None and stored_code(settings.get("function")) is not None:
+        function = settings.get("function")
+        unreadable = stored_code(function) is None and reference_name(function) is None  # a damaged file's number
+        if lam is not None and (stored_code(function) is not None or unreadable):
             name = lam.known or lam.layer
             settings["function"] = reference(name, context.target)
             settings["function_type"] = "function"
