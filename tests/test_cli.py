@@ -83,6 +83,16 @@ def test_a_json_error_is_one_json_object_on_stdout(tmp_path):
                                 f"filepath={missing} (nothing is there). Check the path.")
 
 
+def test_a_json_error_message_is_as_printable_as_the_error_line(tmp_path):
+    # Found by the fuzzer: a layer name with a terminal escape reached --json's message raw (a script printing it
+    # would clear the screen), while the Error: line showed it escaped.
+    missing = tmp_path / "clear\x1b[2Jscreen.h5"
+    line = runner.invoke(app, ["inspect", str(missing)]).stderr.strip()
+    message = json.loads(runner.invoke(app, ["inspect", str(missing), "--json"]).stdout)["error"]["message"]
+    assert "\x1b" not in message and "clear\\x1b[2Jscreen.h5" in message
+    assert line == f"Error: {message}"
+
+
 def test_a_json_error_speaks_in_flags(tmp_path):
     out = tmp_path / "out.h5"
     out.write_bytes(b"")

@@ -2,12 +2,13 @@
 weight attribution, every conversion family, optimizer layouts, re-keying, findings, the CLI's flag wording."""
 
 import copy
+import re
 
 import h5py
 import numpy as np
 import pytest
 
-from mgpu_io.errors import UnsupportedModel, WeightsMismatch
+from mgpu_io.errors import NotAModelFile, UnsupportedModel, WeightsMismatch
 from mgpu_io.format import conversions
 from mgpu_io.format.config import copy_config, walk_layers
 from mgpu_io.format.conversions import Context, convert_config, convert_training, weight_conversion
@@ -131,6 +132,18 @@ def test_shapes_fixed_by_the_config_are_checked():
     with pytest.raises(WeightsMismatch, match=r"Expected shape \(\?, 3\)"):
         check_shapes(layer("Dense", "d", units=3), ["k", "b"], [(5, 4), (3,)], "here")
     check_shapes(layer("GRU", "g", units=2), ["k", "r", "b"], [(4, 6), (2, 6), (2, 6)], "here")
+
+
+def test_a_size_the_shapes_follow_must_be_a_whole_number():
+    # Found by the fuzzer: a Keras 1 GRU's output_dim of 1e308 became units=1e308 in an output that no reader takes.
+    check_shapes(layer("Dense", "d", units=3.0), ["k", "b"], [(5, 3), (3,)], "here")  # Dense(n / 2) on Python 3
+    for bad in (1e308, float("inf"), 0, -2, 2.5, "3", True, None):
+        with pytest.raises(NotAModelFile, match=re.escape(
+                f"The config of GRU layer 'g' is damaged: its units is not a positive whole number. Expected units "
+                f"like Keras writes it (e.g. 64). Received: units={bad!r} in here.")):
+            check_shapes(layer("GRU", "g", units=bad), ["k", "r", "b"], [(4, 6), (2, 6), (2, 6)], "here")
+    with pytest.raises(NotAModelFile, match=r"its kernel_size is not a positive whole number"):
+        check_shapes(layer("Conv2D", "c", filters=2, kernel_size=[3, -1]), ["k", "b"], [(3, 3, 1, 2), (2,)], "here")
 
 
 # --- conversion families -------------------------------------------------------------------------------------

@@ -68,20 +68,20 @@ _settings = {"quiet": False, "verbose": False}
 
 
 def _error_object(error):
-    """An error as ``--json`` prints it."""
+    """An error as ``--json`` prints it; its message as printable as the ``Error:`` line's (a script that prints it
+    must not pass a file's escape sequences to a terminal)."""
     from mgpu_io.cli.render import to_flags
+    from mgpu_io.format.text import printable
 
-    return {"error": {"type": type(error).__name__, "message": to_flags(str(error))}}
+    return {"error": {"type": type(error).__name__, "message": printable(to_flags(str(error)))}}
 
 
 def _fail(error, as_json=False):
     """One line on stderr naming the fix in flags, or with ``--json`` one JSON object on stdout; exit code 1."""
-    from mgpu_io.format.text import printable
-
     if as_json:
         typer.echo(json.dumps(_error_object(error), indent=2))
     else:
-        typer.echo(f"Error: {printable(_error_object(error)['error']['message'])}", err=True)
+        typer.echo(f"Error: {_error_object(error)['error']['message']}", err=True)
     raise typer.Exit(code=1)
 
 

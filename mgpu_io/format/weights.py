@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from mgpu_io.errors import WeightsMismatch
+from mgpu_io.errors import NotAModelFile, WeightsMismatch
 from mgpu_io.format.config import MODEL_CLASSES, RECURRENT_GATES, layer_name, model_layers, model_name, walk_layers
 
 # Layers that never own weights; a weight attributed to one of them means the attribution is wrong.
@@ -255,7 +255,7 @@ def check_shapes(layer_config, names, shapes, where):
     Only what the config alone determines is checked: a Dense layer's ``units`` fix the last kernel axis and the
     bias; the input size is not known without building the model.
     """
-    expected = _expected_shapes(layer_config)
+    expected = _expected_shapes(layer_config, where)
     if (
         expected is None
         or len(expected) != len(shapes)
@@ -276,20 +276,38 @@ def check_shapes(layer_config, names, shapes, where):
             )
 
 
-def _expected_shapes(layer):
+def _whole(value):
+    """A layer size as Keras 2 stored it: an int, or a whole float (``Dense(n / 2)`` on Python 3), below 2**31."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return 1 <= value < 2**31 and value == int(value)
+
+
+def _expected_shapes(layer, where):
     config = layer.get("config", {})
     cls = layer["class_name"]
+
+    def size(key):  # a count the shapes follow: a damaged config's 1e308 or "8" would give shapes of inf or "888"
+        value = config[key]
+        sizes = value if key == "kernel_size" and isinstance(value, (list, tuple)) else [value]
+        if not sizes or not all(_whole(v) for v in sizes):
+            raise NotAModelFile(
+                f"The config of {cls} layer {layer_name(layer)!r} is damaged: its {key} is not a positive whole "
+                f"number. Expected {key} like Keras writes it (e.g. 64). Received: {key}={value!r} in {where}. "
+                f"Pair the weights with the config they were saved with."
+            )
+        return tuple(int(v) for v in sizes) if key == "kernel_size" else int(value)
+
     if cls == "Dense" and "units" in config:
-        return [(None, config["units"]), (config["units"],)]
+        return [(None, size("units")), (size("units"),)]
     if cls in ("Conv1D", "Conv2D", "Conv3D") and "filters" in config:
         if config.get("data_format", "channels_last") != "channels_last":
             return None
-        kernel = tuple(config["kernel_size"])
-        return [(*kernel, None, config["filters"]), (config["filters"],)]
+        return [(*size("kernel_size"), None, size("filters")), (size("filters"),)]
     if cls == "BatchNormalization":
         return None  # axis-dependent; all four vectors are checked to agree by Keras on load
     if cls in RECURRENT_GATES and cls != "ConvLSTM2D" and "units" in config:
-        units = config["units"]
+        units = size("units")
         gates = RECURRENT_GATES[cls]
         return [(None, gates * units), (units, gates * units), None]
     return None

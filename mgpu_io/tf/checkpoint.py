@@ -299,7 +299,7 @@ def layer_weights(graph, node, layer, path, slotted=frozenset()):
         if not _names_layer(full_name, name):
             raise WeightsMismatch(
                 f"The config does not describe this checkpoint: layer {name!r} holds the weight {full_name!r}. "
-                f"Expected weights named after the layer ({name}/...). Received: filepath={path}. Pass the JSON "
+                f"Expected weights named after the layer ({name + '/...'!r}). Received: filepath={path}. Pass the JSON "
                 f"saved beside the checkpoint (the same model's to_json())."
             )
     local = {target: local for local, target in graph.children[node]}
