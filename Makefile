@@ -63,8 +63,8 @@ format: $(STAMP)
 # 1.2.2/2.1.6/2.2.4/2.3.1), fixtures/applications (keras.applications and Lambda templates), fixtures/tf2 (TF 2.0-2.3,
 # Keras 2.3.1 on TF 2, Keras 2.0.9, and the TF 1.15 writers' YAML, SavedModel and checkpoint files), fixtures/layers
 # (the layer sweep: every public layer class of ten writers; it uses the environments the others install), then
-# this round's: fixtures/plain, lambdas (Python 2.7-3.8), habits, tfops, tf2ckpt and compile (see each folder's
-# README). Each script installs the environments it needs.
+# this round's: fixtures/plain, lambdas (Python 2.7-3.8), habits, tfops, tf2ckpt, compile, shared and rnn_dropout (see
+# each folder's README). Each script installs the environments it needs.
 fixtures:
 	LEGACY_PYTHON=$(LEGACY_PYTHON) bash fixtures/generate/run.sh
 	bash fixtures/generate/applications/run.sh
@@ -76,6 +76,8 @@ fixtures:
 	bash fixtures/generate/tfops/run.sh
 	bash fixtures/generate/tf2ckpt/run.sh
 	bash fixtures/generate/compile/run.sh
+	bash fixtures/generate/shared/run.sh
+	bash fixtures/generate/rnn_dropout/run.sh
 
 # Speed and memory against a durable copy and Keras' own loader, each against its goal; writes docs/benchmarks.md
 # (about 15 minutes, 35 GB of free disk).

@@ -365,6 +365,9 @@ def _one_layer(cls, settings):
 @pytest.mark.parametrize("cls, settings, rule, expected", [
     ("LSTM", {"units": 2, "time_major": False}, "rnn-time-major", {"units": 2, "name": "l"}),
     ("GRU", {"units": 2}, "gru-reset-before", {"units": 2, "reset_after": False, "name": "l"}),
+    ("LSTM", {"units": 2, "implementation": 1, "dropout": 0.3, "recurrent_dropout": 0.0},
+     "rnn-dropout-implementation",
+     {"units": 2, "implementation": 2, "dropout": 0.3, "recurrent_dropout": 0.0, "name": "l"}),
     ("SpatialDropout1D", {"rate": 0.1, "trainable": True, "noise_shape": None, "seed": None},
      "spatial-dropout-arguments", {"rate": 0.1, "seed": None, "name": "l"}),
     ("DepthwiseConv2D", {"kernel_size": [3, 3], "groups": 1}, "depthwise-groups", {"kernel_size": [3, 3], "name": "l"}),
@@ -381,6 +384,19 @@ def test_each_argument_rule_writes_what_keras3_reads(cls, settings, rule, expect
     config, changes = convert_config(_one_layer(cls, settings), Context())
     assert rule in changes
     assert config["config"]["layers"][1]["config"] == expected
+
+
+@pytest.mark.parametrize("settings", [
+    {"implementation": 1, "dropout": 0.3, "recurrent_dropout": 0.2},  # Keras 3 takes 1 for recurrent dropout
+    {"implementation": 1, "dropout": 0.0},  # no dropout: no training step to fail
+    {"implementation": 2, "dropout": 0.3},
+])
+def test_an_rnns_implementation_changes_only_where_keras3_cannot_train_it(settings):
+    from mgpu_io.format.conversions import Context, convert_config
+
+    config, changes = convert_config(_one_layer("LSTM", dict(settings, units=2)), Context())
+    assert "rnn-dropout-implementation" not in changes
+    assert config["config"]["layers"][1]["config"]["implementation"] == settings["implementation"]
 
 
 def test_a_grus_stored_reset_after_is_kept():

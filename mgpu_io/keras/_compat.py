@@ -99,10 +99,16 @@ def model_from_legacy_config(config, custom_objects, safe_mode):
     Keras 3's ``Sequential.from_config`` rebuilds the whole model after every layer it adds, which takes time
     quadratic in the number of layers (46 s for a 304-layer Sequential, measured); here each Sequential is built
     once, after its last layer, which gives the same model.
+
+    One object stays one: tf.keras 2.4+ and tf_keras 2.x write each object that two layers share (a custom object
+    that a layer's ``get_config`` returns as it is) in both configs, marked with one ``shared_object_id``; their own
+    loader builds it once, under the shared-object scope that Keras 3's legacy deserializer honours but that its
+    legacy ``.h5`` loader never enters.
     """
     from keras.src.legacy.saving import saving_utils
+    from keras.src.legacy.saving.serialization import SharedObjectLoadingScope as shared_objects
 
-    with legacy_scope(safe_mode), _one_build_per_sequential() as sequentials:
+    with legacy_scope(safe_mode), shared_objects(), _one_build_per_sequential() as sequentials:
         model = saving_utils.model_from_config(config, custom_objects=custom_objects)
     for sequential in sequentials:  # inner ones first: they were filled first
         if not sequential.built or getattr(sequential, "_functional", None) is None:

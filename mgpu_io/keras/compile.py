@@ -20,7 +20,9 @@ Here each entry is resolved on its own, into an object of Keras 3 that computes 
   off); a metric or loss object from its config (tf.keras' ``fn`` key dropped, ``reduction='auto'`` read as
   ``sum_over_batch_size``);
 - one loss for several outputs with per-output weights as that loss for each output; weights keyed by output as a
-  list in output order; ``sample_weight_mode`` left out (Keras 3 takes per-timestep weights as they are).
+  list in output order; ``sample_weight_mode`` left out (Keras 3 takes per-timestep weights as they are);
+- more losses (or loss weights) in a list than the model has outputs, which tf.keras 2.2+ and tf_keras accepted and
+  zipped with the outputs, as the first ones alone (``loss=[a, b]`` on one output computed ``a``).
 
 What cannot be rebuilt is left out and named in one warning (a metric), or leaves the model uncompiled (a loss, whose
 absence would change what ``fit`` minimises): never a model that fails later in ``evaluate``.
@@ -76,8 +78,8 @@ def compile_arguments(model, training_config, custom_objects=None, keras_version
         arguments = compile_args_from_training_config(
             {"optimizer_config": training_config["optimizer_config"], "loss_weights": None}, custom_objects
         )
-        losses = _per_output(training_config.get("loss"), outputs)
-        loss_weights = _per_output(training_config.get("loss_weights"), outputs)
+        losses = _per_output(_applied(training_config.get("loss"), outputs), outputs)
+        loss_weights = _per_output(_applied(training_config.get("loss_weights"), outputs), outputs)
         if isinstance(losses, _Shared) and isinstance(loss_weights, list):  # one loss, weighted per output
             losses = [losses.value] * len(outputs)
         losses = losses.value if isinstance(losses, _Shared) else losses
@@ -143,6 +145,15 @@ def _per_output(value, outputs):
     if isinstance(value, list):
         return list(value) if len(outputs) > 1 or len(value) != 1 else value[0]
     return _Shared(value) if len(outputs) > 1 else value
+
+
+def _applied(value, outputs):
+    """The entries of a list of losses (or loss weights) that its writer applied: tf.keras 2.2+ and tf_keras zip the
+    list with the model's outputs, so entries past the last output were stored but never computed (``loss=[a, b]``
+    on one output trains and evaluates ``a`` alone); Keras 1/2 and tf.keras up to 2.1 refused such a list."""
+    if isinstance(value, list) and len(value) > len(outputs):
+        return value[: len(outputs)]
+    return value
 
 
 def _nth(value, index):

@@ -36,6 +36,10 @@ def _refuse(layer, argument, value, why):
     )
 
 
+def _positive(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
 def _rewrite_config(config, context):
     changes = []
     for layer in walk_layers(config, wrapped=True):
@@ -48,6 +52,14 @@ def _rewrite_config(config, context):
                 _refuse(layer, "time_major", settings["time_major"], "Keras 3's RNN layers take batch-major input")
             del settings["time_major"]
             changes.append("rnn-time-major")
+        if (
+            cls in ("LSTM", "GRU")
+            and settings.get("implementation") == 1
+            and _positive(settings.get("dropout"))
+            and not _positive(settings.get("recurrent_dropout"))
+        ):
+            settings["implementation"] = 2  # the same arithmetic; Keras 3's training step fails on 1 (see the rule)
+            changes.append("rnn-dropout-implementation")
         if cls == "GRU" and "reset_after" not in settings and not context.keras1:
             settings["reset_after"] = False  # Keras <= 2.1 had only this GRU; Keras 3's default is True
             changes.append("gru-reset-before")
@@ -244,6 +256,16 @@ FAMILY = Family(
             "rnn-time-major",
             "`time_major=False` (tf.keras 1.13-2.x RNN and CuDNN RNN configs) is dropped; `True` is refused",
             "Keras 3: `Unrecognized keyword arguments passed to LSTM: {'time_major': False}`",
+            (),
+        ),
+        Rule(
+            "rnn-dropout-implementation",
+            "an `LSTM`/`GRU` with `implementation=1` (Keras 2.1-2.2 and tf.keras 1.x's default), `dropout` and no "
+            "`recurrent_dropout` gets `implementation=2`: the same arithmetic (predictions within float rounding), "
+            "its input dropout one mask for all gates, as Keras 2's `implementation=2` and Keras 3's cuDNN path drop",
+            "Keras 3.x's LSTM/GRU build one dropout mask per gate for `implementation=1` and then broadcast them as "
+            "one, so every training step fails: `Exception encountered when calling LSTM.call(). Shape must be at "
+            "most rank 3 but is rank 4` (predict and evaluate run)",
             (),
         ),
         Rule(
