@@ -100,10 +100,10 @@ def model_from_legacy_config(config, custom_objects, safe_mode):
     quadratic in the number of layers (46 s for a 304-layer Sequential, measured); here each Sequential is built
     once, after its last layer, which gives the same model.
 
-    One object stays one: tf.keras 2.4+ and tf_keras 2.x write each object that two layers share (a custom object
-    that a layer's ``get_config`` returns as it is) in both configs, marked with one ``shared_object_id``; their own
-    loader builds it once, under the shared-object scope that Keras 3's legacy deserializer honours but that its
-    legacy ``.h5`` loader never enters.
+    One object stays one: tf_keras 2.x writes each object that two layers share (a custom object that a layer's
+    ``get_config`` returns as it is) in both configs, marked with one ``shared_object_id`` (TF 2.3's tf.keras has
+    no such mark; the releases between were not checked); its own loader builds it once, under the shared-object
+    scope that Keras 3's legacy deserializer honours but that its legacy ``.h5`` loader never enters.
     """
     from keras.src.legacy.saving import saving_utils
     from keras.src.legacy.saving.serialization import SharedObjectLoadingScope as shared_objects
