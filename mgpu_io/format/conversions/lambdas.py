@@ -110,8 +110,9 @@ def _rewrite_config(config, context):
             continue
         lam = by_name.get(str(layer_name(layer)))
         function = settings.get("function")
-        unreadable = stored_code(function) is None and reference_name(function) is None  # a damaged file's number
-        if lam is not None and (stored_code(function) is not None or unreadable):
+        code = stored_code(function)
+        unreadable = code is None and reference_name(function) is None  # a damaged file's number
+        if lam is not None and (code is not None or unreadable):
             name = lam.known or lam.layer
             settings["function"] = reference(name, context.target)
             settings["function_type"] = "function"
