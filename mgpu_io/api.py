@@ -12,8 +12,8 @@ from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.plan import KERAS_FORMAT, UnwrapReport, check_options
-from mgpu_io.format.read import NO_KERAS_MODEL, file_of
-from mgpu_io.tf import converted_note, legacy_copy
+from mgpu_io.format.read import file_of
+from mgpu_io.tf import read_converted
 
 __all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
 
@@ -33,11 +33,11 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         ('model', 2, 'tensorflow-format')
     """
     path = file_of(path)  # an open h5py.File, as Keras takes one
-    if config is None and door.sniff(path) == "hdf5":  # the common case, read at once (one probe, not two)
+    if config is None and door.sniff(path) == door.HDF5:  # the common case, read at once (one probe, not two)
         try:
             return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
         except NotAModelFile as error:
-            if not str(error).startswith(NO_KERAS_MODEL):  # damaged, hostile: the reader's own error stands
+            if error.kind != door.KERAS3_WEIGHTS:  # damaged, hostile, no model: the reader's own error stands
                 raise
     description = door.describe(path)  # what the input is, by its content
     kind = description.kind
@@ -52,7 +52,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
             f"one by one (`mgpu-io inspect DIR/*`), or list what a repair of the folder would do: "
             f"mgpu_io.unwrap(folder, output_folder, dry_run=True) (`mgpu-io unwrap DIR OUT --dry-run`)."
         )
-    if kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS):
+    if kind in door.KERAS3_KINDS:
         if diagram is not None:
             raise InvalidArgument(
                 f"A diagram draws a multi-GPU wrapper next to its template. Expected a legacy full model file or "
@@ -66,11 +66,10 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
     if kind == door.TF_CHECKPOINT and config is None:
         return _checkpoint_outline(path)
-    with legacy_copy(path, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
-        report = _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite)
-    report.file = str(path)
-    report.findings.append(Finding("tensorflow-format", converted_note(converted)))
-    return report
+    return read_converted(  # the TensorFlow kinds: read as data into the legacy layout, then as one
+        lambda readable: _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite),
+        (description, config if kind == door.TF_CHECKPOINT else None),
+    )
 
 
 def _checkpoint_outline(path):
@@ -99,7 +98,7 @@ def _checkpoint_outline(path):
     ]
     return InspectReport(
         file=str(path),
-        file_type="weights",
+        file_type=door.KINDS[door.TF_CHECKPOINT].file_type,
         is_wrapper=bool(nested) and depth > 0,
         variant=None,
         replicas=None,
@@ -201,9 +200,9 @@ def unwrap(
             f"jobs={jobs} with filepath={source} ({description.name}), which is repaired in one process. Leave out "
             f"jobs=."
         )
-    if kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS):
+    if kind in door.KERAS3_KINDS:
         raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
-    if not include_optimizer and kind in (door.LEGACY_WEIGHTS, door.JSON_CONFIG, door.YAML_CONFIG, door.TF_CHECKPOINT):
+    if not include_optimizer and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
         raise InvalidArgument(
             f"include_optimizer=False leaves out a full model's optimizer state. Expected a full-model source with "
             f"include_optimizer=False. Received: filepath={source} ({description.name}, which holds no optimizer "
@@ -211,8 +210,8 @@ def unwrap(
         )
     output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else None
     if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
-        with legacy_copy(source, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
-            report = unwrap(
+        return read_converted(
+            lambda readable: unwrap(
                 readable,
                 output,
                 config=config,
@@ -227,10 +226,9 @@ def unwrap(
                 safe_mode=safe_mode,
                 lambdas=lambdas,
                 custom_objects=custom_objects,
-            )
-        report.source = str(source)
-        report.warnings.insert(0, converted_note(converted))
-        return report
+            ),
+            (description, config if kind == door.TF_CHECKPOINT else None),
+        )
     options = dict(
         config=config,
         target=target,

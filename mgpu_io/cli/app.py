@@ -276,7 +276,7 @@ def inspect(
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
     from mgpu_io.errors import InvalidArgument
-    from mgpu_io.format.door import tensorflow_kind
+    from mgpu_io.format import door
     from mgpu_io.format.text import printable
 
     if diagram is not None and len(files) > 1:
@@ -287,7 +287,7 @@ def inspect(
             ),
             as_json,
         )
-    if any(tensorflow_kind(file) is not None for file in files):
+    if any(door.sniff(file) in door.TENSORFLOW_KINDS for file in files):
         _start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
@@ -443,12 +443,13 @@ def unwrap(
     (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
     from mgpu_io.cli.render import byte_progress, file_progress
-    from mgpu_io.format.door import tensorflow_kind
+    from mgpu_io.format import door
 
-    # The library's door decides what IN is; here only the progress bar and TensorFlow's quiet start are chosen.
-    tensorflow_format = tensorflow_kind(source) is not None
-    folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
-    if tensorflow_format:
+    # The library's door says what IN is (its first bytes); here only the progress bar and TensorFlow's quiet start
+    # are chosen from it.
+    kind = door.sniff(source)
+    folder = kind == door.FOLDER  # a SavedModel folder is one model
+    if kind in door.TENSORFLOW_KINDS:
         _start_quietly("tensorflow")
     if output.suffix == ".keras" and not dry_run:
         _start_quietly("keras")

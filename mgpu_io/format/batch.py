@@ -96,14 +96,14 @@ def model_files(folder):
     """Files under ``folder`` that may hold a legacy Keras model, by their content (HDF5, or JSON that looks like a
     model config, double-encoded or not), sorted; whatever their names (course projects saved
     `config_model_weights` beside `model_weights`)."""
-    from mgpu_io.format.door import JSON_CONFIG, sniff
+    from mgpu_io.format.door import HDF5, JSON_CONFIG, sniff
 
     found = []
     for path in sorted(Path(folder).rglob("*")):
         if not path.is_file() or path.is_symlink():
             continue
         kind = sniff(path)
-        if kind == "hdf5" or (kind == JSON_CONFIG and _looks_like_model_config(path)):
+        if kind == HDF5 or (kind == JSON_CONFIG and _looks_like_model_config(path)):
             found.append(path)  # training histories and other JSON are not ours to judge
     return found
 

@@ -64,6 +64,11 @@ class InspectReport:
     def to_dict(self):
         return asdict(self)
 
+    def converted_from(self, source, note):
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        self.file = source
+        self.findings.append(Finding("tensorflow-format", note))
+
     def __str__(self):
         """What the file holds, as ``mgpu-io inspect`` prints it: the path once, then the tree of wrapper levels down
         to the template, and counts that say what they count."""

@@ -69,6 +69,11 @@ class UnwrapReport:
     def to_dict(self):
         return asdict(self)
 
+    def converted_from(self, source, note):
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        self.source = source
+        self.warnings.insert(0, note)
+
     def __str__(self):
         """What was (or would be) written, as ``mgpu-io unwrap`` prints it."""
         verb = "Wrote" if self.written else "Would write"

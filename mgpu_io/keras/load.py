@@ -34,7 +34,7 @@ from mgpu_io.keras._compat import (
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
-from mgpu_io.tf import SAVEDMODEL, TF_CHECKPOINT, detect, legacy_copy
+from mgpu_io.tf import read_converted
 
 
 def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True, lambdas=None):
@@ -79,24 +79,21 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         raise door.refusal(
             described, "load_model", "a model file (legacy .h5, .keras, SavedModel, or a config with weights=)"
         )
-    kind = {door.SAVEDMODEL: SAVEDMODEL, door.TF_CHECKPOINT: TF_CHECKPOINT}.get(described.kind)
-    if kind == TF_CHECKPOINT:
+    if described.kind == door.TF_CHECKPOINT:
         raise InvalidArgument(
             f"A TF checkpoint holds weights only, no architecture to build a model from. Expected a full model "
             f"(.h5 or SavedModel folder), or a JSON config with weights=. Received: filepath={path}. Pass the "
             f"architecture: load_model('model.json', weights='{path.name}')."
         )
-    if kind is not None or (weights is not None and detect(weights) is not None):
-        with (
-            legacy_copy(path) as (readable, _),
-            legacy_copy(weights, config=path) if weights is not None else contextlib.nullcontext((None, None)) as (
-                readable_weights,
-                _,
-            ),
-        ):
-            return load_model(
+    weights_described = door.glance(weights) if weights is not None else None  # first bytes only: no probe
+    if described.kind == door.SAVEDMODEL or getattr(weights_described, "kind", None) in door.TENSORFLOW_KINDS:
+        return read_converted(
+            lambda readable, readable_weights: load_model(
                 readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
-            )
+            ),
+            (described, None),
+            (weights_described, path),
+        )
     if described.kind == door.KERAS_ARCHIVE:  # Keras 3's own .keras format needs no repair
         model = _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas)
         _warn_non_finite(model, path)
@@ -132,7 +129,7 @@ def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
 def _planned(path, weights):
     """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``), refusing what cannot load."""
     if weights is not None:
-        if h5py.is_hdf5(path):
+        if door.sniff(path) == door.HDF5:
             raise InvalidArgument(
                 f"weights= goes with a JSON config. Expected a JSON config as the first argument. Received: "
                 f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."

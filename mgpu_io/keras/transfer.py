@@ -23,7 +23,7 @@ from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
 from mgpu_io.keras.wrapper import find_template, legacy_weights
-from mgpu_io.tf import TF_CHECKPOINT, checkpoint_copy_for, detect, legacy_copy
+from mgpu_io.tf import read_converted
 
 
 @dataclass
@@ -48,6 +48,10 @@ class TransferReport:
 
     def to_dict(self):
         return dict(asdict(self), ok=self.ok)
+
+    def converted_from(self, source, note):
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        self.source = source
 
     def __str__(self):
         """Every weighted layer, matched or not, as ``mgpu-io transfer`` prints it."""
@@ -123,20 +127,18 @@ def transfer_weights(source, model, *, strict=True, config=None):
     source = file_of(source, "source")  # an open h5py.File, as Keras takes one
     if isinstance(source, (str, Path)):
         described = door.describe(source)  # what the input is, decided once (format/door.py)
-        if described.kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS, door.FOLDER):
+        if described.kind in (*door.KERAS3_KINDS, door.FOLDER):
             raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
-    if isinstance(source, (str, Path)) and detect(source) == TF_CHECKPOINT and config is None:
-        # no config: the freshly built model is the architecture; its weighted layers find the checkpoint's model
-        targets = [(type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers]
-        with checkpoint_copy_for(source, [target for target in targets if target[1]]) as (readable, _):
-            report = transfer_weights(readable, model, strict=strict)
-        report.source = str(source)
-        return report
-    if isinstance(source, (str, Path)) and detect(source) is not None:
-        with legacy_copy(source, config=config) as (readable, _):
-            report = transfer_weights(readable, model, strict=strict)
-        report.source = str(source)
-        return report
+        if described.kind in door.TENSORFLOW_KINDS:
+            # A checkpoint without config: the freshly built model is the architecture; its weighted layers find
+            # the checkpoint's model.
+            weighted = [
+                (type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers
+            ]
+            return read_converted(
+                lambda readable: transfer_weights(readable, model, strict=strict),
+                (described, config, [target for target in weighted if target[1]]),
+            )
     targets = [layer for layer in model.layers if legacy_weights(layer)]
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):

@@ -38,6 +38,7 @@ from mgpu_io.errors import (
     UnsupportedModel,
     WeightsMismatch,
 )
+from mgpu_io.format.kinds import TF_CHECKPOINT
 from mgpu_io.tf.bundle import checkpoint_prefix, guarded, import_tensorflow, probed_tf, read_graph, weight_of
 from mgpu_io.tf.legacy import Plan, Weight, ascii_attr, check_output, provenance, unique_names, write_plan
 
@@ -62,7 +63,7 @@ def to_legacy_h5(path, output, *, config=None):
             ``.h5`` of the same model. Required: the checkpoint itself records no layer names.
 
     Returns:
-        A dict: ``kind`` (``"tf_checkpoint"``), ``output``, ``output_type`` (``"weights"``),
+        A dict: ``kind`` (``"tf-checkpoint"``), ``output``, ``output_type`` (``"weights"``),
         ``tensorflow_version`` (``None``: a checkpoint does not record it), ``keras_version`` and ``backend`` (from
         ``config``, or ``None``), ``layers`` (the ``layer_names`` written), ``weights`` (datasets written),
         ``optimizer_found``, ``optimizer`` (always ``False``: a weights-only file has no place for it) and
@@ -174,7 +175,7 @@ def _plan(graph, stored, path):
     versions = {"keras_version": ascii_attr(stored["keras_version"]), "backend": ascii_attr(stored["backend"])}
     names = [name for name, _ in layers]
     summary = {
-        "kind": "tf_checkpoint",
+        "kind": TF_CHECKPOINT,
         "input": str(path),
         "output_type": "weights",
         "tensorflow_version": None,
@@ -187,7 +188,7 @@ def _plan(graph, stored, path):
         "optimizer": False,
         "notes": notes,
     }
-    root_attrs = dict(versions, mgpu_io=provenance("tf_checkpoint", None))
+    root_attrs = dict(versions, mgpu_io=provenance(TF_CHECKPOINT, None))
     return Plan(
         prefix=graph.prefix, full_model=False, layers=layers, root_attrs=root_attrs, weights_attrs={}, summary=summary
     )
@@ -493,7 +494,7 @@ def _layers_plan(graph, layers, where, path):
             f"{', ...' if len(others) > 5 else ''}"
         )
     summary = {
-        "kind": "tf_checkpoint",
+        "kind": TF_CHECKPOINT,
         "input": str(path),
         "output_type": "weights",
         "tensorflow_version": None,
@@ -506,7 +507,7 @@ def _layers_plan(graph, layers, where, path):
         "optimizer": False,
         "notes": notes,
     }
-    root_attrs = {"keras_version": None, "backend": None, "mgpu_io": provenance("tf_checkpoint", None)}
+    root_attrs = {"keras_version": None, "backend": None, "mgpu_io": provenance(TF_CHECKPOINT, None)}
     return Plan(
         prefix=graph.prefix, full_model=False, layers=planned, root_attrs=root_attrs, weights_attrs={}, summary=summary
     )
