@@ -7,11 +7,12 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, NotAModelFile
+from mgpu_io.errors import InvalidArgument, NotAModelFile, Param
 from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
-from mgpu_io.format.plan import KERAS_FORMAT, UnwrapReport, check_options
+from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
+from mgpu_io.format.plan import UnwrapReport
 from mgpu_io.format.read import file_of
 from mgpu_io.tf import read_converted
 
@@ -43,8 +44,12 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
     kind = description.kind
     if kind not in door.TENSORFLOW_KINDS and config is not None:
         raise InvalidArgument(
-            f"config= applies to TF checkpoints when inspecting. Expected a TF checkpoint with config=. "
-            f"Received: filepath={path}. Leave out config=."
+            problem=(Param("config"), " applies to TF checkpoints when inspecting"),
+            parameter="config",
+            expected=("a TF checkpoint with ", Param("config")),
+            received=f"filepath={path}",
+            fix=("Leave out ", Param("config")),
+            kind=kind,
         )
     if kind == door.FOLDER:
         raise InvalidArgument(
@@ -55,9 +60,12 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
     if kind in door.KERAS3_KINDS:
         if diagram is not None:
             raise InvalidArgument(
-                f"A diagram draws a multi-GPU wrapper next to its template. Expected a legacy full model file or "
-                f"JSON config with diagram=. Received: filepath={path} ({description.name}, which holds no wrapper). "
-                f"Leave out diagram=."
+                problem="A diagram draws a multi-GPU wrapper next to its template",
+                parameter="diagram",
+                expected=("a legacy full model file or JSON config with ", Param("diagram")),
+                received=f"filepath={path} ({description.name}, which holds no wrapper)",
+                fix=("Leave out ", Param("diagram")),
+                kind=kind,
             )
         from mgpu_io.format.keras3 import inspect_keras3
 
@@ -196,40 +204,29 @@ def unwrap(
     kind = description.kind
     if jobs is not None and kind != door.FOLDER:
         raise InvalidArgument(
-            f"jobs= sets the worker processes of a folder's repair. Expected a folder source with jobs=. Received: "
-            f"jobs={jobs} with filepath={source} ({description.name}), which is repaired in one process. Leave out "
-            f"jobs=."
+            problem=(Param("jobs"), " sets the worker processes of a folder's repair"),
+            parameter="jobs",
+            expected=("a folder source with ", Param("jobs")),
+            received=(
+                Param("jobs", jobs, text=f"jobs={jobs}"),
+                f" with filepath={source} ({description.name}), which is repaired in one process",
+            ),
+            fix=("Leave out ", Param("jobs")),
+            kind=kind,
         )
     if kind in door.KERAS3_KINDS:
         raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
     if not include_optimizer and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
         raise InvalidArgument(
-            f"include_optimizer=False leaves out a full model's optimizer state. Expected a full-model source with "
-            f"include_optimizer=False. Received: filepath={source} ({description.name}, which holds no optimizer "
-            f"state). Leave out include_optimizer=False."
+            problem=(Param("include_optimizer", False), " leaves out a full model's optimizer state"),
+            parameter="include_optimizer",
+            expected=("a full-model source with ", Param("include_optimizer", False)),
+            received=f"filepath={source} ({description.name}, which holds no optimizer state)",
+            fix=("Leave out ", Param("include_optimizer", False)),
+            kind=kind,
         )
-    output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else None
-    if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
-        return read_converted(
-            lambda readable: unwrap(
-                readable,
-                output,
-                config=config,
-                target=target,
-                keep_config=keep_config,
-                cpu=cpu,
-                include_optimizer=include_optimizer,
-                allow_plain=allow_plain,
-                overwrite=overwrite,
-                dry_run=dry_run,
-                progress=progress,
-                safe_mode=safe_mode,
-                lambdas=lambdas,
-                custom_objects=custom_objects,
-            ),
-            (description, config if kind == door.TF_CHECKPOINT else None),
-        )
-    options = dict(
+    output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else SAME_FORMAT
+    options = UnwrapOptions(  # built and checked once, here; passed down unchanged
         config=config,
         target=target,
         keep_config=keep_config,
@@ -237,27 +234,33 @@ def unwrap(
         include_optimizer=include_optimizer,
         allow_plain=allow_plain,
         overwrite=overwrite,
+        dry_run=dry_run,
+        safe_mode=safe_mode,
+        lambdas=lambdas,
+        custom_objects=custom_objects,
+        output_format=output_format,
     )
+    return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
+
+
+def _unwrap(source, output, description, options, *, jobs=None, progress=None):
+    """Send ``source``, as ``description`` says it is, to what repairs it: a TensorFlow format through its legacy
+    copy, a folder to :mod:`mgpu_io.format.batch`, a ``.keras`` output to :mod:`mgpu_io.keras.save`, anything else
+    to :mod:`mgpu_io.format.unwrap`."""
+    kind = description.kind
+    if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
+        return read_converted(
+            lambda readable: _unwrap(readable, output, door.glance(readable), options, progress=progress),
+            (description, options.config if kind == door.TF_CHECKPOINT else None),
+        )
     if kind == door.FOLDER:
         from mgpu_io.format.batch import unwrap_tree
 
-        check_options(target=target, keep_config=keep_config, cpu=cpu, lambdas=lambdas)
-        return unwrap_tree(source, output, jobs=jobs, dry_run=dry_run, progress=progress, **options)
-    check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format, lambdas=lambdas)
-    if output_format == KERAS_FORMAT and not dry_run:
+        return unwrap_tree(source, output, options, jobs=jobs, progress=progress)
+    if options.output_format == KERAS_FORMAT and not options.dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 
-        return unwrap_to_keras(
-            source,
-            output,
-            config=config,
-            include_optimizer=include_optimizer,
-            allow_plain=allow_plain,
-            overwrite=overwrite,
-            safe_mode=safe_mode,
-            lambdas=lambdas,
-            custom_objects=custom_objects,
-        )
+        return unwrap_to_keras(source, output, options)
     from mgpu_io.format.unwrap import unwrap_file
 
-    return unwrap_file(source, output, dry_run=dry_run, progress=progress, **options)
+    return unwrap_file(source, output, options, progress=progress)

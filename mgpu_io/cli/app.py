@@ -18,7 +18,7 @@ import typer.core
 
 import mgpu_io
 from mgpu_io._version import __version__
-from mgpu_io.errors import MgpuIOError
+from mgpu_io.errors import MgpuIOError, first_line
 
 #: The global options, accepted after the command too (`mgpu-io unwrap -q in.h5 out.h5`).
 GLOBAL_FLAGS = ("-q", "--quiet", "--verbose", "--version")
@@ -70,10 +70,10 @@ _settings = {"quiet": False, "verbose": False}
 def _error_object(error):
     """An error as ``--json`` prints it; its message as printable as the ``Error:`` line's (a script that prints it
     must not pass a file's escape sequences to a terminal)."""
-    from mgpu_io.cli.render import to_flags
+    from mgpu_io.cli.render import message
     from mgpu_io.format.text import printable
 
-    return {"error": {"type": type(error).__name__, "message": printable(to_flags(str(error)))}}
+    return {"error": {"type": type(error).__name__, "message": printable(message(error))}}
 
 
 def _fail(error, as_json=False):
@@ -95,7 +95,7 @@ def _reported(error):
         return limited
     if _settings["verbose"] or os.environ.get("MGPU_IO_TRACEBACK"):
         raise error
-    first = str(error).splitlines()[0] if str(error) else ""
+    first = first_line(error, default="")
     return RuntimeError(
         f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
         f"partial was written. Rerun with --verbose to see where, and report it."

@@ -1,7 +1,9 @@
 """Human-readable output of the command line (rich), kept apart from the reports it prints.
 
 Every string that comes from a file (names, paths) is escaped: rich would read ``[...]`` as markup. The library
-speaks in parameter names (``overwrite=True``); :func:`to_flags` says the same in the command line's flags.
+speaks in parameter names (``overwrite=True``); :func:`message` says an error in the command line's flags, from its
+fields (:class:`~mgpu_io.errors.Param`, named by :func:`flag`). :func:`to_flags` still translates the text of the
+reports and of the errors not yet raised from fields.
 
 rich is imported only where it shows something (a terminal, a progress bar): a script that pipes a report gets the
 same plain text without paying for it (about 45 ms of the command's start).
@@ -42,6 +44,68 @@ _FLAG_PATTERN = re.compile(
         for k in sorted(FLAGS, key=len, reverse=True)
     )
 )
+
+
+#: Each library parameter as the command line names it: a switch by ``(parameter, value)``, an option that takes a
+#: value by its parameter (the value follows the flag).
+FLAG_OF = {
+    ("overwrite", True): "--force",
+    ("allow_plain", True): "--allow-plain",
+    ("keep_config", True): "--keep-config",
+    ("include_optimizer", False): "--no-optimizer",
+    ("scan_weights", True): "--scan-weights",
+    ("strict", False): "--no-strict",
+    ("cpu", True): "--cpu",
+    ("verbose", True): "--verbose",
+    ("safe_mode", False): "--unsafe-trust-file",
+    ("target", "tf_keras"): "--target tf_keras",
+    ("target", "keras3"): "--target keras3",
+    "target": "--target",
+    "jobs": "--jobs",
+    "config": "--config",
+    "diagram": "--diagram",
+    "builder": "--builder",
+    "lambdas": "--lambda",
+}
+
+
+def flag(param):
+    """A :class:`~mgpu_io.errors.Param` as the command line names it (a parameter it has no flag for: as the
+    library does).
+
+    Example:
+        >>> from mgpu_io.errors import Param
+        >>> flag(Param("overwrite", True)), flag(Param("config")), flag(Param("jobs", 4)), flag(Param("output", "m.h5"))
+        ('--force', '--config', '--jobs 4', "output='m.h5'")
+    """
+    if param.name == "custom_objects" and param.has_value:  # the classes to give, by name
+        return " ".join(f"--custom-objects MODULE:{name}" for name in param.value)
+    if param.has_value:
+        try:
+            switch = FLAG_OF.get((param.name, param.value))
+        except TypeError:  # a value that is no key (a list)
+            switch = None
+        if switch is not None:
+            return switch
+    option = FLAG_OF.get(param.name)
+    if option is None:
+        return str(param)
+    return (
+        f"{option} {str(param).partition('=')[2]}" if param.has_value else option
+    )  # the value as the library wrote it
+
+
+def message(error):
+    """An error's message in the command line's terms: rendered from its fields where it has them, else its text
+    translated by :func:`to_flags`.
+
+    Example:
+        >>> from mgpu_io.errors import OutputError, Param
+        >>> message(OutputError(problem="It exists", fix=("Pass ", Param("overwrite", True), " to replace it")))
+        'It exists. Pass --force to replace it.'
+    """
+    has_fields = getattr(error, "has_fields", False)
+    return error.render(flag) if has_fields else to_flags(str(error))
 
 
 _LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, NotAModelFile
+from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, first_line
 
 # The vocabulary lives in kinds.py (one table); the door re-exports it, so that ``door.LEGACY_MODEL`` reads as before.
 from mgpu_io.format.kinds import (  # noqa: F401 - the door's vocabulary, re-exported
@@ -230,7 +230,7 @@ def _hdf5_look(path):
     try:
         h5 = h5py.File(path, "r")
     except (OSError, RuntimeError) as error:
-        return UNKNOWN, None, (), f"a damaged HDF5 file ({str(error).splitlines()[0] if str(error) else 'unreadable'})"
+        return UNKNOWN, None, (), f"a damaged HDF5 file ({first_line(error, default='unreadable')})"
     try:
         attrs, keys = set(h5.attrs.keys()), set(h5.keys())
         kind = hdf5_kind(attrs, keys)
@@ -333,8 +333,11 @@ def refusal(description, call, expected="a legacy Keras file or a model config",
     handled = HANDLED_BY[description.kind]
     what = description.name
     return error(
-        f"{call} does not read {what}. Expected {expected}. Received: filepath={description.path}. "
-        f"{handled[0].upper()}{handled[1:]}."
+        problem=f"{call} does not read {what}",
+        expected=expected,
+        received=f"filepath={description.path}",
+        fix=f"{handled[0].upper()}{handled[1:]}",
+        kind=description.kind,
     )
 
 
@@ -357,12 +360,11 @@ def output_format(description, output, *, config=None):
     is_config = kind in CONFIG_KINDS
     weights_only = kind in WEIGHTS_ONLY_KINDS
     if is_config:
-        works = ".json"
+        works = (".json",)
     elif weights_only and config is None:
-        works = ".h5 or .hdf5 (or .keras with config=, the architecture saved beside the weights)"
+        works = (".h5 or .hdf5", " (or .keras with ", Param("config"), ", the architecture saved beside the weights)")
     else:
-        works = ".h5, .hdf5 or .keras"
-    received = f"Received: output={output}."
+        works = (".h5, .hdf5 or .keras",)
     if suffix == KERAS_SUFFIX and not is_config and not (weights_only and config is None):
         return "keras"
     if suffix in HDF5_SUFFIXES and not is_config:
@@ -371,37 +373,57 @@ def output_format(description, output, *, config=None):
         return "same"
     if suffix in YAML_SUFFIXES and is_config:
         raise InvalidArgument(
-            f"A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML. Expected an output ending in "
-            f".json. {received} Name the output .json and load it with keras.models.model_from_json."
+            problem="A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML",
+            parameter="output",
+            expected="an output ending in .json",
+            received=f"output={output}",
+            fix="Name the output .json and load it with keras.models.model_from_json",
+            kind=kind,
         )
     if suffix == KERAS_SUFFIX and is_config:
         why = "A .keras file holds a whole model, and a config holds no weights"
         fix = "Name the output .json, or pass the weights too: mgpu_io.load_model(config, weights=...).save('x.keras')"
     elif suffix == KERAS_SUFFIX:
         why = "A .keras file holds a whole model, and a weights-only file holds no architecture"
-        fix = "Pass config= (the JSON saved beside the weights), or name the output .h5 for the weights alone"
+        fix = (
+            "Pass ",
+            Param("config"),
+            " (the JSON saved beside the weights), or name the output .h5 for the weights alone",
+        )
     elif suffix in HDF5_SUFFIXES:
         why = f"A {suffix} output of a config would hold no weights"
         fix = "Name the output .json"
     elif suffix in (JSON_SUFFIX, *YAML_SUFFIXES):
         why = f"A {suffix} output holds a model config only, and the input's weights would be lost"
-        fix = f"Name the output {works.split(' (')[0]}"
+        fix = f"Name the output {works[0]}"
     else:
         why = f"The output's name says no format ({suffix or 'no extension'})"
         fix = "Name the output by the format to write"
-    raise InvalidArgument(f"{why}. Expected an output ending in {works} for {description.name}. {received} {fix}.")
+    raise InvalidArgument(
+        problem=why,
+        parameter="output",
+        expected=("an output ending in ", *works, f" for {description.name}"),
+        received=f"output={output}",
+        fix=fix,
+        kind=kind,
+    )
 
 
 def not_a_model_file(description):
     """The :class:`NotAModelFile` for a missing or unknown path."""
     if description.kind == MISSING:
         return NotAModelFile(
-            f"Cannot read the input: nothing is there. Expected a Keras file (.h5, .keras, JSON or YAML config), "
-            f"a SavedModel folder or a TF checkpoint. Received: filepath={description.path}. Check the path."
+            problem="Cannot read the input: nothing is there",
+            expected="a Keras file (.h5, .keras, JSON or YAML config), a SavedModel folder or a TF checkpoint",
+            received=f"filepath={description.path}",
+            fix="Check the path",
+            kind=MISSING,
         )
     return NotAModelFile(
-        f"The input is no Keras format mgpu-io knows. Expected a Keras .h5 file (model or weights), a .keras "
-        f"archive, a .weights.h5 file, a JSON or YAML config, a SavedModel folder or a TF checkpoint. Received: "
-        f"filepath={description.path} ({description.detail or 'unrecognized content'}). Check the path; "
-        f"`mgpu-io inspect` says what each kind of file is."
+        problem="The input is no Keras format mgpu-io knows",
+        expected="a Keras .h5 file (model or weights), a .keras archive, a .weights.h5 file, a JSON or YAML config, "
+        "a SavedModel folder or a TF checkpoint",
+        received=f"filepath={description.path} ({description.detail or 'unrecognized content'})",
+        fix="Check the path; `mgpu-io inspect` says what each kind of file is",
+        kind=description.kind,
     )

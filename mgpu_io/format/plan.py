@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, WeightsMismatch
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, Param, WeightsMismatch
 from mgpu_io.format import conversions
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model_layers, model_name, walk_layers
@@ -35,11 +35,6 @@ from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 #: and :func:`mgpu_io.load_model` restores it; a ``.keras`` output holds it where Keras 3 restores it.
 COPIED, COPIED_ASIDE, DROPPED, ABSENT = "copied", "copied aside", "dropped", "absent"
 ASIDE_GROUP = "mgpu_io_optimizer_weights"
-
-#: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
-TARGETS = (conversions.KERAS3, conversions.TF_KERAS)
-#: What an output path's suffix asks for: Keras 3's native format, or a file of the input's own kind.
-KERAS_FORMAT, SAME_FORMAT = "keras", "same"
 
 
 @dataclass
@@ -164,48 +159,6 @@ class Plan:
         return list(zip(names, arrays))
 
 
-def check_options(*, target="keras3", keep_config=False, cpu=False, output_format=SAME_FORMAT, lambdas=None):
-    """Refuse option combinations that do not apply, naming the parameter (the CLI shows its flag).
-
-    Example:
-        >>> check_options(target="tf_keras", output_format="keras")
-        Traceback (most recent call last):
-        ...
-        mgpu_io.errors.InvalidArgument: A .keras file is for Keras 3 only. Expected target='keras3' with a .keras output. Received: target='tf_keras'. Write a .h5 file for tf_keras, or pass target='keras3'.
-    """
-    if target not in TARGETS:
-        raise InvalidArgument(
-            f"Unknown target. Expected one of {list(TARGETS)}. Received: target={target!r}. "
-            f"Pass target='keras3' or target='tf_keras'."
-        )
-    if lambdas and output_format != KERAS_FORMAT:
-        raise InvalidArgument(
-            f"lambdas= applies to a .keras output, which Keras builds. Expected a .keras output with lambdas=. "
-            f"Received: lambdas={sorted(lambdas) if isinstance(lambdas, dict) else lambdas} with a legacy output, which refers to each Lambda by its layer "
-            f"name and needs no function. Leave out lambdas= and pass the functions when loading the result: "
-            f"mgpu_io.load_model(output, lambdas=...) or keras.models.load_model(output, custom_objects=...)."
-        )
-    if output_format == KERAS_FORMAT:
-        if target != conversions.KERAS3:
-            raise InvalidArgument(
-                f"A .keras file is for Keras 3 only. Expected target='keras3' with a .keras output. Received: "
-                f"target={target!r}. Write a .h5 file for tf_keras, or pass target='keras3'."
-            )
-        for name, value in (("keep_config", keep_config), ("cpu", cpu)):
-            if value:
-                raise InvalidArgument(
-                    f"{name}=True keeps the writer's config for the old Keras, which a .keras file cannot hold. "
-                    f"Expected a .h5 output with {name}=True. Received: {name}=True with a .keras output. Write a "
-                    f".h5 file, or leave out {name}=True."
-                )
-    if cpu and not keep_config:
-        raise InvalidArgument(
-            "cpu=True converts CuDNN layers in a file kept for the old Keras. Expected keep_config=True with "
-            "cpu=True. Received: cpu=True alone; without keep_config=True CuDNN layers are always converted. Leave "
-            "out cpu=True, or pass keep_config=True as well."
-        )
-
-
 def _plain_advice(template, context, normalise):
     """What to do with a plain model instead of unwrapping it: load it as it is where Keras 3 can, else convert it."""
     if template is None:
@@ -272,21 +225,35 @@ def make_plan(
         scoped = scoped_weight_names([name for layer in layers for name in layer.names])
         if scoped:
             raise InvalidArgument(
-                f"Which layer owns each weight cannot be told from these names: they carry scopes (or layer names "
-                f"with '/'). Expected names of the form layer/weight, or the architecture. Received: "
-                f"{len(scoped)} such weights in filepath={stored.path}, e.g. {scoped[0]!r}. Pass config= (the JSON "
-                f"saved beside these weights, or the full model file), or load them with mgpu_io.transfer_weights "
-                f"into your model."
+                problem="Which layer owns each weight cannot be told from these names: they carry scopes (or layer "
+                "names with '/')",
+                parameter="config",
+                expected="names of the form layer/weight, or the architecture",
+                received=f"{len(scoped)} such weights in filepath={stored.path}, e.g. {scoped[0]!r}",
+                fix=(
+                    "Pass ",
+                    Param("config"),
+                    " (the JSON saved beside these weights, or the full model file), or load them with "
+                    "mgpu_io.transfer_weights into your model",
+                ),
             )
     if template is None and not keep_config:
         cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
         if cudnn:  # the written file would load nowhere but in CuDNN layers: refused, never written
             raise InvalidArgument(
-                f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which cannot "
-                f"be converted without the architecture. Expected config= with CuDNN weights. Received: "
-                f"filepath={stored.path} (weights only, no config=). Pass config= (the JSON saved beside these "
-                f"weights), or load them with mgpu_io.transfer_weights into your model, which converts them; "
-                f"keep_config=True copies them unconverted for the old Keras."
+                problem=f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which "
+                f"cannot be converted without the architecture",
+                parameter="config",
+                expected=(Param("config"), " with CuDNN weights"),
+                received=(f"filepath={stored.path} (weights only, no ", Param("config"), ")"),
+                fix=(
+                    "Pass ",
+                    Param("config"),
+                    " (the JSON saved beside these weights), or load them with mgpu_io.transfer_weights into your "
+                    "model, which converts them; ",
+                    Param("keep_config", True),
+                    " copies them unconverted for the old Keras",
+                ),
             )
     outputs = template_outputs(extraction, template)
     training, renamed = None, {}
@@ -303,15 +270,20 @@ def make_plan(
             group = stored.optimizer_weights
             if not is_group(group):
                 raise WeightsMismatch(
-                    f"The optimizer state is not a group. Expected `optimizer_weights` to be a group of arrays. "
-                    f"Received: a dataset in filepath={stored.path}. Pass include_optimizer=False to leave it out."
+                    problem="The optimizer state is not a group",
+                    parameter="include_optimizer",
+                    expected="`optimizer_weights` to be a group of arrays",
+                    received=f"a dataset in filepath={stored.path}",
+                    fix=("Pass ", Param("include_optimizer", False), " to leave it out"),
                 )
             for name in read_str_list(group.attrs, "weight_names"):
                 if name not in group:
                     raise WeightsMismatch(
-                        f"An optimizer weight is listed but missing. Expected a dataset {name!r} in "
-                        f"`optimizer_weights`. Received: filepath={stored.path}. Pass include_optimizer=False to "
-                        f"leave the optimizer state out."
+                        problem="An optimizer weight is listed but missing",
+                        parameter="include_optimizer",
+                        expected=f"a dataset {name!r} in `optimizer_weights`",
+                        received=f"filepath={stored.path}",
+                        fix=("Pass ", Param("include_optimizer", False), " to leave the optimizer state out"),
                     )
                 check_weight(group[name], name, stored, counter=True)
         if optimizer == COPIED and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
@@ -423,15 +395,20 @@ def _attach_config(extraction, config_path):
     """Give a weights-only extraction the graph of the architecture file saved beside it."""
     if extraction.stored.file_type != WEIGHTS:
         raise InvalidArgument(
-            f"config= applies to weights-only files. Expected a weights-only input, since a "
-            f"{extraction.stored.file_type} file carries its own architecture. Received: "
-            f"filepath={extraction.stored.path}. Leave out config=."
+            problem=(Param("config"), " applies to weights-only files"),
+            parameter="config",
+            expected=f"a weights-only input, since a {extraction.stored.file_type} file carries its own architecture",
+            received=f"filepath={extraction.stored.path}",
+            fix=("Leave out ", Param("config")),
         )
     with open_stored(config_path) as architecture:
         if architecture.model_config is None:
             raise InvalidArgument(
-                f"The architecture file holds no architecture. Expected a JSON config or a full-model .h5 as "
-                f"config=. Received: config={config_path} (a weights-only file). Pass the JSON saved with to_json()."
+                problem="The architecture file holds no architecture",
+                parameter="config",
+                expected=("a JSON config or a full-model .h5 as ", Param("config")),
+                received=(Param("config", config_path, text=f"config={config_path}"), " (a weights-only file)"),
+                fix="Pass the JSON saved with to_json()",
             )
         unrolled = unroll(architecture.model_config)
     wrapper = extraction.weights_wrapper
@@ -480,6 +457,9 @@ def _check_output(source, output, overwrite, inputs, folder_made_later):
         )
     if output.exists() and not overwrite:
         raise OutputError(
-            f"The output file already exists. Expected a new path. Received: output={output}. "
-            f"Pass overwrite=True to replace it."
+            problem="The output file already exists",
+            parameter="output",
+            expected="a new path",
+            received=f"output={output}",
+            fix=("Pass ", Param("overwrite", True), " to replace it"),
         )

@@ -17,7 +17,15 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOError, MgpuIOWarning, WeightsMismatch
+from mgpu_io.errors import (
+    InvalidArgument,
+    KerasRefused,
+    MgpuIOError,
+    MgpuIOWarning,
+    Param,
+    WeightsMismatch,
+    first_line,
+)
 from mgpu_io.format import door
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
@@ -117,8 +125,8 @@ def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
     except MgpuIOError:  # a refusal of ours from inside Keras' load (a ValueError too): already one clear line
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise KerasRefused(
+        first = first_line(error)
+        raise KerasRefused(  # Keras' own first line ends its sentence: the message is not rendered from fields
             f"Keras 3 cannot load the .keras file: {first} Expected a .keras file whose layers Keras 3 builds. "
             f"Received: filepath={path} ({type(error).__name__}). Pass your own layers and functions in "
             f"custom_objects= (and Lambda functions in lambdas=); `mgpu-io inspect` lists its Lambda layers."
@@ -186,15 +194,17 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
         raise
     except BUILD_ERRORS as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error)
         unknown = _UNKNOWN_CLASS.search(str(error))
         if unknown:
             name = unknown.group(1) or unknown.group(2)
             raise KerasRefused(
-                f"Keras 3 cannot build the repaired template: it has no class {name!r}, a custom layer or object of "
-                f"the code that wrote the file. Expected every class of the template to be Keras' own or given. "
-                f"Received: filepath={plan.stored.path} (class_name={name!r}). Pass the class: "
-                f"custom_objects={{{name!r}: {name}}}."
+                problem=f"Keras 3 cannot build the repaired template: it has no class {name!r}, a custom layer or "
+                f"object of the code that wrote the file",
+                parameter="custom_objects",
+                expected="every class of the template to be Keras' own or given",
+                received=f"filepath={plan.stored.path} (class_name={name!r})",
+                fix=("Pass the class: ", Param("custom_objects", [name], text=f"custom_objects={{{name!r}: {name}}}")),
             ) from None
         raise KerasRefused(
             f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
@@ -211,7 +221,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     try:
         deferred.finish()
     except (ValueError, TypeError) as error:  # Keras refuses a stored value (a dtype it has no type for)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error)
         raise WeightsMismatch(
             f"Keras 3 refuses a stored weight: {first}. Expected weights of the dtypes Keras writes (float16, "
             f"float32, float64). Received: filepath={plan.stored.path}. The file is damaged; inspect it with "
@@ -358,7 +368,7 @@ _COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
 
 
 def _uncompiled(error):
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    first = first_line(error)
     warnings.warn(
         f"The model is loaded uncompiled: Keras 3 cannot rebuild its saved loss or metrics ({first}). Compile it "
         f"yourself (model.compile(...)), passing your own functions; the weights are loaded.",

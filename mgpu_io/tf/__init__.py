@@ -119,15 +119,18 @@ def to_legacy_h5(path, output, *, config=None):
         >>> report.depth, report.replicas, report.template
         (1, 2, 'template')
     """
-    from mgpu_io.errors import InvalidArgument, NotAModelFile
+    from mgpu_io.errors import InvalidArgument, NotAModelFile, Param
     from mgpu_io.tf import checkpoint, savedmodel
 
     path = Path(path)
     if path.is_dir():
         if config is not None:
             raise InvalidArgument(
-                f"config= does not apply to a SavedModel: the folder holds its own model config. Expected "
-                f"config=None. Received: filepath={path}, config={config}. Leave out config=."
+                problem=(Param("config"), " does not apply to a SavedModel: the folder holds its own model config"),
+                parameter="config",
+                expected=Param("config", None),
+                received=(f"filepath={path}, ", Param("config", config, text=f"config={config}")),
+                fix=("Leave out ", Param("config")),
             )
         return savedmodel.to_legacy_h5(path, output)
     prefix = checkpoint.checkpoint_prefix(path)

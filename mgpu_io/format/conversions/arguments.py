@@ -7,7 +7,7 @@ refused by name (:class:`~mgpu_io.errors.UnsupportedModel`), never dropped.
 
 import numpy as np
 
-from mgpu_io.errors import UnsupportedModel
+from mgpu_io.errors import Param, UnsupportedModel
 from mgpu_io.format.config import layer_name, walk_layers
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
 
@@ -30,9 +30,15 @@ SPATIAL_DROPOUT = ("SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D")
 
 def _refuse(layer, argument, value, why):
     raise UnsupportedModel(
-        f"Layer {layer_name(layer)!r} ({layer['class_name']}) has {argument}={value!r}, which Keras 3 cannot "
-        f"express ({why}). Expected the value Keras 3 keeps. Received: {argument}={value!r}. Rebuild the layer in "
-        f"code and load the weights with mgpu_io.transfer_weights, or pass keep_config=True for tf_keras."
+        problem=f"Layer {layer_name(layer)!r} ({layer['class_name']}) has {argument}={value!r}, which Keras 3 cannot "
+        f"express ({why})",
+        expected="the value Keras 3 keeps",
+        received=f"{argument}={value!r}",
+        fix=(
+            "Rebuild the layer in code and load the weights with mgpu_io.transfer_weights, or pass ",
+            Param("keep_config", True),
+            " for tf_keras",
+        ),
     )
 
 
@@ -140,11 +146,19 @@ def _locally_connected(layer, settings):
         or settings.get("padding", "valid") != "valid"
     ):
         raise UnsupportedModel(
-            f"Layer {layer_name(layer)!r} is a {cls} with implementation={implementation!r}, "
+            problem=f"Layer {layer_name(layer)!r} is a {cls} with implementation={implementation!r}, "
             f"padding={settings.get('padding', 'valid')!r}: Keras 3 removed the class, and mgpu-io rebuilds only "
             f"its forms with padding='valid' and implementation=1 (or 2 and 3, channels_last), whose weight "
-            f"layouts it reads. Expected implementation=1. Received: implementation={implementation!r}. Rebuild the layer in code and load the "
-            f"weights with mgpu_io.transfer_weights, or pass keep_config=True and target='tf_keras' for tf_keras."
+            f"layouts it reads",
+            expected="implementation=1",
+            received=f"implementation={implementation!r}",
+            fix=(
+                "Rebuild the layer in code and load the weights with mgpu_io.transfer_weights, or pass ",
+                Param("keep_config", True),
+                " and ",
+                Param("target", "tf_keras"),
+                " for tf_keras",
+            ),
         )
     if cls == "LocallyConnected1D" and settings.get("data_format", "channels_last") != "channels_last":
         _refuse(layer, "data_format", settings["data_format"], "mgpu-io's LocallyConnected1D reads channels_last")
