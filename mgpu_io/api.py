@@ -12,7 +12,7 @@ from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
-from mgpu_io.format.plan import UnwrapReport
+from mgpu_io.format.plan import UnwrapReport, check_output, plan_only
 from mgpu_io.format.read import file_of
 from mgpu_io.tf import read_converted
 
@@ -200,53 +200,68 @@ def unwrap(
         (3, 'template', 'copied aside', True)
     """
     source, output = Path(source), Path(output)
-    description = door.describe(source)
-    kind = description.kind
-    if jobs is not None and kind != door.FOLDER:
-        raise InvalidArgument(
-            problem=(Param("jobs"), " sets the worker processes of a folder's repair"),
-            parameter="jobs",
-            expected=("a folder source with ", Param("jobs")),
-            received=(
-                Param("jobs", jobs, text=f"jobs={jobs}"),
-                f" with filepath={source} ({description.name}), which is repaired in one process",
-            ),
-            fix=("Leave out ", Param("jobs")),
-            kind=kind,
+
+    def checked(description):  # what does not apply is refused; then the options, built and checked once
+        kind = description.kind
+        if jobs is not None and kind != door.FOLDER:
+            raise InvalidArgument(
+                problem=(Param("jobs"), " sets the worker processes of a folder's repair"),
+                parameter="jobs",
+                expected=("a folder source with ", Param("jobs")),
+                received=(
+                    Param("jobs", jobs, text=f"jobs={jobs}"),
+                    f" with filepath={source} ({description.name}), which is repaired in one process",
+                ),
+                fix=("Leave out ", Param("jobs")),
+                kind=kind,
+            )
+        if kind in door.KERAS3_KINDS:
+            raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
+        if not include_optimizer and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
+            raise InvalidArgument(
+                problem=(Param("include_optimizer", False), " leaves out a full model's optimizer state"),
+                parameter="include_optimizer",
+                expected=("a full-model source with ", Param("include_optimizer", False)),
+                received=f"filepath={source} ({description.name}, which holds no optimizer state)",
+                fix=("Leave out ", Param("include_optimizer", False)),
+                kind=kind,
+            )
+        output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else SAME_FORMAT
+        options = UnwrapOptions(  # built and checked once, here; passed down unchanged
+            config=config,
+            target=target,
+            keep_config=keep_config,
+            cpu=cpu,
+            include_optimizer=include_optimizer,
+            allow_plain=allow_plain,
+            overwrite=overwrite,
+            dry_run=dry_run,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+            custom_objects=custom_objects,
+            output_format=output_format,
         )
-    if kind in door.KERAS3_KINDS:
-        raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
-    if not include_optimizer and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
-        raise InvalidArgument(
-            problem=(Param("include_optimizer", False), " leaves out a full model's optimizer state"),
-            parameter="include_optimizer",
-            expected=("a full-model source with ", Param("include_optimizer", False)),
-            received=f"filepath={source} ({description.name}, which holds no optimizer state)",
-            fix=("Leave out ", Param("include_optimizer", False)),
-            kind=kind,
-        )
-    output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else SAME_FORMAT
-    options = UnwrapOptions(  # built and checked once, here; passed down unchanged
-        config=config,
-        target=target,
-        keep_config=keep_config,
-        cpu=cpu,
-        include_optimizer=include_optimizer,
-        allow_plain=allow_plain,
-        overwrite=overwrite,
-        dry_run=dry_run,
-        safe_mode=safe_mode,
-        lambdas=lambdas,
-        custom_objects=custom_objects,
-        output_format=output_format,
-    )
-    return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
+        return options
+
+    def repaired(description):  # in the door's child, for an HDF5 file: read once, in one child
+        options = checked(description)
+        if options.output_format == KERAS_FORMAT and not options.dry_run:  # Keras builds it in the parent
+            check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
+            plan_only(source, **options.plan_options())  # so that the parent plans it without a probe of its own
+            return None
+        return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
+
+    description, outcome = door.describe_then(source, repaired, progress=progress)
+    if outcome is not None and outcome[0] is not None:
+        return outcome[0]
+    options = checked(description)
+    return _unwrap(source, output, description, options, jobs=jobs, progress=progress, checked=outcome is not None)
 
 
-def _unwrap(source, output, description, options, *, jobs=None, progress=None):
+def _unwrap(source, output, description, options, *, jobs=None, progress=None, checked=False):
     """Send ``source``, as ``description`` says it is, to what repairs it: a TensorFlow format through its legacy
     copy, a folder to :mod:`mgpu_io.format.batch`, a ``.keras`` output to :mod:`mgpu_io.keras.save`, anything else
-    to :mod:`mgpu_io.format.unwrap`."""
+    to :mod:`mgpu_io.format.unwrap`. ``checked``: planned in a probe's child already."""
     kind = description.kind
     if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
         return read_converted(
@@ -260,7 +275,7 @@ def _unwrap(source, output, description, options, *, jobs=None, progress=None):
     if options.output_format == KERAS_FORMAT and not options.dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 
-        return unwrap_to_keras(source, output, options)
+        return unwrap_to_keras(source, output, options, checked=checked)
     from mgpu_io.format.unwrap import unwrap_file
 
     return unwrap_file(source, output, options, progress=progress)

@@ -207,13 +207,56 @@ def _tensorflow_kind(path):
     return detect(path)
 
 
-def _describe_hdf5(path):
-    import h5py  # noqa: F401 - imported here, once, not in each probe's child (a third of a second there)
+def describe_then(path, then, *, progress=None):
+    """:func:`describe` ``path``, and run ``then(description)`` in the same sandbox: for an HDF5 file, in the probe's
+    child that looked at it (:mod:`.probe`), so that the file is read in one child, not one to describe it and
+    another to plan it. Returns ``(description, outcome)``: ``outcome`` is ``(then's value,)`` (it must pickle), or
+    ``None`` for a path that is no HDF5 file (then nothing was run: the caller goes on with the description); what
+    ``then`` raises is raised here. ``progress`` receives what the child's :func:`~mgpu_io.format.probe.relayed`
+    callbacks send.
+
+    Example:
+        >>> d, outcome = describe_then("fixtures/files/k224_siamese_x2_full.h5", lambda d: d.holds)
+        >>> d.kind, outcome
+        ('legacy-model', (('architecture', 'weights', 'training config', 'optimizer state'),))
+    """
+    path = Path(path)
+    if sniff(path) != HDF5:
+        return describe(path), None
+    return _describe_hdf5(path, then, progress)
+
+
+def _describe_hdf5(path, then=None, progress=None):
+    import h5py  # imported here, once, not in each probe's child (a third of a second there)
 
     from mgpu_io.format import attrs  # noqa: F401 - the same
     from mgpu_io.format.probe import probed
 
-    kind, writer, holds, detail = probed(path, lambda: _hdf5_look(path))  # a hang or a crash: its error
+    def work():
+        try:
+            h5 = h5py.File(path, "r")
+        except (OSError, RuntimeError) as error:
+            reason = f"a damaged HDF5 file ({first_line(error, default='unreadable')})"
+            h5, description = None, _hdf5_description(path, UNKNOWN, None, (), reason)
+        try:
+            if h5 is not None:
+                description = _hdf5_description(path, *_hdf5_look(h5))
+            if then is None:
+                return description
+            if h5 is None:
+                return description, (then(description),)
+            from mgpu_io.format.read import sharing
+
+            with sharing(path, h5):  # the work reads the file through the handle the look opened
+                return description, (then(description),)
+        finally:
+            if h5 is not None:
+                h5.close()
+
+    return probed(path, work, progress=progress)  # a hang or a crash: its error
+
+
+def _hdf5_description(path, kind, writer, holds, detail):
     needs = {
         LEGACY_WEIGHTS: ("architecture",),
         KERAS3_WEIGHTS: ("architecture", "Keras"),
@@ -221,16 +264,10 @@ def _describe_hdf5(path):
     return Description(str(path), kind, writer, holds, needs, detail)
 
 
-def _hdf5_look(path):
-    """``(kind, writer, holds, detail)`` of an HDF5 file, from its root attributes' and groups' names."""
-    import h5py
-
+def _hdf5_look(h5):
+    """``(kind, writer, holds, detail)`` of an open HDF5 file, from its root attributes' and groups' names."""
     from mgpu_io.format.attrs import read_str
 
-    try:
-        h5 = h5py.File(path, "r")
-    except (OSError, RuntimeError) as error:
-        return UNKNOWN, None, (), f"a damaged HDF5 file ({first_line(error, default='unreadable')})"
     try:
         attrs, keys = set(h5.attrs.keys()), set(h5.keys())
         kind = hdf5_kind(attrs, keys)
@@ -254,8 +291,6 @@ def _hdf5_look(path):
         return UNKNOWN, None, (), "an HDF5 file that holds no Keras model"
     except (OSError, RuntimeError, KeyError, TypeError, ValueError, AttributeError) as error:
         return UNKNOWN, None, (), f"a damaged HDF5 file ({type(error).__name__})"
-    finally:
-        h5.close()
 
 
 def _keras(version):

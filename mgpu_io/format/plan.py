@@ -332,16 +332,23 @@ def make_plan(
 
 
 @contextlib.contextmanager
-def planned(source, *, output=None, **options):
-    """Open ``source`` once and yield its :class:`Plan`, with the file still open (for writers and builders)."""
-    probed(source, lambda: _plan_only(source, options))
+def planned(source, *, output=None, checked=False, **options):
+    """Open ``source`` and yield its :class:`Plan`, with the file still open (for writers and builders).
+
+    The plan is first made in a probe's child (libhdf5 hangs and crashes become errors), unless ``checked``: the
+    caller made it there already, after the door's look (:func:`plan_only`, run by
+    :func:`mgpu_io.format.door.describe_then`)."""
+    if not checked:
+        probed(source, lambda: plan_only(source, **options))
     with open_stored(Path(source)) as stored:
         with reading(stored.path, "planning the repair"):
             plan = make_plan(stored, output=output, **options)
         yield plan
 
 
-def _plan_only(source, options):
+def plan_only(source, **options):
+    """Make the plan of ``source`` and keep none of it: what a probe's child runs to check that planning the file
+    in this process will neither hang nor crash."""
     with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
         make_plan(stored, **options)
 

@@ -30,7 +30,7 @@ from mgpu_io.format import door
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
-from mgpu_io.format.plan import planned
+from mgpu_io.format.plan import plan_only, planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, open_stored, reading
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
@@ -82,7 +82,8 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """
     keras = import_keras()
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
-    described = door.describe(path)  # what the input is, decided once (format/door.py)
+    # What the input is, decided once (format/door.py); a legacy file is planned in the same child that looked at it.
+    described, outcome = door.describe_then(path, lambda d: _plan_in_child(path, weights, d))
     if described.kind in (door.KERAS3_WEIGHTS, door.FOLDER):
         raise door.refusal(
             described, "load_model", "a model file (legacy .h5, .keras, SavedModel, or a config with weights=)"
@@ -106,7 +107,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         model = _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas)
         _warn_non_finite(model, path)
         return model
-    with _planned(path, weights) as plan:
+    with _planned(path, weights, checked=outcome is not None and outcome[0]) as plan:
         model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
     _warn_non_finite(model, path)
     _warn_channels_first_on_cpu(model, keras)
@@ -133,9 +134,19 @@ def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
         ) from None
 
 
+def _plan_in_child(path, weights, description):
+    """In the door's child: plan a legacy file that :func:`load_model` will plan (whether it did: the parent then
+    plans without a probe of its own)."""
+    if weights is not None or description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
+        return False
+    plan_only(path, allow_plain=True)
+    return True
+
+
 @contextlib.contextmanager
-def _planned(path, weights):
-    """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``), refusing what cannot load."""
+def _planned(path, weights, checked=False):
+    """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``), refusing what cannot load;
+    ``checked``: planned in a probe's child already."""
     if weights is not None:
         if door.sniff(path) == door.HDF5:
             raise InvalidArgument(
@@ -153,7 +164,7 @@ def _planned(path, weights):
         with planned(weights, config=path, allow_plain=True) as plan:
             yield plan
         return
-    with planned(path, allow_plain=True) as plan:
+    with planned(path, allow_plain=True, checked=checked) as plan:
         if plan.file_type == WEIGHTS:
             raise InvalidArgument(
                 f"A weights-only file holds no architecture to build a model from. Expected a full model file, or "

@@ -8,13 +8,13 @@ from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.load import build
 
 
-def unwrap_to_keras(source, output, options=None, **fields):
+def unwrap_to_keras(source, output, options=None, *, checked=False, **fields):
     """Write the innermost template of ``source`` as a Keras 3 ``.keras`` file (with its training setup).
 
     The file is planned once (as :func:`mgpu_io.unwrap` plans a legacy output), built in Keras 3 and saved;
     ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and
     checked (or one built here from ``fields``, its arguments), and it calls this for an output ending in
-    ``.keras``.
+    ``.keras``. ``checked``: the file was planned in a probe's child already (after the door's look).
     Each Lambda function is saved by its reference name (never as bytecode), so the ``.keras`` file loads in safe
     mode with ``custom_objects={layer name: function}`` (Keras' own functions: after ``import mgpu_io.keras.known``).
 
@@ -37,6 +37,7 @@ def unwrap_to_keras(source, output, options=None, **fields):
         config=config,
         include_optimizer=options.include_optimizer,
         allow_plain=options.allow_plain,
+        checked=checked,
     ) as plan:
         model = build(
             plan,

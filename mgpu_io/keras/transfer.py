@@ -125,8 +125,12 @@ def transfer_weights(source, model, *, strict=True, config=None):
         (True, 2, ['d1', 'out'])
     """
     source = file_of(source, "source")  # an open h5py.File, as Keras takes one
+    targets = [layer for layer in model.layers if legacy_weights(layer)]
+    checked = False
     if isinstance(source, (str, Path)):
-        described = door.describe(source)  # what the input is, decided once (format/door.py)
+        # What the input is, decided once (format/door.py); a legacy file's layers are read in the same child.
+        described, outcome = door.describe_then(source, lambda d: _layers_in_child(source, targets, d))
+        checked = outcome is not None and outcome[0]
         if described.kind in (*door.KERAS3_KINDS, door.FOLDER):
             raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
         if described.kind in door.TENSORFLOW_KINDS:
@@ -139,10 +143,10 @@ def transfer_weights(source, model, *, strict=True, config=None):
                 lambda readable: transfer_weights(readable, model, strict=strict),
                 (described, config, [target for target in weighted if target[1]]),
             )
-    targets = [layer for layer in model.layers if legacy_weights(layer)]
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
-        probed(source, lambda: _layers_only(source, targets))  # libhdf5 hangs and crashes become errors
+        if not checked:
+            probed(source, lambda: _layers_only(source, targets))  # libhdf5 hangs and crashes become errors
         with open_stored(source) as stored, reading(stored.path, "reading the weights"):
             return _transfer(_file_layers(stored, targets), stored, str(source), model, targets, keras3, strict)
     template = find_template(source)
@@ -263,6 +267,15 @@ def _strict_message(report):
         + (f" ({len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else "")
         + ". Check the model code (layer sizes, order), or pass strict=False to load the layers that match."
     )
+
+
+def _layers_in_child(source, targets, description):
+    """In the door's child: read the layers of a legacy file that :func:`transfer_weights` will read (whether it
+    did: the parent then reads them without a probe of its own)."""
+    if description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
+        return False
+    _layers_only(source, targets)
+    return True
 
 
 def _layers_only(source, targets):
