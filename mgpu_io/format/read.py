@@ -302,7 +302,7 @@ def open_stored(path):
 
 
 #: Files that are open already, by path: :func:`open_stored` reads them through the same handle (see :func:`sharing`).
-_shared = {}
+_shared: dict = {}
 
 
 @contextlib.contextmanager
