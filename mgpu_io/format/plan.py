@@ -191,28 +191,21 @@ def make_plan(
     cpu=False,
     output=None,
 ):
-    """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options)."""
+    """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options): where the
+    template is, how its config and weights are converted, what becomes of its training config and optimizer
+    state, each decided by its own function below."""
     extraction = extract(stored)
     if config is not None:
         _attach_config(extraction, config)
-    template, changes, conversions_by_layer, warnings = extraction.template_config, [], {}, []
-    written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
-    normalise = template is not None and not keep_config and not written_by_keras3
-    cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
-    keras1 = normalise and is_keras1(stored.keras_version, template)
-    context = conversions.Context(
-        keras1=keras1,
-        target=target if normalise else conversions.TF_KERAS,
-        cpu_only=cpu_only,
-        weights_file=stored.file_type == WEIGHTS,
-        keras_version=str(stored.keras_version or ""),
-    )
+    template = extraction.template_config
+    normalise, cpu_only, keras1, context = _conversion_context(stored, template, target, keep_config, cpu)
     if not extraction.is_wrapper and not allow_plain:
         raise NotAWrapper(
             f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
             f"layers, one nested template and axis-0 merges. Received: filepath={stored.path} ({stored.file_type} "
             f"file, plain model). {_plain_advice(template, context, normalise)}"
         )
+    changes, conversions_by_layer, warnings = [], {}, []
     if normalise or cpu_only:
         template, changes = conversions.convert_config(template, context)
     layers = extraction.layout(template)
@@ -221,40 +214,8 @@ def make_plan(
         changes += notes
         if normalise:
             warnings = _warnings(template, notes, context)
-    if template is None and extraction.weights_wrapper is not None:
-        scoped = scoped_weight_names([name for layer in layers for name in layer.names])
-        if scoped:
-            raise InvalidArgument(
-                problem="Which layer owns each weight cannot be told from these names: they carry scopes (or layer "
-                "names with '/')",
-                parameter="config",
-                expected="names of the form layer/weight, or the architecture",
-                received=f"{len(scoped)} such weights in filepath={stored.path}, e.g. {scoped[0]!r}",
-                fix=(
-                    "Pass ",
-                    Param("config"),
-                    " (the JSON saved beside these weights, or the full model file), or load them with "
-                    "mgpu_io.transfer_weights into your model",
-                ),
-            )
-    if template is None and not keep_config:
-        cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
-        if cudnn:  # the written file would load nowhere but in CuDNN layers: refused, never written
-            raise InvalidArgument(
-                problem=f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which "
-                f"cannot be converted without the architecture",
-                parameter="config",
-                expected=(Param("config"), " with CuDNN weights"),
-                received=(f"filepath={stored.path} (weights only, no ", Param("config"), ")"),
-                fix=(
-                    "Pass ",
-                    Param("config"),
-                    " (the JSON saved beside these weights), or load them with mgpu_io.transfer_weights into your "
-                    "model, which converts them; ",
-                    Param("keep_config", True),
-                    " copies them unconverted for the old Keras",
-                ),
-            )
+    if template is None:
+        _refuse_unplaceable_weights(extraction, layers, stored, keep_config)
     outputs = template_outputs(extraction, template)
     training, renamed = None, {}
     if stored.training_config is not None:
@@ -263,35 +224,7 @@ def make_plan(
             training, training_changes = conversions.convert_training(training, context)
             changes += training_changes
             changes += metrics_per_output(training, outputs)
-    optimizer = ABSENT
-    if stored.optimizer_weights is not None:
-        optimizer = COPIED if include_optimizer else DROPPED
-        if include_optimizer:
-            group = stored.optimizer_weights
-            if not is_group(group):
-                raise WeightsMismatch(
-                    problem="The optimizer state is not a group",
-                    parameter="include_optimizer",
-                    expected="`optimizer_weights` to be a group of arrays",
-                    received=f"a dataset in filepath={stored.path}",
-                    fix=("Pass ", Param("include_optimizer", False), " to leave it out"),
-                )
-            for name in read_str_list(group.attrs, "weight_names"):
-                if name not in group:
-                    raise WeightsMismatch(
-                        problem="An optimizer weight is listed but missing",
-                        parameter="include_optimizer",
-                        expected=f"a dataset {name!r} in `optimizer_weights`",
-                        received=f"filepath={stored.path}",
-                        fix=("Pass ", Param("include_optimizer", False), " to leave the optimizer state out"),
-                    )
-                check_weight(group[name], name, stored, counter=True)
-        if optimizer == COPIED and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
-            optimizer = DROPPED
-            warnings.append(
-                "the optimizer state is left out: its slots have the CuDNN layout of the weights, "
-                "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state"
-            )
+    optimizer = _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings)
     if (
         optimizer == COPIED
         and normalise
@@ -329,6 +262,96 @@ def make_plan(
     return Plan(
         stored, extraction, levels, template, layers, conversions_by_layer, training, keras_version, report, lambdas
     )
+
+
+def _conversion_context(stored, template, target, keep_config, cpu):
+    """``(normalise, cpu_only, keras1, context)``: whether the config is converted for Keras 3 and tf_keras, or
+    only its CuDNN layers (the old Keras on a CPU), whether it is read as Keras 1's, and the conversions' context."""
+    written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
+    normalise = template is not None and not keep_config and not written_by_keras3
+    cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
+    keras1 = normalise and is_keras1(stored.keras_version, template)
+    context = conversions.Context(
+        keras1=keras1,
+        target=target if normalise else conversions.TF_KERAS,
+        cpu_only=cpu_only,
+        weights_file=stored.file_type == WEIGHTS,
+        keras_version=str(stored.keras_version or ""),
+    )
+    return normalise, cpu_only, keras1, context
+
+
+def _refuse_unplaceable_weights(extraction, layers, stored, keep_config):
+    """Weights without an architecture that no file could place: scoped names, or CuDNN layouts to convert."""
+    if extraction.weights_wrapper is not None:
+        scoped = scoped_weight_names([name for layer in layers for name in layer.names])
+        if scoped:
+            raise InvalidArgument(
+                problem="Which layer owns each weight cannot be told from these names: they carry scopes (or layer "
+                "names with '/')",
+                parameter="config",
+                expected="names of the form layer/weight, or the architecture",
+                received=f"{len(scoped)} such weights in filepath={stored.path}, e.g. {scoped[0]!r}",
+                fix=(
+                    "Pass ",
+                    Param("config"),
+                    " (the JSON saved beside these weights, or the full model file), or load them with "
+                    "mgpu_io.transfer_weights into your model",
+                ),
+            )
+    if not keep_config:
+        cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
+        if cudnn:  # the written file would load nowhere but in CuDNN layers: refused, never written
+            raise InvalidArgument(
+                problem=f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which "
+                f"cannot be converted without the architecture",
+                parameter="config",
+                expected=(Param("config"), " with CuDNN weights"),
+                received=(f"filepath={stored.path} (weights only, no ", Param("config"), ")"),
+                fix=(
+                    "Pass ",
+                    Param("config"),
+                    " (the JSON saved beside these weights), or load them with mgpu_io.transfer_weights into your "
+                    "model, which converts them; ",
+                    Param("keep_config", True),
+                    " copies them unconverted for the old Keras",
+                ),
+            )
+
+
+def _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings):
+    """What happens to the stored optimizer state (:data:`COPIED`, :data:`DROPPED` or :data:`ABSENT`), its group
+    checked where it is copied; a reason to drop it is added to ``warnings``."""
+    if stored.optimizer_weights is None:
+        return ABSENT
+    if not include_optimizer:
+        return DROPPED
+    group = stored.optimizer_weights
+    if not is_group(group):
+        raise WeightsMismatch(
+            problem="The optimizer state is not a group",
+            parameter="include_optimizer",
+            expected="`optimizer_weights` to be a group of arrays",
+            received=f"a dataset in filepath={stored.path}",
+            fix=("Pass ", Param("include_optimizer", False), " to leave it out"),
+        )
+    for name in read_str_list(group.attrs, "weight_names"):
+        if name not in group:
+            raise WeightsMismatch(
+                problem="An optimizer weight is listed but missing",
+                parameter="include_optimizer",
+                expected=f"a dataset {name!r} in `optimizer_weights`",
+                received=f"filepath={stored.path}",
+                fix=("Pass ", Param("include_optimizer", False), " to leave the optimizer state out"),
+            )
+        check_weight(group[name], name, stored, counter=True)
+    if any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
+        warnings.append(
+            "the optimizer state is left out: its slots have the CuDNN layout of the weights, "
+            "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state"
+        )
+        return DROPPED
+    return COPIED
 
 
 @contextlib.contextmanager
