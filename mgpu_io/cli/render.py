@@ -11,10 +11,15 @@ same plain text without paying for it (about 45 ms of the command's start).
 
 import contextlib
 import functools
+import json
 import os
 import re
 import sys
 
+import typer
+
+from mgpu_io.cli.process import limit_error
+from mgpu_io.errors import MgpuIOError, first_line
 from mgpu_io.format.text import printable
 
 #: Library parameters as the command line spells them (longest first, so that one never eats another).
@@ -217,3 +222,62 @@ def file_progress(description, enabled):
     with Progress(*columns, console=_console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=None, last="")
         yield lambda done, total, result: bar.update(task, completed=done, total=total, last=escape(result.path))
+
+
+# --- errors: one line (or one JSON object) and exit code 1 ------------------------------------------------------
+
+
+#: Set by the global options: ``--quiet`` prints errors only; ``--verbose`` shows a bug's traceback.
+SETTINGS = {"quiet": False, "verbose": False}
+
+
+def error_object(error):
+    """An error as ``--json`` prints it; its message as printable as the ``Error:`` line's (a script that prints it
+    must not pass a file's escape sequences to a terminal)."""
+    from mgpu_io.format.text import printable
+
+    return {"error": {"type": type(error).__name__, "message": printable(message(error))}}
+
+
+def fail(error, as_json=False):
+    """One line on stderr naming the fix in flags, or with ``--json`` one JSON object on stdout; exit code 1."""
+    if as_json:
+        typer.echo(json.dumps(error_object(error), indent=2))
+    else:
+        typer.echo(f"Error: {error_object(error)['error']['message']}", err=True)
+    raise typer.Exit(code=1)
+
+
+def reported(error):
+    """The error to report: a library error as it is; a bug of ours as one line, unless ``--verbose`` or
+    MGPU_IO_TRACEBACK=1 asks for its traceback (then it is raised)."""
+    if isinstance(error, MgpuIOError):
+        return error
+    limited = limit_error(error)
+    if limited is not None:
+        return limited
+    if SETTINGS["verbose"] or os.environ.get("MGPU_IO_TRACEBACK"):
+        raise error
+    first = first_line(error, default="")
+    return RuntimeError(
+        f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
+        f"partial was written. Rerun with --verbose to see where, and report it."
+    )
+
+
+@contextlib.contextmanager
+def one_line_errors(as_json=False):
+    """A library error becomes one ``Error:`` line (a JSON object with ``--json``) and exit code 1; so does a bug
+    (see :func:`reported`)."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except Exception as error:
+        fail(reported(error), as_json)
+
+
+def show_unless_quiet(report, **options):
+    """Print a report readably, unless ``--quiet``."""
+    if not SETTINGS["quiet"]:
+        show(report, **options)
