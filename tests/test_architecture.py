@@ -14,7 +14,8 @@ import pytest
 from helpers import APP_MANIFEST, HABITS_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST, fixture_path
 
 from mgpu_io import InvalidArgument
-from mgpu_io.format import conversions, writers
+from mgpu_io.format import conversions
+from mgpu_io.format import wrapper_writers as writers
 from mgpu_io.format.plan import planned
 
 PACKAGE = ROOT / "mgpu_io"
@@ -172,7 +173,7 @@ def test_the_architecture_page_names_every_floor_writer_and_family():
         assert f"`{writer.name}`" in ARCHITECTURE, writer.name
     for family in conversions.FAMILIES:
         assert f"`conversions/{family.name}.py`" in ARCHITECTURE, family.name
-    for module in ("door.py", "keras3.py", "read.py", "detect.py", "plan.py", "write.py", "writers.py"):
+    for module in ("door.py", "keras3.py", "read.py", "detect.py", "plan.py", "write.py", "wrapper_writers.py"):
         assert f"`format/{module}`" in ARCHITECTURE and (PACKAGE / "format" / module).is_file(), module
 
 
