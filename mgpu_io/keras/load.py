@@ -17,6 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from mgpu_io.anykeras.wrapper import all_layers, non_finite_weights
 from mgpu_io.errors import (
     InvalidArgument,
     KerasRefused,
@@ -41,7 +42,6 @@ from mgpu_io.keras._compat import (
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects
-from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import read_converted
 
 

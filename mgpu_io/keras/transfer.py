@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mgpu_io.anykeras.wrapper import find_template, legacy_weights
 from mgpu_io.errors import InvalidArgument, WeightsMismatch
 from mgpu_io.format import conversions, door
 from mgpu_io.format.conversions.keras1 import is_keras1
@@ -22,7 +23,6 @@ from mgpu_io.format.read import CONFIG, file_of, open_stored, reading
 from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
-from mgpu_io.keras.wrapper import find_template, legacy_weights
 from mgpu_io.tf import read_converted
 
 
