@@ -251,6 +251,8 @@ def unwrap(
             return None
         return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
 
+    from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
+
     description, outcome = door.describe_then(source, repaired, progress=progress)
     if outcome is not None and outcome[0] is not None:
         return outcome[0]
