@@ -40,7 +40,7 @@ _LAZY = {
     "InspectReport": "mgpu_io.format.inspect",
     "UnwrapReport": "mgpu_io.format.plan",
     "BatchReport": "mgpu_io.format.batch",
-    "BaseModelCheckpoint": "mgpu_io.keras.callbacks",
+    "BaseModelCheckpoint": "mgpu_io.anykeras.callbacks",
     "load_model": "mgpu_io.keras.load",
     "transfer_weights": "mgpu_io.keras.transfer",
     "transfer": "mgpu_io.keras.transfer",

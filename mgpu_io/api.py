@@ -7,13 +7,14 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, NotAModelFile
+from mgpu_io.errors import InvalidArgument, NotAModelFile, Param
 from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
-from mgpu_io.format.plan import KERAS_FORMAT, UnwrapReport, check_options
-from mgpu_io.format.read import NO_KERAS_MODEL, file_of
-from mgpu_io.tf import converted_note, legacy_copy
+from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
+from mgpu_io.format.plan import UnwrapReport, check_output, plan_only
+from mgpu_io.format.read import file_of
+from mgpu_io.tf import read_converted
 
 __all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
 
@@ -33,18 +34,22 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         ('model', 2, 'tensorflow-format')
     """
     path = file_of(path)  # an open h5py.File, as Keras takes one
-    if config is None and door.sniff(path) == "hdf5":  # the common case, read at once (one probe, not two)
+    if config is None and door.sniff(path) == door.HDF5:  # the common case, read at once (one probe, not two)
         try:
             return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
         except NotAModelFile as error:
-            if not str(error).startswith(NO_KERAS_MODEL):  # damaged, hostile: the reader's own error stands
+            if error.kind != door.KERAS3_WEIGHTS:  # damaged, hostile, no model: the reader's own error stands
                 raise
     description = door.describe(path)  # what the input is, by its content
     kind = description.kind
     if kind not in door.TENSORFLOW_KINDS and config is not None:
         raise InvalidArgument(
-            f"config= applies to TF checkpoints when inspecting. Expected a TF checkpoint with config=. "
-            f"Received: filepath={path}. Leave out config=."
+            problem=(Param("config"), " applies to TF checkpoints when inspecting"),
+            parameter="config",
+            expected=("a TF checkpoint with ", Param("config")),
+            received=f"filepath={path}",
+            fix=("Leave out ", Param("config")),
+            kind=kind,
         )
     if kind == door.FOLDER:
         raise InvalidArgument(
@@ -52,12 +57,15 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
             f"one by one (`mgpu-io inspect DIR/*`), or list what a repair of the folder would do: "
             f"mgpu_io.unwrap(folder, output_folder, dry_run=True) (`mgpu-io unwrap DIR OUT --dry-run`)."
         )
-    if kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS):
+    if kind in door.KERAS3_KINDS:
         if diagram is not None:
             raise InvalidArgument(
-                f"A diagram draws a multi-GPU wrapper next to its template. Expected a legacy full model file or "
-                f"JSON config with diagram=. Received: filepath={path} ({description.name}, which holds no wrapper). "
-                f"Leave out diagram=."
+                problem="A diagram draws a multi-GPU wrapper next to its template",
+                parameter="diagram",
+                expected=("a legacy full model file or JSON config with ", Param("diagram")),
+                received=f"filepath={path} ({description.name}, which holds no wrapper)",
+                fix=("Leave out ", Param("diagram")),
+                kind=kind,
             )
         from mgpu_io.format.keras3 import inspect_keras3
 
@@ -66,11 +74,10 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
     if kind == door.TF_CHECKPOINT and config is None:
         return _checkpoint_outline(path)
-    with legacy_copy(path, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
-        report = _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite)
-    report.file = str(path)
-    report.findings.append(Finding("tensorflow-format", converted_note(converted)))
-    return report
+    return read_converted(  # the TensorFlow kinds: read as data into the legacy layout, then as one
+        lambda readable: _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite),
+        (description, config if kind == door.TF_CHECKPOINT else None),
+    )
 
 
 def _checkpoint_outline(path):
@@ -99,7 +106,7 @@ def _checkpoint_outline(path):
     ]
     return InspectReport(
         file=str(path),
-        file_type="weights",
+        file_type=door.KINDS[door.TF_CHECKPOINT].file_type,
         is_wrapper=bool(nested) and depth > 0,
         variant=None,
         replicas=None,
@@ -193,73 +200,84 @@ def unwrap(
         (3, 'template', 'copied aside', True)
     """
     source, output = Path(source), Path(output)
-    description = door.describe(source)
-    kind = description.kind
-    if jobs is not None and kind != door.FOLDER:
-        raise InvalidArgument(
-            f"jobs= sets the worker processes of a folder's repair. Expected a folder source with jobs=. Received: "
-            f"jobs={jobs} with filepath={source} ({description.name}), which is repaired in one process. Leave out "
-            f"jobs=."
-        )
-    if kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS):
-        raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
-    if not include_optimizer and kind in (door.LEGACY_WEIGHTS, door.JSON_CONFIG, door.YAML_CONFIG, door.TF_CHECKPOINT):
-        raise InvalidArgument(
-            f"include_optimizer=False leaves out a full model's optimizer state. Expected a full-model source with "
-            f"include_optimizer=False. Received: filepath={source} ({description.name}, which holds no optimizer "
-            f"state). Leave out include_optimizer=False."
-        )
-    output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else None
-    if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
-        with legacy_copy(source, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
-            report = unwrap(
-                readable,
-                output,
-                config=config,
-                target=target,
-                keep_config=keep_config,
-                cpu=cpu,
-                include_optimizer=include_optimizer,
-                allow_plain=allow_plain,
-                overwrite=overwrite,
-                dry_run=dry_run,
-                progress=progress,
-                safe_mode=safe_mode,
-                lambdas=lambdas,
-                custom_objects=custom_objects,
+
+    def checked(description):  # what does not apply is refused; then the options, built and checked once
+        kind = description.kind
+        if jobs is not None and kind != door.FOLDER:
+            raise InvalidArgument(
+                problem=(Param("jobs"), " sets the worker processes of a folder's repair"),
+                parameter="jobs",
+                expected=("a folder source with ", Param("jobs")),
+                received=(
+                    Param("jobs", jobs, text=f"jobs={jobs}"),
+                    f" with filepath={source} ({description.name}), which is repaired in one process",
+                ),
+                fix=("Leave out ", Param("jobs")),
+                kind=kind,
             )
-        report.source = str(source)
-        report.warnings.insert(0, converted_note(converted))
-        return report
-    options = dict(
-        config=config,
-        target=target,
-        keep_config=keep_config,
-        cpu=cpu,
-        include_optimizer=include_optimizer,
-        allow_plain=allow_plain,
-        overwrite=overwrite,
-    )
-    if kind == door.FOLDER:
-        from mgpu_io.format.batch import unwrap_tree
-
-        check_options(target=target, keep_config=keep_config, cpu=cpu, lambdas=lambdas)
-        return unwrap_tree(source, output, jobs=jobs, dry_run=dry_run, progress=progress, **options)
-    check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format, lambdas=lambdas)
-    if output_format == KERAS_FORMAT and not dry_run:
-        from mgpu_io.keras.save import unwrap_to_keras
-
-        return unwrap_to_keras(
-            source,
-            output,
+        if kind in door.KERAS3_KINDS:
+            raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
+        if not include_optimizer and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
+            raise InvalidArgument(
+                problem=(Param("include_optimizer", False), " leaves out a full model's optimizer state"),
+                parameter="include_optimizer",
+                expected=("a full-model source with ", Param("include_optimizer", False)),
+                received=f"filepath={source} ({description.name}, which holds no optimizer state)",
+                fix=("Leave out ", Param("include_optimizer", False)),
+                kind=kind,
+            )
+        output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else SAME_FORMAT
+        options = UnwrapOptions(  # built and checked once, here; passed down unchanged
             config=config,
+            target=target,
+            keep_config=keep_config,
+            cpu=cpu,
             include_optimizer=include_optimizer,
             allow_plain=allow_plain,
             overwrite=overwrite,
+            dry_run=dry_run,
             safe_mode=safe_mode,
             lambdas=lambdas,
             custom_objects=custom_objects,
+            output_format=output_format,
         )
+        return options
+
+    def repaired(description):  # in the door's child, for an HDF5 file: read once, in one child
+        options = checked(description)
+        if options.output_format == KERAS_FORMAT and not options.dry_run:  # Keras builds it in the parent
+            check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
+            plan_only(source, **options.plan_options())  # so that the parent plans it without a probe of its own
+            return None
+        return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
+
+    from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
+
+    description, outcome = door.describe_then(source, repaired, progress=progress)
+    if outcome is not None and outcome[0] is not None:
+        return outcome[0]
+    options = checked(description)
+    return _unwrap(source, output, description, options, jobs=jobs, progress=progress, checked=outcome is not None)
+
+
+def _unwrap(source, output, description, options, *, jobs=None, progress=None, checked=False):
+    """Send ``source``, as ``description`` says it is, to what repairs it: a TensorFlow format through its legacy
+    copy, a folder to :mod:`mgpu_io.format.batch`, a ``.keras`` output to :mod:`mgpu_io.keras.save`, anything else
+    to :mod:`mgpu_io.format.unwrap`. ``checked``: planned in a probe's child already."""
+    kind = description.kind
+    if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
+        return read_converted(
+            lambda readable: _unwrap(readable, output, door.glance(readable), options, progress=progress),
+            (description, options.config if kind == door.TF_CHECKPOINT else None),
+        )
+    if kind == door.FOLDER:
+        from mgpu_io.format.batch import unwrap_tree
+
+        return unwrap_tree(source, output, options, jobs=jobs, progress=progress)
+    if options.output_format == KERAS_FORMAT and not options.dry_run:
+        from mgpu_io.keras.save import unwrap_to_keras
+
+        return unwrap_to_keras(source, output, options, checked=checked)
     from mgpu_io.format.unwrap import unwrap_file
 
-    return unwrap_file(source, output, dry_run=dry_run, progress=progress, **options)
+    return unwrap_file(source, output, options, progress=progress)

@@ -2,8 +2,8 @@
 
 Every error the library raises to a caller is an :class:`MgpuIOError`. Its message follows the Keras idiom: what is
 wrong, what was expected, what was received, and how to fix it, in the caller's terms (parameter names such as
-``overwrite=True``; the command line translates them to its flags). This module imports nothing, so any floor can
-use it, the standard-library-only callback included.
+``overwrite=True``; the command line renders them in its flags). This module imports the standard library only, so
+any floor can use it, the standard-library-only callback included.
 
 The errors that reject an input or an argument are ``ValueError``s too, as Keras' own loader raises for a file it
 cannot read, so that ``except ValueError`` around ``load_model`` keeps working when mgpu-io replaces Keras' loader.
@@ -18,9 +18,132 @@ Example:
     NotAModelFile True
 """
 
+#: The fields an error may carry besides its message.
+FIELDS = ("problem", "parameter", "expected", "received", "fix", "kind")
+
+_UNSET = object()
+
+
+class Param:
+    """A parameter named inside an error's field, so that each reader names it in its own terms: the library as
+    ``overwrite=True`` (or ``config=``, ``value`` left out), the command line by its flag (``--force``).
+
+    Example:
+        >>> str(Param("overwrite", True)), str(Param("config")), str(Param("target", "tf_keras"))
+        ('overwrite=True', 'config=', "target='tf_keras'")
+    """
+
+    def __init__(self, name, value=_UNSET, text=None):
+        self.name, self.value, self.text = name, value, text
+
+    @property
+    def has_value(self):
+        return self.value is not _UNSET
+
+    def __str__(self):
+        if self.text is not None:
+            return self.text
+        return f"{self.name}={self.value!r}" if self.has_value else f"{self.name}="
+
+    def __repr__(self):
+        return f"Param({str(self)!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Param) and (self.name, self.value, self.text) == (other.name, other.value, other.text)
+
+    def __hash__(self):
+        return hash((self.name, str(self)))
+
+    def __reduce__(self):  # _UNSET is no module-level name a pickle can find: send it as a flag
+        return _param, (self.name, self.value if self.has_value else None, self.has_value, self.text)
+
+
+def _param(name, value, has_value, text):
+    return Param(name, value if has_value else _UNSET, text)
+
 
 class MgpuIOError(Exception):
-    """Base class of every error that mgpu-io raises."""
+    r"""Base class of every error that mgpu-io raises.
+
+    An error raised from fields carries them: ``problem`` (what is wrong), ``parameter`` (the argument at fault,
+    as the library names it: ``"overwrite"``), ``expected``, ``received`` and ``fix``; ``kind`` is the input's
+    kind (:mod:`mgpu_io.format.kinds`) where the error is about what an input is. Its message is :meth:`render`'s,
+    in the library's terms. A field is a string, or a tuple of strings and :class:`Param`\ s (the parameters it
+    names), which :meth:`render` names by its ``terms``: the command line gives its flags. An error raised with a
+    message only has ``None`` fields (its message is the text given).
+
+    Example:
+        >>> error = OutputError(problem="The output exists", parameter="output", expected="a path that is free",
+        ...                     received="output=m.h5", fix=("Pass ", Param("overwrite", True), " to replace it"))
+        >>> str(error)
+        'The output exists. Expected a path that is free. Received: output=m.h5. Pass overwrite=True to replace it.'
+        >>> error.render(lambda param: "--force")
+        'The output exists. Expected a path that is free. Received: output=m.h5. Pass --force to replace it.'
+    """
+
+    def __init__(
+        self, message=None, *, problem=None, parameter=None, expected=None, received=None, fix=None, kind=None
+    ):
+        self.problem, self.parameter, self.expected, self.received, self.fix, self.kind = (
+            problem,
+            parameter,
+            expected,
+            received,
+            fix,
+            kind,
+        )
+        super().__init__(self.render() if message is None else message)
+
+    @property
+    def has_fields(self):
+        """Whether the message is rendered from fields (then :meth:`render` can say it in other terms)."""
+        return self.problem is not None
+
+    def render(self, terms=str):
+        """The message from the fields, each :class:`Param` named by ``terms(param)`` (the library's spelling by
+        default). An error without fields gives its message."""
+        if not self.has_fields:
+            return str(self)
+        parts = [_named(self.problem, terms) + "."]
+        if self.expected is not None:
+            parts.append(f"Expected {_named(self.expected, terms)}.")
+        if self.received is not None:
+            parts.append(f"Received: {_named(self.received, terms)}.")
+        if self.fix is not None:
+            parts.append(_named(self.fix, terms) + ".")
+        return " ".join(parts)
+
+    def __reduce__(self):  # the fields cross the probe's pipe with the error
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls, args, state):
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
+
+def _named(field, terms):
+    """A field as text: a string as it is; a tuple's strings as they are and its parameters named by ``terms``."""
+    if isinstance(field, str):
+        return field
+    if isinstance(field, Param):
+        return terms(field)
+    return "".join(terms(part) if isinstance(part, Param) else str(part) for part in field)
+
+
+def first_line(error, limit=None, default=None):
+    """The first line of an error's message (``default``, else its class name, when it has none), at most ``limit``
+    characters: what a one-line report quotes of an exception.
+
+    Example:
+        >>> first_line(ValueError("bad shape\\nTraceback ...")), first_line(KeyError())
+        ('bad shape', 'KeyError')
+    """
+    text = str(error).strip()
+    line = text.splitlines()[0] if text else (type(error).__name__ if default is None else default)
+    return line if limit is None else line[:limit]
 
 
 class NotAModelFile(MgpuIOError, ValueError):
@@ -60,8 +183,8 @@ class MissingLambda(InvalidArgument):
 
     ``layers`` lists each missing layer with what the file says about it, read as data."""
 
-    def __init__(self, message, layers=()):
-        super().__init__(message)
+    def __init__(self, message=None, layers=(), **fields):
+        super().__init__(message, **fields)
         self.layers = list(layers)
 
 

@@ -14,7 +14,8 @@ import pytest
 from helpers import APP_MANIFEST, HABITS_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST, fixture_path
 
 from mgpu_io import InvalidArgument
-from mgpu_io.format import conversions, writers
+from mgpu_io.format import conversions
+from mgpu_io.format import wrapper_writers as writers
 from mgpu_io.format.plan import planned
 
 PACKAGE = ROOT / "mgpu_io"
@@ -56,13 +57,15 @@ def test_the_format_core_imports_neither_keras_nor_the_cli_tools():
 
 
 def test_nothing_below_the_cli_imports_it():
-    for path in files("format") + files("keras") + [PACKAGE / "api.py", PACKAGE / "__init__.py", PACKAGE / "errors.py"]:
+    for path in files("format") + files("keras") + files("anykeras") + [
+            PACKAGE / "api.py", PACKAGE / "__init__.py", PACKAGE / "errors.py"]:
         assert not [n for n in imports(path) if n.startswith("mgpu_io.cli")], path
 
 
 def test_the_callback_and_what_it_shares_use_the_standard_library_only():
-    allowed = {"mgpu_io.errors", "mgpu_io.format.findings", "mgpu_io.format.outputs", "mgpu_io.keras.wrapper"}
-    for name in ("keras/callbacks.py", "keras/wrapper.py", "format/findings.py", "format/outputs.py", "errors.py"):
+    allowed = {"mgpu_io.errors", "mgpu_io.format.findings", "mgpu_io.format.outputs", "mgpu_io.anykeras.wrapper"}
+    anykeras = [p.relative_to(PACKAGE).as_posix() for p in files("anykeras")]
+    for name in (*anykeras, "format/findings.py", "format/outputs.py", "errors.py"):
         top = imports(PACKAGE / name, top_level_only=True)
         outside = {n for n in top if n.split(".")[0] not in sys.stdlib_module_names and n not in allowed
                    and not any(n.startswith(a + ".") for a in allowed)}
@@ -165,14 +168,14 @@ def test_writers_are_one_registry_with_a_fallback_last():
 
 def test_the_architecture_page_names_every_floor_writer_and_family():
     floors = sorted(p.name + "/" for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
-    assert floors == ["cli/", "format/", "keras/", "tf/"]  # a new floor needs its row on the page and a test here
+    assert floors == ["anykeras/", "cli/", "format/", "keras/", "tf/"]  # a new floor needs its row and a test here
     for floor in floors:
         assert f"`{floor}`" in ARCHITECTURE
     for writer in writers.WRITERS:
         assert f"`{writer.name}`" in ARCHITECTURE, writer.name
     for family in conversions.FAMILIES:
         assert f"`conversions/{family.name}.py`" in ARCHITECTURE, family.name
-    for module in ("door.py", "keras3.py", "read.py", "detect.py", "plan.py", "write.py", "writers.py"):
+    for module in ("door.py", "keras3.py", "read.py", "detect.py", "plan.py", "write.py", "wrapper_writers.py"):
         assert f"`format/{module}`" in ARCHITECTURE and (PACKAGE / "format" / module).is_file(), module
 
 
@@ -187,8 +190,8 @@ def test_the_tf_floor_imports_tensorflow_only_inside_functions_and_nothing_above
     assert {n.split(".")[0] for n in top if not n.startswith("mgpu_io")} <= set(sys.stdlib_module_names)
     for path in files("format"):  # the format core asks tf/ only what a path is, from inside a function
         assert not [n for n in imports(path, top_level_only=True) if n.startswith("mgpu_io.tf")], path
-        assert {n for n in imports(path) if n.startswith("mgpu_io.tf")} <= {
-            "mgpu_io.tf", "mgpu_io.tf.detect", "mgpu_io.tf.SAVEDMODEL", "mgpu_io.tf.TF_CHECKPOINT"}, path
+        assert {n for n in imports(path) if n.startswith("mgpu_io.tf")} <= (
+            {"mgpu_io.tf", "mgpu_io.tf.detect"} if path.name == "door.py" else set()), path
 
 
 def test_every_entry_point_asks_the_one_door_what_its_input_is():
@@ -199,6 +202,30 @@ def test_every_entry_point_asks_the_one_door_what_its_input_is():
         assert "mgpu_io.format.door" in found or "mgpu_io.format.door.describe" in found, name
         assert "zipfile" not in found, f"{name} recognises zip archives itself"
     assert "mgpu_io.keras.load.load_model" in imports(PACKAGE / "keras" / "verify.py")
+
+
+#: What tells an input's kind by itself, outside the door: each names a rule that format/door.py holds.
+_OWN_DECISIONS = {
+    "mgpu_io.tf.detect": "asks tf/ whether a path is a TensorFlow format",
+    "h5py.is_hdf5": "tells HDF5 files apart",
+    "tensorflow_kind": "maps tf/'s kinds into the door's",
+}
+
+
+def test_what_an_input_is_is_decided_in_one_place_with_one_vocabulary():
+    """format/door.py is the only module that decides what an input is (the kinds themselves are one table,
+    format/kinds.py): no other module asks tf/'s `detect`, calls `h5py.is_hdf5`, sniffs YAML or spells a kind its
+    own way (the TF checkpoint once had two spellings, mapped into each other)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).as_posix() in ("format/door.py", "tf/__init__.py"):
+            continue
+        text, found = path.read_text(), imports(path)
+        for name, what in _OWN_DECISIONS.items():
+            assert name not in found and f"{name.rsplit('.', 1)[-1]}(" not in text.replace("def detect(", ""), (
+                f"{path.relative_to(ROOT)} {what} itself"
+            )
+        assert "tf_checkpoint" not in text, f"{path.relative_to(ROOT)} spells a kind its own way"
+        assert "_YAML_START" not in text and "_looks_like_yaml" not in text, f"{path.relative_to(ROOT)} sniffs YAML"
 
 
 #: The one module that may compile and run a Lambda's function: only with the caller's safe_mode=False.

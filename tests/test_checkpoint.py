@@ -14,7 +14,7 @@ import pytest
 from helpers import ROOT
 
 import mgpu_io
-from mgpu_io.keras.callbacks import BaseModelCheckpointError, find_base_model
+from mgpu_io.anykeras.callbacks import BaseModelCheckpointError, find_base_model
 
 keras = pytest.importorskip("keras")
 from parallel import data, make_parallel, template  # noqa: E402

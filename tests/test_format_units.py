@@ -18,7 +18,7 @@ from mgpu_io.format.optimizer import read_optimizer_state
 from mgpu_io.format.outputs import rekey
 from mgpu_io.format.read import cached, json_depth
 from mgpu_io.format.weights import check_shapes, split_by_layer, split_without_config
-from mgpu_io.format.writers import identify
+from mgpu_io.format.wrapper_writers import identify
 
 
 def layer(cls, name, inbound=(), **config):

@@ -32,10 +32,13 @@ from mgpu_io.errors import (  # noqa: E402
     WeightsMismatch,
 )
 from mgpu_io.format.attrs import read_str, read_str_list  # noqa: E402
+from mgpu_io.format.kinds import SAVEDMODEL, TF_CHECKPOINT  # noqa: E402
 from mgpu_io.tf import detect, to_legacy_h5  # noqa: E402
 
 SAVEDMODELS = fixtures("savedmodel", manifest=TF2_MANIFEST)
 CHECKPOINTS = fixtures("tf_checkpoint", manifest=TF2_MANIFEST)
+#: The fixture manifest's file types (written by the generators) as the library's kinds (format/kinds.py).
+KIND_OF_MANIFEST_TYPE = {"savedmodel": SAVEDMODEL, "tf_checkpoint": TF_CHECKPOINT}
 
 
 def beside(entry, suffix):
@@ -99,12 +102,12 @@ def string_kind(attrs, name):
 @pytest.mark.parametrize("entry", SAVEDMODELS + CHECKPOINTS)
 def test_detect_names_each_savedmodel_and_checkpoint(entry):
     path = fixture_path(entry)
-    assert detect(path) == entry["file_type"]
+    assert detect(path) == KIND_OF_MANIFEST_TYPE[entry["file_type"]]
     if entry["file_type"] == "tf_checkpoint":  # the prefix given to save_weights, and each data file, say the same
         prefix = str(path)[: -len(".index")]
-        assert detect(prefix) == "tf_checkpoint"
+        assert detect(prefix) == TF_CHECKPOINT
         for data in entry.get("checkpoint_files", []):
-            assert detect(TF2 / data) == "tf_checkpoint"
+            assert detect(TF2 / data) == TF_CHECKPOINT
 
 
 def test_detect_says_none_for_ordinary_files_folders_and_damaged_indexes(tmp_path):
@@ -237,7 +240,7 @@ def test_checkpoint_with_its_config_becomes_the_weights_file_its_writer_wrote(en
             assert read_str(written.attrs, key) == read_str(original.attrs, key), key
             assert string_kind(written.attrs, key) == string_kind(original.attrs, key), key
         assert "optimizer_weights" not in written
-    assert summary["kind"] == "tf_checkpoint" and summary["output_type"] == "weights"
+    assert summary["kind"] == TF_CHECKPOINT and summary["output_type"] == "weights"
     assert summary["optimizer_found"] and not summary["optimizer"]
     assert any("a weights-only file has no place for it" in note for note in summary["notes"])
 

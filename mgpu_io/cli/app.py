@@ -2,7 +2,8 @@
 
 Each command parses its arguments, makes one library call, and renders the report; a library error becomes one
 line on stderr, in the command line's flags, and exit code 1. Commands that do not build a model never import
-Keras or TensorFlow.
+Keras or TensorFlow. The commands are here; what they print is :mod:`.render`'s, and the process around them
+(signals, streams, limits, TensorFlow's quiet start) :mod:`.process`'s.
 """
 
 import contextlib
@@ -18,7 +19,17 @@ import typer.core
 
 import mgpu_io
 from mgpu_io._version import __version__
-from mgpu_io.errors import MgpuIOError
+from mgpu_io.cli.process import (
+    SIGPIPE,
+    Interrupted,
+    guard_cpu_limit,
+    guard_streams,
+    interrupt,
+    limit_error,
+    signal_text,
+    start_quietly,
+)
+from mgpu_io.cli.render import SETTINGS, error_object, fail, one_line_errors, reported, show_unless_quiet
 
 #: The global options, accepted after the command too (`mgpu-io unwrap -q in.h5 out.h5`).
 GLOBAL_FLAGS = ("-q", "--quiet", "--verbose", "--version")
@@ -63,129 +74,6 @@ app = typer.Typer(
 )
 
 
-#: Set by the global options: ``--quiet`` prints errors only; ``--verbose`` shows a bug's traceback.
-_settings = {"quiet": False, "verbose": False}
-
-
-def _error_object(error):
-    """An error as ``--json`` prints it; its message as printable as the ``Error:`` line's (a script that prints it
-    must not pass a file's escape sequences to a terminal)."""
-    from mgpu_io.cli.render import to_flags
-    from mgpu_io.format.text import printable
-
-    return {"error": {"type": type(error).__name__, "message": printable(to_flags(str(error)))}}
-
-
-def _fail(error, as_json=False):
-    """One line on stderr naming the fix in flags, or with ``--json`` one JSON object on stdout; exit code 1."""
-    if as_json:
-        typer.echo(json.dumps(_error_object(error), indent=2))
-    else:
-        typer.echo(f"Error: {_error_object(error)['error']['message']}", err=True)
-    raise typer.Exit(code=1)
-
-
-def _reported(error):
-    """The error to report: a library error as it is; a bug of ours as one line, unless ``--verbose`` or
-    MGPU_IO_TRACEBACK=1 asks for its traceback (then it is raised)."""
-    if isinstance(error, MgpuIOError):
-        return error
-    limited = _limit_error(error)
-    if limited is not None:
-        return limited
-    if _settings["verbose"] or os.environ.get("MGPU_IO_TRACEBACK"):
-        raise error
-    first = str(error).splitlines()[0] if str(error) else ""
-    return RuntimeError(
-        f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
-        f"partial was written. Rerun with --verbose to see where, and report it."
-    )
-
-
-def _limit_error(error):
-    """A ``MemoryError`` (or a library that could not be mapped) under the user's ``ulimit -v``, or no file
-    descriptor left under ``ulimit -n``, as the :class:`~mgpu_io.errors.LimitReached` that names the limit."""
-    from mgpu_io.errors import LimitReached
-    from mgpu_io.format import limits
-
-    problem, flag = None, None
-    if isinstance(error, MemoryError) or (
-        isinstance(error, ImportError) and limits.soft_limit("AS") is not None and "No module named" not in str(error)
-    ):
-        problem, flag = limits.memory_problem(), "-v"
-    elif isinstance(error, OSError):
-        problem, flag = limits.descriptor_problem(error), "-n"
-    if problem is None:
-        return None
-    return LimitReached(
-        f"A limit of this environment stopped the command: {problem}. Expected room to run. Received: "
-        f"{type(error).__name__}. Raise the limit ({limits.raise_hint(flag)}) and run again."
-    )
-
-
-@contextlib.contextmanager
-def _one_line_errors(as_json=False):
-    """A library error becomes one ``Error:`` line (a JSON object with ``--json``) and exit code 1; so does a bug
-    (see :func:`_reported`)."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except Exception as error:
-        _fail(_reported(error), as_json)
-
-
-def _show(report, **options):
-    """Print a report readably, unless ``--quiet``."""
-    if not _settings["quiet"]:
-        from mgpu_io.cli.render import show
-
-        show(report, **options)
-
-
-class Interrupted(BaseException):
-    """SIGINT (Ctrl-C) or SIGTERM, raised where the program is, so that every ``finally`` cleans up."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _interrupt(signum, frame):
-    raise Interrupted(signum)
-
-
-@contextlib.contextmanager
-def _quiet_native_logs():
-    """Send file descriptor 2 to /dev/null while TensorFlow starts: its C++ start-up lines (cudart, cuInit, absl)
-    bypass Python and TF_CPP_MIN_LOG_LEVEL. Python's own sys.stderr is left alone."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def _start_quietly(module):
-    """Import ``"keras"`` (and touch a device) or ``"tensorflow"`` quietly, before a command that needs it. A missing
-    or broken package is left for the library to report, in one line."""
-    with _quiet_native_logs():
-        try:
-            if module == "keras":
-                import keras
-
-                keras.ops.zeros((1,))
-            else:
-                import tensorflow  # noqa: F401
-        except Exception:
-            pass
-
-
 def _version(value: bool):
     if value:
         typer.echo(f"mgpu-io {__version__}")
@@ -209,7 +97,7 @@ def main(
     ] = False,
 ):
     """Rescue Keras models saved from multi-GPU data-parallel wrappers."""
-    _settings.update(quiet=quiet, verbose=verbose)
+    SETTINGS.update(quiet=quiet, verbose=verbose)
 
 
 #: The options that `unwrap` and `verify` share for the template's own Lambda layers.
@@ -276,37 +164,37 @@ def inspect(
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
     """
     from mgpu_io.errors import InvalidArgument
-    from mgpu_io.format.door import tensorflow_kind
+    from mgpu_io.format import door
     from mgpu_io.format.text import printable
 
     if diagram is not None and len(files) > 1:
-        _fail(
+        fail(
             InvalidArgument(
                 f"--diagram draws one file. Expected one FILE with --diagram. Received: "
                 f"{len(files)} files. Inspect them one at a time to draw each."
             ),
             as_json,
         )
-    if any(tensorflow_kind(file) is not None for file in files):
-        _start_quietly("tensorflow")
+    if any(door.sniff(file) in door.TENSORFLOW_KINDS for file in files):
+        start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
         try:
             report = mgpu_io.inspect(file, scan_weights=scan_weights, diagram=diagram, overwrite=force, config=config)
         except Exception as error:
             if len(files) == 1:
-                _fail(_reported(error), as_json)
-            error = _reported(error)
-            entries.append(dict(file=str(file), **_error_object(error)))
+                fail(reported(error), as_json)
+            error = reported(error)
+            entries.append(dict(file=str(file), **error_object(error)))
             failed = True
             if not as_json:
                 typer.echo(
-                    f"Error: {printable(str(file))}: {printable(_error_object(error)['error']['message'])}", err=True
+                    f"Error: {printable(str(file))}: {printable(error_object(error)['error']['message'])}", err=True
                 )
             continue
         entries.append(report.to_dict())
         if not as_json:
-            _show(report)
+            show_unless_quiet(report)
     if as_json:
         typer.echo(json.dumps(entries[0] if len(files) == 1 else entries, indent=2))
     if failed:
@@ -443,22 +331,23 @@ def unwrap(
     (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
     from mgpu_io.cli.render import byte_progress, file_progress
-    from mgpu_io.format.door import tensorflow_kind
+    from mgpu_io.format import door
 
-    # The library's door decides what IN is; here only the progress bar and TensorFlow's quiet start are chosen.
-    tensorflow_format = tensorflow_kind(source) is not None
-    folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
-    if tensorflow_format:
-        _start_quietly("tensorflow")
+    # The library's door says what IN is (its first bytes); here only the progress bar and TensorFlow's quiet start
+    # are chosen from it.
+    kind = door.sniff(source)
+    folder = kind == door.FOLDER  # a SavedModel folder is one model
+    if kind in door.TENSORFLOW_KINDS:
+        start_quietly("tensorflow")
     if output.suffix == ".keras" and not dry_run:
-        _start_quietly("keras")
+        start_quietly("keras")
     if folder:
-        progress_bar = file_progress("repairing", enabled=not (as_json or _settings["quiet"]))
+        progress_bar = file_progress("repairing", enabled=not (as_json or SETTINGS["quiet"]))
     else:
-        quiet = as_json or dry_run or _settings["quiet"]
+        quiet = as_json or dry_run or SETTINGS["quiet"]
         big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not quiet
         progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
-    with _one_line_errors(as_json), progress_bar as progress:
+    with one_line_errors(as_json), progress_bar as progress:
         report = mgpu_io.unwrap(
             source,
             output,
@@ -479,9 +368,9 @@ def unwrap(
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     elif folder:
-        _show(report, verbose=verbose or _settings["verbose"])
+        show_unless_quiet(report, verbose=verbose or SETTINGS["verbose"])
     else:
-        _show(report)
+        show_unless_quiet(report)
     if folder and not report.ok:
         raise typer.Exit(code=1)
 
@@ -544,7 +433,7 @@ def lambdas(
 
       mgpu-io unwrap parallel_model.h5 model.keras --lambda-module my_lambdas.py
     """
-    with _one_line_errors(as_json):
+    with one_line_errors(as_json):
         report = mgpu_io.lambda_sources(file, output, overwrite=force)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -592,13 +481,13 @@ def transfer(
 
       mgpu-io transfer parallel_model.h5 model.h5 --builder mypkg.models:resnet --no-strict --json
     """
-    _start_quietly("keras")
-    with _one_line_errors(as_json):
+    start_quietly("keras")
+    with one_line_errors(as_json):
         result = mgpu_io.transfer(source, output, builder, strict=strict, overwrite=force, config=config)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
-        _show(result)
+        show_unless_quiet(result)
     if not result.ok:
         raise typer.Exit(code=1)
 
@@ -639,8 +528,8 @@ def verify(
 
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
     """
-    _start_quietly("keras")
-    with _one_line_errors(as_json):
+    start_quietly("keras")
+    with one_line_errors(as_json):
         report = mgpu_io.verify(
             a,
             b,
@@ -652,7 +541,7 @@ def verify(
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        _show(report)
+        show_unless_quiet(report)
     if not report.agree:
         raise typer.Exit(code=1)
 
@@ -663,99 +552,41 @@ def run():
     TensorFlow's and CUDA's start-up logging (``cuInit``, oneDNN, absl lines) is silenced unless the user set
     ``TF_CPP_MIN_LOG_LEVEL`` themselves: commands print their answer only.
 
-    Hostile surroundings end cleanly (:func:`_guard_streams`): a closed stdout or stderr is /dev/null (the work is
+    Hostile surroundings end cleanly (:func:`guard_streams`): a closed stdout or stderr is /dev/null (the work is
     done, the exit code says how it went); a reader that goes away (``| head``) ends the command with exit code
     141, as it ends ``cat`` or ``grep``; the CPU-time limit (``ulimit -t``) ends it with one line and exit code 152.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
-    _guard_streams()
+    guard_streams()
     import resource
 
     if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
         # Under ulimit -v, OpenBLAS's buffers for one thread per core (NumPy's import) can take the whole limit.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
-    _guard_cpu_limit()
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+    guard_cpu_limit()
     stdout = sys.stdout
     try:
         app()
     except Interrupted as interrupted:
         if getattr(interrupted, "report", None) is not None:  # a folder's: what each file came to before the stop
             with contextlib.suppress(Exception):
-                _show(interrupted.report, verbose=_settings["verbose"])
+                show_unless_quiet(interrupted.report, verbose=SETTINGS["verbose"])
         typer.echo(
-            f"Error: stopped by {_signal_text(interrupted.signum)}. Outputs appear whole or not at all: "
+            f"Error: stopped by {signal_text(interrupted.signum)}. Outputs appear whole or not at all: "
             f"nothing partial was left.",
             err=True,
         )
         sys.exit(128 + interrupted.signum)
     except SystemExit as done:
         if sys.stdout is not stdout and done.code == 1:  # click's answer to EPIPE: the reader is gone
-            sys.exit(128 + _SIGPIPE)
+            sys.exit(128 + SIGPIPE)
         raise
     except (MemoryError, ImportError) as error:  # outside a command's own handling (start-up, under ulimit -v)
-        limited = _limit_error(error)
+        limited = limit_error(error)
         if limited is None:
             raise
         sys.stderr.write(f"Error: {limited}\n")
         sys.exit(1)
-
-
-#: SIGPIPE's number (13 on Linux): a reader that went away ends the command as it ends any Unix filter.
-_SIGPIPE = getattr(signal, "SIGPIPE", 13)
-
-
-def _signal_text(signum):
-    if signum == getattr(signal, "SIGXCPU", None):
-        from mgpu_io.format.limits import cpu_problem
-
-        return f"the CPU-time limit: {cpu_problem() or 'ulimit -t'}"
-    return "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
-
-
-def _guard_streams():
-    """Closed standard streams become /dev/null, so that nothing we open takes their numbers (a file opened as
-    descriptor 2 would receive libhdf5's and TensorFlow's messages); and under a non-UTF-8 locale, text that the
-    terminal's encoding cannot show is written as UTF-8 bytes (file names too, as they were given), never an
-    encoding error."""
-    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
-        try:
-            os.fstat(fd)
-        except OSError:
-            devnull = os.open(os.devnull, os.O_RDWR)
-            if devnull != fd:
-                os.dup2(devnull, fd)
-                os.close(devnull)
-            if getattr(sys, name) is None:
-                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
-    for stream in (sys.stdout, sys.stderr):
-        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
-        if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
-            import codecs
-
-            codecs.register_error("mgpu-io-utf8", _as_utf8)
-            stream.reconfigure(errors="mgpu-io-utf8")
-
-
-def _as_utf8(error):
-    """An encoding error handler: what the stream's encoding cannot hold is written as UTF-8 (a lone surrogate, an
-    undecoded byte of a file name, as that byte)."""
-    text = error.object[error.start : error.end]
-    return text.encode("utf8", "surrogateescape"), error.end
-
-
-def _guard_cpu_limit():
-    """Under ``ulimit -t`` the kernel sends SIGXCPU at the soft limit and SIGKILL at the hard one; with both equal
-    (as the shell sets them) the kill comes first. The soft limit is lowered a second below the hard one (lowered
-    only), so that SIGXCPU comes, and ends the command like SIGTERM: with whole outputs and one line."""
-    if not hasattr(signal, "SIGXCPU"):
-        return
-    signal.signal(signal.SIGXCPU, _interrupt)
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if soft == hard and soft != resource.RLIM_INFINITY and soft > 1:
-        with contextlib.suppress(OSError, ValueError):
-            resource.setrlimit(resource.RLIMIT_CPU, (soft - 1, hard))

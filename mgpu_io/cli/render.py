@@ -1,7 +1,9 @@
 """Human-readable output of the command line (rich), kept apart from the reports it prints.
 
 Every string that comes from a file (names, paths) is escaped: rich would read ``[...]`` as markup. The library
-speaks in parameter names (``overwrite=True``); :func:`to_flags` says the same in the command line's flags.
+speaks in parameter names (``overwrite=True``); :func:`message` says an error in the command line's flags, from its
+fields (:class:`~mgpu_io.errors.Param`, named by :func:`flag`). :func:`to_flags` still translates the text of the
+reports and of the errors not yet raised from fields.
 
 rich is imported only where it shows something (a terminal, a progress bar): a script that pipes a report gets the
 same plain text without paying for it (about 45 ms of the command's start).
@@ -9,10 +11,15 @@ same plain text without paying for it (about 45 ms of the command's start).
 
 import contextlib
 import functools
+import json
 import os
 import re
 import sys
 
+import typer
+
+from mgpu_io.cli.process import limit_error
+from mgpu_io.errors import MgpuIOError, first_line
 from mgpu_io.format.text import printable
 
 #: Library parameters as the command line spells them (longest first, so that one never eats another).
@@ -42,6 +49,68 @@ _FLAG_PATTERN = re.compile(
         for k in sorted(FLAGS, key=len, reverse=True)
     )
 )
+
+
+#: Each library parameter as the command line names it: a switch by ``(parameter, value)``, an option that takes a
+#: value by its parameter (the value follows the flag).
+FLAG_OF = {
+    ("overwrite", True): "--force",
+    ("allow_plain", True): "--allow-plain",
+    ("keep_config", True): "--keep-config",
+    ("include_optimizer", False): "--no-optimizer",
+    ("scan_weights", True): "--scan-weights",
+    ("strict", False): "--no-strict",
+    ("cpu", True): "--cpu",
+    ("verbose", True): "--verbose",
+    ("safe_mode", False): "--unsafe-trust-file",
+    ("target", "tf_keras"): "--target tf_keras",
+    ("target", "keras3"): "--target keras3",
+    "target": "--target",
+    "jobs": "--jobs",
+    "config": "--config",
+    "diagram": "--diagram",
+    "builder": "--builder",
+    "lambdas": "--lambda",
+}
+
+
+def flag(param):
+    """A :class:`~mgpu_io.errors.Param` as the command line names it (a parameter it has no flag for: as the
+    library does).
+
+    Example:
+        >>> from mgpu_io.errors import Param
+        >>> flag(Param("overwrite", True)), flag(Param("config")), flag(Param("jobs", 4)), flag(Param("output", "m.h5"))
+        ('--force', '--config', '--jobs 4', "output='m.h5'")
+    """
+    if param.name == "custom_objects" and param.has_value:  # the classes to give, by name
+        return " ".join(f"--custom-objects MODULE:{name}" for name in param.value)
+    if param.has_value:
+        try:
+            switch = FLAG_OF.get((param.name, param.value))
+        except TypeError:  # a value that is no key (a list)
+            switch = None
+        if switch is not None:
+            return switch
+    option = FLAG_OF.get(param.name)
+    if option is None:
+        return str(param)
+    return (
+        f"{option} {str(param).partition('=')[2]}" if param.has_value else option
+    )  # the value as the library wrote it
+
+
+def message(error):
+    """An error's message in the command line's terms: rendered from its fields where it has them, else its text
+    translated by :func:`to_flags`.
+
+    Example:
+        >>> from mgpu_io.errors import OutputError, Param
+        >>> message(OutputError(problem="It exists", fix=("Pass ", Param("overwrite", True), " to replace it")))
+        'It exists. Pass --force to replace it.'
+    """
+    has_fields = getattr(error, "has_fields", False)
+    return error.render(flag) if has_fields else to_flags(str(error))
 
 
 _LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
@@ -153,3 +222,62 @@ def file_progress(description, enabled):
     with Progress(*columns, console=_console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=None, last="")
         yield lambda done, total, result: bar.update(task, completed=done, total=total, last=escape(result.path))
+
+
+# --- errors: one line (or one JSON object) and exit code 1 ------------------------------------------------------
+
+
+#: Set by the global options: ``--quiet`` prints errors only; ``--verbose`` shows a bug's traceback.
+SETTINGS = {"quiet": False, "verbose": False}
+
+
+def error_object(error):
+    """An error as ``--json`` prints it; its message as printable as the ``Error:`` line's (a script that prints it
+    must not pass a file's escape sequences to a terminal)."""
+    from mgpu_io.format.text import printable
+
+    return {"error": {"type": type(error).__name__, "message": printable(message(error))}}
+
+
+def fail(error, as_json=False):
+    """One line on stderr naming the fix in flags, or with ``--json`` one JSON object on stdout; exit code 1."""
+    if as_json:
+        typer.echo(json.dumps(error_object(error), indent=2))
+    else:
+        typer.echo(f"Error: {error_object(error)['error']['message']}", err=True)
+    raise typer.Exit(code=1)
+
+
+def reported(error):
+    """The error to report: a library error as it is; a bug of ours as one line, unless ``--verbose`` or
+    MGPU_IO_TRACEBACK=1 asks for its traceback (then it is raised)."""
+    if isinstance(error, MgpuIOError):
+        return error
+    limited = limit_error(error)
+    if limited is not None:
+        return limited
+    if SETTINGS["verbose"] or os.environ.get("MGPU_IO_TRACEBACK"):
+        raise error
+    first = first_line(error, default="")
+    return RuntimeError(
+        f"internal error ({type(error).__name__}: {first}). This is a bug in mgpu-io; nothing "
+        f"partial was written. Rerun with --verbose to see where, and report it."
+    )
+
+
+@contextlib.contextmanager
+def one_line_errors(as_json=False):
+    """A library error becomes one ``Error:`` line (a JSON object with ``--json``) and exit code 1; so does a bug
+    (see :func:`reported`)."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except Exception as error:
+        fail(reported(error), as_json)
+
+
+def show_unless_quiet(report, **options):
+    """Print a report readably, unless ``--quiet``."""
+    if not SETTINGS["quiet"]:
+        show(report, **options)

@@ -4,7 +4,7 @@ Nothing here imports TensorFlow, Keras, typer or rich (a test walks the imports)
 ever decoded as code. The life of a file through :func:`mgpu_io.unwrap`:
 
 - :mod:`.read` opens it once, read-only, and says what it holds (:class:`~.read.StoredModel`);
-- :mod:`.detect` recognises wrapper levels by graph (:mod:`.writers` names who wrote them);
+- :mod:`.detect` recognises wrapper levels by graph (:mod:`.wrapper_writers` names who wrote them);
 - :mod:`.extract` and :mod:`.weights` find the template's weights, layer by layer;
 - :mod:`.plan` decides everything (config rewrites and weight conversions from :mod:`.conversions`) in a
   :class:`~.plan.Plan`;

@@ -18,8 +18,9 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, LimitReached, MgpuIOError, NotAModelFile, NotAWrapper, OutputError
+from mgpu_io.errors import InvalidArgument, LimitReached, MgpuIOError, NotAModelFile, NotAWrapper, OutputError, Param
 from mgpu_io.format import limits, probe
+from mgpu_io.format.options import UnwrapOptions
 from mgpu_io.format.text import columns, plural, printable
 
 REPAIRED, CLEAN, SKIPPED, DONE, FAILED = "repaired", "already clean", "skipped", "done before", "failed"
@@ -96,14 +97,14 @@ def model_files(folder):
     """Files under ``folder`` that may hold a legacy Keras model, by their content (HDF5, or JSON that looks like a
     model config, double-encoded or not), sorted; whatever their names (course projects saved
     `config_model_weights` beside `model_weights`)."""
-    from mgpu_io.format.door import JSON_CONFIG, sniff
+    from mgpu_io.format.door import HDF5, JSON_CONFIG, sniff
 
     found = []
     for path in sorted(Path(folder).rglob("*")):
         if not path.is_file() or path.is_symlink():
             continue
         kind = sniff(path)
-        if kind == "hdf5" or (kind == JSON_CONFIG and _looks_like_model_config(path)):
+        if kind == HDF5 or (kind == JSON_CONFIG and _looks_like_model_config(path)):
             found.append(path)  # training histories and other JSON are not ours to judge
     return found
 
@@ -129,31 +130,20 @@ def completed(source, output):
         return False
 
 
-def unwrap_tree(
-    source,
-    output,
-    *,
-    jobs=None,
-    overwrite=False,
-    dry_run=False,
-    allow_plain=False,
-    config=None,
-    progress=None,
-    **options,
-):
+def unwrap_tree(source, output, options=None, *, jobs=None, progress=None, **fields):
     """Repair every model file under ``source`` into the same place under ``output``.
 
     Args:
         source: the folder to read (never modified).
         output: the folder to write; created if missing; may not be ``source`` or lie inside it.
+        options: the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built, or none:
+            then one is built from ``fields``, :func:`mgpu_io.unwrap`'s arguments. For a folder: ``overwrite``
+            replaces existing output files; ``dry_run`` plans every file and reports, writes nothing, creates no
+            folder; ``allow_plain`` also writes plain (non-wrapper) models, normalised (status ``already clean``),
+            which are ``skipped`` without it; ``config`` is the architecture (JSON or full ``.h5``) of the
+            folder's weights-only files, used for those only.
         jobs: worker processes (default: the machine's cores).
-        overwrite: replace existing output files.
-        dry_run: plan every file and report; write nothing, create no folder.
-        allow_plain: also write plain (non-wrapper) models, normalised (status ``already clean``); without it they
-            are ``skipped``.
-        config: the architecture (JSON or full ``.h5``) of the folder's weights-only files, used for those only.
         progress: called with ``(done, total, FileResult)`` after each file.
-        **options: passed to :func:`mgpu_io.unwrap` (``target``, ``keep_config``, ``cpu``, ``include_optimizer``).
 
     Returns:
         A :class:`BatchReport`.
@@ -165,6 +155,10 @@ def unwrap_tree(
         (True, 'k122_kuza55_conv_x2_full.h5')
     """
     source, output = Path(source).resolve(), Path(output).resolve()
+    options = options if options is not None else UnwrapOptions(**fields)
+    if options.config is not None:
+        options = options.replace(config=str(options.config))
+    overwrite, dry_run = options.overwrite, options.dry_run
     if not source.is_dir():
         raise InvalidArgument(
             f"The input folder does not exist. Expected a folder of model files. Received: {source}. Check the path."
@@ -184,13 +178,6 @@ def unwrap_tree(
             f"`mgpu-io inspect FILE` says what a file is."
         )
     report = BatchReport(source=str(source), output=str(output), dry_run=dry_run)
-    options = dict(
-        options,
-        overwrite=overwrite,
-        dry_run=dry_run,
-        allow_plain=allow_plain,
-        config=str(config) if config is not None else None,
-    )
     tasks = [(str(path), str(output / path.relative_to(source)), options) for path in files]
     results = {}
 
@@ -303,8 +290,11 @@ def _start_workers(context, count):
             if pool:
                 break
             raise LimitReached(
-                f"Cannot start a worker process for the folder: {problem}. Expected a few free file descriptors "
-                f"for each worker. Received: jobs={count}. Raise the limit (ulimit -n 1024) and run again."
+                problem=f"Cannot start a worker process for the folder: {problem}",
+                parameter="jobs",
+                expected="a few free file descriptors for each worker",
+                received=Param("jobs", count, text=f"jobs={count}"),
+                fix="Raise the limit (ulimit -n 1024) and run again",
             ) from None
     return pool
 
@@ -387,17 +377,17 @@ def _repair_one(source, output, options):
     from mgpu_io.format.read import WEIGHTS, open_stored
     from mgpu_io.format.unwrap import unwrap_file
 
-    options = dict(options, folder_made_later=options["dry_run"])
-    allow_plain = options.pop("allow_plain")
+    allow_plain, dry_run = options.allow_plain, options.dry_run
+    options = options.replace(allow_plain=False)
     try:
-        if options.get("config") is not None:  # the folder's architecture is for its weights-only files
+        if options.config is not None:  # the folder's architecture is for its weights-only files
             with open_stored(source) as stored:
                 if stored.file_type != WEIGHTS:
-                    options["config"] = None
-        if not options["dry_run"]:
+                    options = options.replace(config=None)
+        if not dry_run:
             Path(output).parent.mkdir(parents=True, exist_ok=True)
         try:
-            result = unwrap_file(source, output, **options)
+            result = unwrap_file(source, output, options=options, folder_made_later=dry_run)
             status = REPAIRED
         except NotAWrapper:
             if not allow_plain:
@@ -406,7 +396,7 @@ def _repair_one(source, output, options):
                     status=SKIPPED,
                     reason="a plain model, not a wrapper: pass allow_plain=True to write it normalised too",
                 )
-            result = unwrap_file(source, output, allow_plain=True, **options)
+            result = unwrap_file(source, output, options=options.replace(allow_plain=True), folder_made_later=dry_run)
             status = CLEAN
     except NotAModelFile as error:
         return _not_legacy(source, error)
@@ -417,7 +407,7 @@ def _repair_one(source, output, options):
         if problem is not None:
             return FileResult(path=source, status=FAILED, reason=f"Cannot open the file: {problem}.")
         return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
-    return FileResult(path=source, status=status, output=output if not options["dry_run"] else None, depth=result.depth)
+    return FileResult(path=source, status=status, output=output if not dry_run else None, depth=result.depth)
 
 
 def _not_legacy(source, error):

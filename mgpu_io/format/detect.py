@@ -8,7 +8,7 @@ A data-parallel wrapper (``keras.utils.multi_gpu_model``, tf.keras' copy, kuza55
 :func:`detect_wrapper` reads that shape from a model config; :func:`detect_weights_only` reads what is left of it in
 a weights-only file (layer names and which group holds weights). Both answer with a :class:`WrapperLevel`. The slice
 layers' stored code is never decoded, let alone run: the writer is named from their plain ``arguments``
-(:mod:`mgpu_io.format.writers`).
+(:mod:`mgpu_io.format.wrapper_writers`).
 """
 
 from dataclasses import dataclass, field
@@ -25,7 +25,7 @@ from mgpu_io.format.config import (
     model_refs,
     output_names,
 )
-from mgpu_io.format.writers import SLICE_NAME, Writer, identify
+from mgpu_io.format.wrapper_writers import SLICE_NAME, Writer, identify
 
 
 @dataclass

@@ -26,42 +26,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, NotAModelFile
+from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, first_line
 
-LEGACY_MODEL = "legacy-model"
-LEGACY_WEIGHTS = "legacy-weights"
-KERAS_ARCHIVE = "keras-archive"
-KERAS3_WEIGHTS = "keras3-weights"
-JSON_CONFIG = "json-config"
-YAML_CONFIG = "yaml-config"
-SAVEDMODEL = "savedmodel"
-TF_CHECKPOINT = "tf-checkpoint"
-FOLDER = "folder"
-STUB = "failed-save-stub"
-MISSING = "missing"
-UNKNOWN = "unknown"
+# The vocabulary lives in kinds.py (one table); the door re-exports it, so that ``door.LEGACY_MODEL`` reads as before.
+from mgpu_io.format.kinds import (  # noqa: F401 - the door's vocabulary, re-exported
+    CONFIG_KINDS,
+    FOLDER,
+    HDF5,
+    JSON_CONFIG,
+    KERAS3_KINDS,
+    KERAS3_WEIGHTS,
+    KERAS_ARCHIVE,
+    KIND_NAMES,
+    KINDS,
+    LEGACY_KINDS,
+    LEGACY_MODEL,
+    LEGACY_WEIGHTS,
+    MISSING,
+    SAVEDMODEL,
+    STUB,
+    TENSORFLOW_KINDS,
+    TF_CHECKPOINT,
+    UNKNOWN,
+    WEIGHTS_ONLY_KINDS,
+    YAML_CONFIG,
+    ZIP,
+    hdf5_kind,
+)
 
-#: Each kind as a user names it.
-KIND_NAMES = {
-    LEGACY_MODEL: "a legacy Keras full-model HDF5 file",
-    LEGACY_WEIGHTS: "a legacy Keras weights-only HDF5 file",
-    KERAS_ARCHIVE: "a Keras 3 .keras archive",
-    KERAS3_WEIGHTS: "a Keras 3 .weights.h5 file",
-    JSON_CONFIG: "a JSON model config",
-    YAML_CONFIG: "a YAML model config",
-    SAVEDMODEL: "a TF SavedModel folder",
-    TF_CHECKPOINT: "a TF-format checkpoint",
-    FOLDER: "a folder of files",
-    STUB: "a failed-save stub (no model inside)",
-    MISSING: "nothing (no such file or folder)",
-    UNKNOWN: "a file that is no Keras format",
-}
-
-#: The kinds that the format core repairs file by file (``unwrap`` to a legacy file, ``inspect``).
-LEGACY_KINDS = (LEGACY_MODEL, LEGACY_WEIGHTS, JSON_CONFIG, YAML_CONFIG)
-#: The kinds read as data by :mod:`mgpu_io.tf` first (it needs TensorFlow).
-TENSORFLOW_KINDS = (SAVEDMODEL, TF_CHECKPOINT)
-
+#: Suffixes and what they are read and written as.
+HDF5_SUFFIXES, KERAS_SUFFIX, JSON_SUFFIX, YAML_SUFFIXES = (".h5", ".hdf5"), ".keras", ".json", (".yaml", ".yml")
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
 _YAML_START = re.compile(rb"\A\s*(backend|class_name|config|keras_version)\s*:")
@@ -115,68 +109,83 @@ def describe(path) -> Description:
     """
     path = Path(path)
     text = str(path)
-    tensorflow = tensorflow_kind(path)
-    if tensorflow == SAVEDMODEL:
+    try:
+        kind, head, size = content(path)
+    except OSError as error:
+        return Description(text, UNKNOWN, detail=f"unreadable: {error.strerror or error}")
+    if kind == SAVEDMODEL:
         return Description(text, SAVEDMODEL, "TensorFlow 2.x (tf.keras)", ("architecture", "weights"), ("TensorFlow",))
-    if tensorflow == TF_CHECKPOINT:
+    if kind == TF_CHECKPOINT:
         return Description(
             text, TF_CHECKPOINT, "TensorFlow 2.x (tf.keras)", ("weights",), ("architecture", "TensorFlow")
         )
-    try:
-        if path.is_dir():
-            return Description(text, FOLDER)
-        if not path.exists():
-            return Description(text, MISSING)
-        if not path.is_file():
-            return Description(text, UNKNOWN, detail="not a regular file")
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-            hdf5 = head.startswith(_HDF5_SIGNATURE) or _hdf5_later(handle, size)
-    except OSError as error:
-        return Description(text, UNKNOWN, detail=f"unreadable: {error.strerror or error}")
-    if hdf5:
+    if kind == HDF5:
         return _describe_hdf5(path)
-    if head.startswith(_ZIP_SIGNATURES):
+    if kind == ZIP:
         return _describe_zip(path)
-    stripped = head.lstrip()
-    if stripped.startswith((b"{", b"[")):
+    if kind == JSON_CONFIG:
         return _describe_json(path, head)
-    if path.suffix.lower() in (".yaml", ".yml") or _YAML_START.match(head):
+    if kind == YAML_CONFIG:
         return Description(text, YAML_CONFIG, _json_writer(_yaml_head(head)), ("architecture",), ("weights",))
-    what = "an empty file" if size == 0 else ("binary data" if b"\0" in head else "text that is no Keras format")
-    return Description(text, UNKNOWN, detail=f"{what}, {size} bytes")
+    if kind == UNKNOWN and head is not None:
+        what = "an empty file" if size == 0 else ("binary data" if b"\0" in head else "text that is no Keras format")
+        return Description(text, UNKNOWN, detail=f"{what}, {size} bytes")
+    return Description(text, kind, detail="not a regular file" if kind == UNKNOWN else "")
 
 
 def sniff(path):
-    """The kind of ``path`` from its first bytes alone (no libhdf5, no zip reading): :data:`FOLDER`,
-    :data:`MISSING`, ``"hdf5"``, ``"zip"``, :data:`JSON_CONFIG`, :data:`YAML_CONFIG` or :data:`UNKNOWN`. For listing
-    many files cheaply; :func:`describe` says more.
+    """The kind of ``path`` from its first bytes alone (no libhdf5, no zip reading): :data:`SAVEDMODEL`,
+    :data:`TF_CHECKPOINT`, :data:`FOLDER`, :data:`MISSING`, :data:`~mgpu_io.format.kinds.HDF5`,
+    :data:`~mgpu_io.format.kinds.ZIP`, :data:`JSON_CONFIG`, :data:`YAML_CONFIG` or :data:`UNKNOWN`. For listing many
+    files cheaply, and for what a caller must know before it starts (TensorFlow, a folder's progress bar);
+    :func:`describe` says more.
 
     Example:
         >>> sniff("fixtures/files/k224_siamese_x2_full.h5"), sniff("fixtures/files/manifest.json")
         ('hdf5', 'json-config')
     """
-    path = Path(path)
     try:
-        if path.is_dir():
-            return FOLDER
-        if not path.is_file():
-            return MISSING if not path.exists() else UNKNOWN
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-            if head.startswith(_HDF5_SIGNATURE) or _hdf5_later(handle, size):
-                return "hdf5"
+        return content(Path(path))[0]
     except OSError:
         return UNKNOWN
+
+
+def glance(path) -> Description:
+    """:func:`sniff`'s answer as a :class:`Description` (its kind only): for a second input (``weights=``) whose
+    TensorFlow kind must be known before it is read, without a probe.
+
+    Example:
+        >>> glance("fixtures/tf2/tf22_functional_bn_x2_ckpt").kind
+        'tf-checkpoint'
+    """
+    return Description(str(path), sniff(path))
+
+
+def content(path):
+    """``(kind, head, size)`` of ``path`` from its first bytes (``head``: up to 4 KiB, ``None`` for what is no
+    regular file): the one rule that tells the kinds apart before anything is parsed. Raises ``OSError`` for a file
+    that cannot be read."""
+    tensorflow = _tensorflow_kind(path)
+    if tensorflow is not None:
+        return tensorflow, None, None
+    if path.is_dir():
+        return FOLDER, None, None
+    if not path.is_file():
+        return (MISSING if not path.exists() else UNKNOWN), None, None
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+        if head.startswith(_HDF5_SIGNATURE) or _hdf5_later(handle, size):
+            return HDF5, head, size
     if head.startswith(_ZIP_SIGNATURES):
-        return "zip"
+        return ZIP, head, size
+    if path.suffix.lower() in YAML_SUFFIXES:
+        return YAML_CONFIG, head, size
     if head.lstrip().startswith((b"{", b"[", b'"')):  # '"': json.dump(model.to_json(), f), JSON inside a string
-        return JSON_CONFIG
-    if path.suffix.lower() in (".yaml", ".yml") or _YAML_START.match(head):
-        return YAML_CONFIG
-    return UNKNOWN
+        return JSON_CONFIG, head, size
+    if _YAML_START.match(head):
+        return YAML_CONFIG, head, size
+    return UNKNOWN, head, size
 
 
 def _hdf5_later(handle, size):
@@ -190,23 +199,64 @@ def _hdf5_later(handle, size):
     return False
 
 
-def tensorflow_kind(path):
-    """:data:`SAVEDMODEL`, :data:`TF_CHECKPOINT` or ``None``, from the standard library alone (no HDF5 read): what
-    a caller needs to know before it starts TensorFlow."""
-    from mgpu_io.tf import SAVEDMODEL as TF_SAVEDMODEL
-    from mgpu_io.tf import TF_CHECKPOINT as TF_CKPT
+def _tensorflow_kind(path):
+    """:data:`SAVEDMODEL`, :data:`TF_CHECKPOINT` or ``None``, from the standard library alone (no HDF5 read):
+    :func:`mgpu_io.tf.detect` reads a checkpoint's index table, which only tf/ knows."""
     from mgpu_io.tf import detect  # the standard library only
 
-    return {TF_SAVEDMODEL: SAVEDMODEL, TF_CKPT: TF_CHECKPOINT}.get(detect(path))
+    return detect(path)
 
 
-def _describe_hdf5(path):
-    import h5py  # noqa: F401 - imported here, once, not in each probe's child (a third of a second there)
+def describe_then(path, then, *, progress=None):
+    """:func:`describe` ``path``, and run ``then(description)`` in the same sandbox: for an HDF5 file, in the probe's
+    child that looked at it (:mod:`.probe`), so that the file is read in one child, not one to describe it and
+    another to plan it. Returns ``(description, outcome)``: ``outcome`` is ``(then's value,)`` (it must pickle), or
+    ``None`` for a path that is no HDF5 file (then nothing was run: the caller goes on with the description); what
+    ``then`` raises is raised here. ``progress`` receives what the child's :func:`~mgpu_io.format.probe.relayed`
+    callbacks send.
+
+    Example:
+        >>> d, outcome = describe_then("fixtures/files/k224_siamese_x2_full.h5", lambda d: d.holds)
+        >>> d.kind, outcome
+        ('legacy-model', (('architecture', 'weights', 'training config', 'optimizer state'),))
+    """
+    path = Path(path)
+    if sniff(path) != HDF5:
+        return describe(path), None
+    return _describe_hdf5(path, then, progress)
+
+
+def _describe_hdf5(path, then=None, progress=None):
+    import h5py  # imported here, once, not in each probe's child (a third of a second there)
 
     from mgpu_io.format import attrs  # noqa: F401 - the same
     from mgpu_io.format.probe import probed
 
-    kind, writer, holds, detail = probed(path, lambda: _hdf5_look(path))  # a hang or a crash: its error
+    def work():
+        try:
+            h5 = h5py.File(path, "r")
+        except (OSError, RuntimeError) as error:
+            reason = f"a damaged HDF5 file ({first_line(error, default='unreadable')})"
+            h5, description = None, _hdf5_description(path, UNKNOWN, None, (), reason)
+        try:
+            if h5 is not None:
+                description = _hdf5_description(path, *_hdf5_look(h5))
+            if then is None:
+                return description
+            if h5 is None:
+                return description, (then(description),)
+            from mgpu_io.format.read import sharing
+
+            with sharing(path, h5):  # the work reads the file through the handle the look opened
+                return description, (then(description),)
+        finally:
+            if h5 is not None:
+                h5.close()
+
+    return probed(path, work, progress=progress)  # a hang or a crash: its error
+
+
+def _hdf5_description(path, kind, writer, holds, detail):
     needs = {
         LEGACY_WEIGHTS: ("architecture",),
         KERAS3_WEIGHTS: ("architecture", "Keras"),
@@ -214,20 +264,15 @@ def _describe_hdf5(path):
     return Description(str(path), kind, writer, holds, needs, detail)
 
 
-def _hdf5_look(path):
-    """``(kind, writer, holds, detail)`` of an HDF5 file, from its root attributes' and groups' names."""
-    import h5py
-
+def _hdf5_look(h5):
+    """``(kind, writer, holds, detail)`` of an open HDF5 file, from its root attributes' and groups' names."""
     from mgpu_io.format.attrs import read_str
 
     try:
-        h5 = h5py.File(path, "r")
-    except (OSError, RuntimeError) as error:
-        return UNKNOWN, None, (), f"a damaged HDF5 file ({str(error).splitlines()[0] if str(error) else 'unreadable'})"
-    try:
         attrs, keys = set(h5.attrs.keys()), set(h5.keys())
+        kind = hdf5_kind(attrs, keys)
         version = read_str(h5.attrs, "keras_version") if "keras_version" in attrs else None
-        if "model_config" in attrs:
+        if kind == LEGACY_MODEL:
             holds = ["architecture", "weights"]
             if "training_config" in attrs:
                 holds.append("training config")
@@ -235,19 +280,17 @@ def _hdf5_look(path):
                 holds.append("optimizer state")
             if version is None and "model_weights" in keys:
                 version = read_str(h5["model_weights"].attrs, "keras_version")
-            return LEGACY_MODEL, _keras(version), tuple(holds), ""
-        if "layer_names" in attrs or "layer_names0" in attrs:
-            return LEGACY_WEIGHTS, _keras(version), ("weights",), ""
-        if keys and keys <= {"layers", "vars", "optimizer", "_layer_checkpoint_dependencies"} and not attrs:
+            return kind, _keras(version), tuple(holds), ""
+        if kind == LEGACY_WEIGHTS:
+            return kind, _keras(version), ("weights",), ""
+        if kind == KERAS3_WEIGHTS:
             holds = ("weights",) + (("optimizer state",) if "optimizer" in keys else ())
-            return KERAS3_WEIGHTS, "Keras 3", holds, ""
-        if "keras_version" in attrs and not keys:
-            return STUB, _keras(version), (), ""
+            return kind, "Keras 3", holds, ""
+        if kind == STUB:
+            return kind, _keras(version), (), ""
         return UNKNOWN, None, (), "an HDF5 file that holds no Keras model"
     except (OSError, RuntimeError, KeyError, TypeError, ValueError, AttributeError) as error:
         return UNKNOWN, None, (), f"a damaged HDF5 file ({type(error).__name__})"
-    finally:
-        h5.close()
 
 
 def _keras(version):
@@ -290,6 +333,8 @@ def _archive_json(archive, member):
 
 def _describe_json(path, head):
     text = head.decode("utf8", "replace")
+    if text.lstrip().startswith('"'):  # json.dump(model.to_json(), f): the JSON inside a JSON string
+        text = text.replace('\\"', '"')
     if '"class_name"' in text and '"config"' in text:
         return Description(str(path), JSON_CONFIG, _json_writer(text), ("architecture",), ("weights",))
     return Description(str(path), UNKNOWN, detail="JSON that is no Keras model config")
@@ -307,24 +352,7 @@ def _yaml_head(head):
 # --- refusals ---------------------------------------------------------------------------------------------------
 
 #: For each kind, what handles it: the call, and the command where one exists.
-HANDLED_BY = {
-    KERAS_ARCHIVE: "it needs no repair: load it with mgpu_io.load_model(path) or keras.models.load_model(path) "
-    "(`mgpu-io inspect` describes it, `mgpu-io verify` compares it)",
-    KERAS3_WEIGHTS: "it needs no repair: build the model in code and call model.load_weights(path) "
-    "(`mgpu-io inspect` describes it)",
-    FOLDER: "a folder is repaired file by file with mgpu_io.unwrap(folder, output_folder) (`mgpu-io unwrap DIR OUT`)",
-    SAVEDMODEL: "read it with mgpu_io.unwrap or mgpu_io.load_model (it needs TensorFlow)",
-    TF_CHECKPOINT: "it holds weights only: mgpu_io.load_model('model.json', weights=path), or "
-    "mgpu_io.unwrap(path, 'weights.h5', config='model.json')",
-    LEGACY_WEIGHTS: "it holds weights only: mgpu_io.load_model('model.json', weights=path), "
-    "mgpu_io.transfer_weights(path, model), or mgpu_io.unwrap(path, 'weights.h5')",
-    JSON_CONFIG: "it holds an architecture only: mgpu_io.load_model(path, weights='weights.h5'), or "
-    "mgpu_io.unwrap(path, 'clean.json')",
-    YAML_CONFIG: "it holds an architecture only: mgpu_io.load_model(path, weights='weights.h5'), or "
-    "mgpu_io.unwrap(path, 'clean.json')",
-    LEGACY_MODEL: "mgpu_io.load_model(path), mgpu_io.unwrap(path, 'clean.h5') or mgpu_io.inspect(path)",
-    STUB: "nothing can be recovered from it; look for weights saved with save_weights instead",
-}
+HANDLED_BY = {kind: entry.handled_by for kind, entry in KINDS.items() if entry.handled_by}
 
 
 def refusal(description, call, expected="a legacy Keras file or a model config", error=InvalidArgument):
@@ -340,13 +368,12 @@ def refusal(description, call, expected="a legacy Keras file or a model config",
     handled = HANDLED_BY[description.kind]
     what = description.name
     return error(
-        f"{call} does not read {what}. Expected {expected}. Received: filepath={description.path}. "
-        f"{handled[0].upper()}{handled[1:]}."
+        problem=f"{call} does not read {what}",
+        expected=expected,
+        received=f"filepath={description.path}",
+        fix=f"{handled[0].upper()}{handled[1:]}",
+        kind=description.kind,
     )
-
-
-#: Output suffixes and what they are written as.
-HDF5_SUFFIXES, KERAS_SUFFIX, JSON_SUFFIX, YAML_SUFFIXES = (".h5", ".hdf5"), ".keras", ".json", (".yaml", ".yml")
 
 
 def output_format(description, output, *, config=None):
@@ -365,15 +392,14 @@ def output_format(description, output, *, config=None):
     kind, suffix = description.kind, Path(output).suffix.lower()
     if kind not in LEGACY_KINDS + TENSORFLOW_KINDS:
         return "keras" if suffix == KERAS_SUFFIX else "same"  # the reading refuses it first
-    is_config = kind in (JSON_CONFIG, YAML_CONFIG)
-    weights_only = kind in (LEGACY_WEIGHTS, TF_CHECKPOINT)
+    is_config = kind in CONFIG_KINDS
+    weights_only = kind in WEIGHTS_ONLY_KINDS
     if is_config:
-        works = ".json"
+        works = (".json",)
     elif weights_only and config is None:
-        works = ".h5 or .hdf5 (or .keras with config=, the architecture saved beside the weights)"
+        works = (".h5 or .hdf5", " (or .keras with ", Param("config"), ", the architecture saved beside the weights)")
     else:
-        works = ".h5, .hdf5 or .keras"
-    received = f"Received: output={output}."
+        works = (".h5, .hdf5 or .keras",)
     if suffix == KERAS_SUFFIX and not is_config and not (weights_only and config is None):
         return "keras"
     if suffix in HDF5_SUFFIXES and not is_config:
@@ -382,37 +408,57 @@ def output_format(description, output, *, config=None):
         return "same"
     if suffix in YAML_SUFFIXES and is_config:
         raise InvalidArgument(
-            f"A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML. Expected an output ending in "
-            f".json. {received} Name the output .json and load it with keras.models.model_from_json."
+            problem="A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML",
+            parameter="output",
+            expected="an output ending in .json",
+            received=f"output={output}",
+            fix="Name the output .json and load it with keras.models.model_from_json",
+            kind=kind,
         )
     if suffix == KERAS_SUFFIX and is_config:
         why = "A .keras file holds a whole model, and a config holds no weights"
         fix = "Name the output .json, or pass the weights too: mgpu_io.load_model(config, weights=...).save('x.keras')"
     elif suffix == KERAS_SUFFIX:
         why = "A .keras file holds a whole model, and a weights-only file holds no architecture"
-        fix = "Pass config= (the JSON saved beside the weights), or name the output .h5 for the weights alone"
+        fix = (
+            "Pass ",
+            Param("config"),
+            " (the JSON saved beside the weights), or name the output .h5 for the weights alone",
+        )
     elif suffix in HDF5_SUFFIXES:
         why = f"A {suffix} output of a config would hold no weights"
         fix = "Name the output .json"
     elif suffix in (JSON_SUFFIX, *YAML_SUFFIXES):
         why = f"A {suffix} output holds a model config only, and the input's weights would be lost"
-        fix = f"Name the output {works.split(' (')[0]}"
+        fix = f"Name the output {works[0]}"
     else:
         why = f"The output's name says no format ({suffix or 'no extension'})"
         fix = "Name the output by the format to write"
-    raise InvalidArgument(f"{why}. Expected an output ending in {works} for {description.name}. {received} {fix}.")
+    raise InvalidArgument(
+        problem=why,
+        parameter="output",
+        expected=("an output ending in ", *works, f" for {description.name}"),
+        received=f"output={output}",
+        fix=fix,
+        kind=kind,
+    )
 
 
 def not_a_model_file(description):
     """The :class:`NotAModelFile` for a missing or unknown path."""
     if description.kind == MISSING:
         return NotAModelFile(
-            f"Cannot read the input: nothing is there. Expected a Keras file (.h5, .keras, JSON or YAML config), "
-            f"a SavedModel folder or a TF checkpoint. Received: filepath={description.path}. Check the path."
+            problem="Cannot read the input: nothing is there",
+            expected="a Keras file (.h5, .keras, JSON or YAML config), a SavedModel folder or a TF checkpoint",
+            received=f"filepath={description.path}",
+            fix="Check the path",
+            kind=MISSING,
         )
     return NotAModelFile(
-        f"The input is no Keras format mgpu-io knows. Expected a Keras .h5 file (model or weights), a .keras "
-        f"archive, a .weights.h5 file, a JSON or YAML config, a SavedModel folder or a TF checkpoint. Received: "
-        f"filepath={description.path} ({description.detail or 'unrecognized content'}). Check the path; "
-        f"`mgpu-io inspect` says what each kind of file is."
+        problem="The input is no Keras format mgpu-io knows",
+        expected="a Keras .h5 file (model or weights), a .keras archive, a .weights.h5 file, a JSON or YAML config, "
+        "a SavedModel folder or a TF checkpoint",
+        received=f"filepath={description.path} ({description.detail or 'unrecognized content'})",
+        fix="Check the path; `mgpu-io inspect` says what each kind of file is",
+        kind=description.kind,
     )

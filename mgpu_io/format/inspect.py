@@ -21,7 +21,7 @@ from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.recover import recover_lambdas, recovered_lines
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import scoped_weight_names
-from mgpu_io.format.writers import BY_NAME
+from mgpu_io.format.wrapper_writers import BY_NAME
 
 _SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
 #: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.
@@ -63,6 +63,11 @@ class InspectReport:
 
     def to_dict(self):
         return asdict(self)
+
+    def converted_from(self, source, note):
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        self.file = source
+        self.findings.append(Finding("tensorflow-format", note))
 
     def __str__(self):
         """What the file holds, as ``mgpu-io inspect`` prints it: the path once, then the tree of wrapper levels down

@@ -11,7 +11,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from mgpu_io.errors import NotAModelFile
+from mgpu_io.errors import NotAModelFile, first_line
 from mgpu_io.format.door import MAX_ARCHIVE_JSON, MAX_ARCHIVE_MEMBERS
 from mgpu_io.format.read import MAX_CONFIG_DEPTH, MAX_OBJECTS, json_depth
 
@@ -43,7 +43,7 @@ def _archive_members(path):
     except (OSError, zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError) as error:
         raise NotAModelFile(
             f"The .keras archive is damaged. Expected a zip archive as Keras 3 writes it. Received: filepath={path} "
-            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). Restore it from its source."
+            f"({type(error).__name__}: {first_line(error, default='')}). Restore it from its source."
         ) from None
     return config, metadata, members
 

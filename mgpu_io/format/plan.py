@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, WeightsMismatch
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, Param, WeightsMismatch
 from mgpu_io.format import conversions
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model_layers, model_name, walk_layers
@@ -35,11 +35,6 @@ from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 #: and :func:`mgpu_io.load_model` restores it; a ``.keras`` output holds it where Keras 3 restores it.
 COPIED, COPIED_ASIDE, DROPPED, ABSENT = "copied", "copied aside", "dropped", "absent"
 ASIDE_GROUP = "mgpu_io_optimizer_weights"
-
-#: The Keras a repaired file is written for. Both load either; they differ in what `hard_sigmoid` computes.
-TARGETS = (conversions.KERAS3, conversions.TF_KERAS)
-#: What an output path's suffix asks for: Keras 3's native format, or a file of the input's own kind.
-KERAS_FORMAT, SAME_FORMAT = "keras", "same"
 
 
 @dataclass
@@ -68,6 +63,11 @@ class UnwrapReport:
 
     def to_dict(self):
         return asdict(self)
+
+    def converted_from(self, source, note):
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        self.source = source
+        self.warnings.insert(0, note)
 
     def __str__(self):
         """What was (or would be) written, as ``mgpu-io unwrap`` prints it."""
@@ -159,48 +159,6 @@ class Plan:
         return list(zip(names, arrays))
 
 
-def check_options(*, target="keras3", keep_config=False, cpu=False, output_format=SAME_FORMAT, lambdas=None):
-    """Refuse option combinations that do not apply, naming the parameter (the CLI shows its flag).
-
-    Example:
-        >>> check_options(target="tf_keras", output_format="keras")
-        Traceback (most recent call last):
-        ...
-        mgpu_io.errors.InvalidArgument: A .keras file is for Keras 3 only. Expected target='keras3' with a .keras output. Received: target='tf_keras'. Write a .h5 file for tf_keras, or pass target='keras3'.
-    """
-    if target not in TARGETS:
-        raise InvalidArgument(
-            f"Unknown target. Expected one of {list(TARGETS)}. Received: target={target!r}. "
-            f"Pass target='keras3' or target='tf_keras'."
-        )
-    if lambdas and output_format != KERAS_FORMAT:
-        raise InvalidArgument(
-            f"lambdas= applies to a .keras output, which Keras builds. Expected a .keras output with lambdas=. "
-            f"Received: lambdas={sorted(lambdas) if isinstance(lambdas, dict) else lambdas} with a legacy output, which refers to each Lambda by its layer "
-            f"name and needs no function. Leave out lambdas= and pass the functions when loading the result: "
-            f"mgpu_io.load_model(output, lambdas=...) or keras.models.load_model(output, custom_objects=...)."
-        )
-    if output_format == KERAS_FORMAT:
-        if target != conversions.KERAS3:
-            raise InvalidArgument(
-                f"A .keras file is for Keras 3 only. Expected target='keras3' with a .keras output. Received: "
-                f"target={target!r}. Write a .h5 file for tf_keras, or pass target='keras3'."
-            )
-        for name, value in (("keep_config", keep_config), ("cpu", cpu)):
-            if value:
-                raise InvalidArgument(
-                    f"{name}=True keeps the writer's config for the old Keras, which a .keras file cannot hold. "
-                    f"Expected a .h5 output with {name}=True. Received: {name}=True with a .keras output. Write a "
-                    f".h5 file, or leave out {name}=True."
-                )
-    if cpu and not keep_config:
-        raise InvalidArgument(
-            "cpu=True converts CuDNN layers in a file kept for the old Keras. Expected keep_config=True with "
-            "cpu=True. Received: cpu=True alone; without keep_config=True CuDNN layers are always converted. Leave "
-            "out cpu=True, or pass keep_config=True as well."
-        )
-
-
 def _plain_advice(template, context, normalise):
     """What to do with a plain model instead of unwrapping it: load it as it is where Keras 3 can, else convert it."""
     if template is None:
@@ -233,28 +191,21 @@ def make_plan(
     cpu=False,
     output=None,
 ):
-    """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options)."""
+    """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options): where the
+    template is, how its config and weights are converted, what becomes of its training config and optimizer
+    state, each decided by its own function below."""
     extraction = extract(stored)
     if config is not None:
         _attach_config(extraction, config)
-    template, changes, conversions_by_layer, warnings = extraction.template_config, [], {}, []
-    written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
-    normalise = template is not None and not keep_config and not written_by_keras3
-    cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
-    keras1 = normalise and is_keras1(stored.keras_version, template)
-    context = conversions.Context(
-        keras1=keras1,
-        target=target if normalise else conversions.TF_KERAS,
-        cpu_only=cpu_only,
-        weights_file=stored.file_type == WEIGHTS,
-        keras_version=str(stored.keras_version or ""),
-    )
+    template = extraction.template_config
+    normalise, cpu_only, keras1, context = _conversion_context(stored, template, target, keep_config, cpu)
     if not extraction.is_wrapper and not allow_plain:
         raise NotAWrapper(
             f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
             f"layers, one nested template and axis-0 merges. Received: filepath={stored.path} ({stored.file_type} "
             f"file, plain model). {_plain_advice(template, context, normalise)}"
         )
+    changes, conversions_by_layer, warnings = [], {}, []
     if normalise or cpu_only:
         template, changes = conversions.convert_config(template, context)
     layers = extraction.layout(template)
@@ -263,26 +214,8 @@ def make_plan(
         changes += notes
         if normalise:
             warnings = _warnings(template, notes, context)
-    if template is None and extraction.weights_wrapper is not None:
-        scoped = scoped_weight_names([name for layer in layers for name in layer.names])
-        if scoped:
-            raise InvalidArgument(
-                f"Which layer owns each weight cannot be told from these names: they carry scopes (or layer names "
-                f"with '/'). Expected names of the form layer/weight, or the architecture. Received: "
-                f"{len(scoped)} such weights in filepath={stored.path}, e.g. {scoped[0]!r}. Pass config= (the JSON "
-                f"saved beside these weights, or the full model file), or load them with mgpu_io.transfer_weights "
-                f"into your model."
-            )
-    if template is None and not keep_config:
-        cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
-        if cudnn:  # the written file would load nowhere but in CuDNN layers: refused, never written
-            raise InvalidArgument(
-                f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which cannot "
-                f"be converted without the architecture. Expected config= with CuDNN weights. Received: "
-                f"filepath={stored.path} (weights only, no config=). Pass config= (the JSON saved beside these "
-                f"weights), or load them with mgpu_io.transfer_weights into your model, which converts them; "
-                f"keep_config=True copies them unconverted for the old Keras."
-            )
+    if template is None:
+        _refuse_unplaceable_weights(extraction, layers, stored, keep_config)
     outputs = template_outputs(extraction, template)
     training, renamed = None, {}
     if stored.training_config is not None:
@@ -291,30 +224,7 @@ def make_plan(
             training, training_changes = conversions.convert_training(training, context)
             changes += training_changes
             changes += metrics_per_output(training, outputs)
-    optimizer = ABSENT
-    if stored.optimizer_weights is not None:
-        optimizer = COPIED if include_optimizer else DROPPED
-        if include_optimizer:
-            group = stored.optimizer_weights
-            if not is_group(group):
-                raise WeightsMismatch(
-                    f"The optimizer state is not a group. Expected `optimizer_weights` to be a group of arrays. "
-                    f"Received: a dataset in filepath={stored.path}. Pass include_optimizer=False to leave it out."
-                )
-            for name in read_str_list(group.attrs, "weight_names"):
-                if name not in group:
-                    raise WeightsMismatch(
-                        f"An optimizer weight is listed but missing. Expected a dataset {name!r} in "
-                        f"`optimizer_weights`. Received: filepath={stored.path}. Pass include_optimizer=False to "
-                        f"leave the optimizer state out."
-                    )
-                check_weight(group[name], name, stored, counter=True)
-        if optimizer == COPIED and any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
-            optimizer = DROPPED
-            warnings.append(
-                "the optimizer state is left out: its slots have the CuDNN layout of the weights, "
-                "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state"
-            )
+    optimizer = _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings)
     if (
         optimizer == COPIED
         and normalise
@@ -354,17 +264,114 @@ def make_plan(
     )
 
 
+def _conversion_context(stored, template, target, keep_config, cpu):
+    """``(normalise, cpu_only, keras1, context)``: whether the config is converted for Keras 3 and tf_keras, or
+    only its CuDNN layers (the old Keras on a CPU), whether it is read as Keras 1's, and the conversions' context."""
+    written_by_keras3 = str(stored.keras_version or "").startswith("3.")  # Keras 3 reads its own configs
+    normalise = template is not None and not keep_config and not written_by_keras3
+    cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
+    keras1 = normalise and is_keras1(stored.keras_version, template)
+    context = conversions.Context(
+        keras1=keras1,
+        target=target if normalise else conversions.TF_KERAS,
+        cpu_only=cpu_only,
+        weights_file=stored.file_type == WEIGHTS,
+        keras_version=str(stored.keras_version or ""),
+    )
+    return normalise, cpu_only, keras1, context
+
+
+def _refuse_unplaceable_weights(extraction, layers, stored, keep_config):
+    """Weights without an architecture that no file could place: scoped names, or CuDNN layouts to convert."""
+    if extraction.weights_wrapper is not None:
+        scoped = scoped_weight_names([name for layer in layers for name in layer.names])
+        if scoped:
+            raise InvalidArgument(
+                problem="Which layer owns each weight cannot be told from these names: they carry scopes (or layer "
+                "names with '/')",
+                parameter="config",
+                expected="names of the form layer/weight, or the architecture",
+                received=f"{len(scoped)} such weights in filepath={stored.path}, e.g. {scoped[0]!r}",
+                fix=(
+                    "Pass ",
+                    Param("config"),
+                    " (the JSON saved beside these weights, or the full model file), or load them with "
+                    "mgpu_io.transfer_weights into your model",
+                ),
+            )
+    if not keep_config:
+        cudnn = [layer.layer for layer in layers if cudnn_layout([layer.group[n].shape for n in layer.names])]
+        if cudnn:  # the written file would load nowhere but in CuDNN layers: refused, never written
+            raise InvalidArgument(
+                problem=f"Layers {cudnn} hold CuDNN-layout weights, which no loader of LSTM/GRU accepts and which "
+                f"cannot be converted without the architecture",
+                parameter="config",
+                expected=(Param("config"), " with CuDNN weights"),
+                received=(f"filepath={stored.path} (weights only, no ", Param("config"), ")"),
+                fix=(
+                    "Pass ",
+                    Param("config"),
+                    " (the JSON saved beside these weights), or load them with mgpu_io.transfer_weights into your "
+                    "model, which converts them; ",
+                    Param("keep_config", True),
+                    " copies them unconverted for the old Keras",
+                ),
+            )
+
+
+def _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings):
+    """What happens to the stored optimizer state (:data:`COPIED`, :data:`DROPPED` or :data:`ABSENT`), its group
+    checked where it is copied; a reason to drop it is added to ``warnings``."""
+    if stored.optimizer_weights is None:
+        return ABSENT
+    if not include_optimizer:
+        return DROPPED
+    group = stored.optimizer_weights
+    if not is_group(group):
+        raise WeightsMismatch(
+            problem="The optimizer state is not a group",
+            parameter="include_optimizer",
+            expected="`optimizer_weights` to be a group of arrays",
+            received=f"a dataset in filepath={stored.path}",
+            fix=("Pass ", Param("include_optimizer", False), " to leave it out"),
+        )
+    for name in read_str_list(group.attrs, "weight_names"):
+        if name not in group:
+            raise WeightsMismatch(
+                problem="An optimizer weight is listed but missing",
+                parameter="include_optimizer",
+                expected=f"a dataset {name!r} in `optimizer_weights`",
+                received=f"filepath={stored.path}",
+                fix=("Pass ", Param("include_optimizer", False), " to leave the optimizer state out"),
+            )
+        check_weight(group[name], name, stored, counter=True)
+    if any("cudnn-weights" in c.notes for c in conversions_by_layer.values()):
+        warnings.append(
+            "the optimizer state is left out: its slots have the CuDNN layout of the weights, "
+            "which no loader of the converted LSTM/GRU accepts; training resumes with a fresh state"
+        )
+        return DROPPED
+    return COPIED
+
+
 @contextlib.contextmanager
-def planned(source, *, output=None, **options):
-    """Open ``source`` once and yield its :class:`Plan`, with the file still open (for writers and builders)."""
-    probed(source, lambda: _plan_only(source, options))
+def planned(source, *, output=None, checked=False, **options):
+    """Open ``source`` and yield its :class:`Plan`, with the file still open (for writers and builders).
+
+    The plan is first made in a probe's child (libhdf5 hangs and crashes become errors), unless ``checked``: the
+    caller made it there already, after the door's look (:func:`plan_only`, run by
+    :func:`mgpu_io.format.door.describe_then`)."""
+    if not checked:
+        probed(source, lambda: plan_only(source, **options))
     with open_stored(Path(source)) as stored:
         with reading(stored.path, "planning the repair"):
             plan = make_plan(stored, output=output, **options)
         yield plan
 
 
-def _plan_only(source, options):
+def plan_only(source, **options):
+    """Make the plan of ``source`` and keep none of it: what a probe's child runs to check that planning the file
+    in this process will neither hang nor crash."""
     with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
         make_plan(stored, **options)
 
@@ -418,15 +425,20 @@ def _attach_config(extraction, config_path):
     """Give a weights-only extraction the graph of the architecture file saved beside it."""
     if extraction.stored.file_type != WEIGHTS:
         raise InvalidArgument(
-            f"config= applies to weights-only files. Expected a weights-only input, since a "
-            f"{extraction.stored.file_type} file carries its own architecture. Received: "
-            f"filepath={extraction.stored.path}. Leave out config=."
+            problem=(Param("config"), " applies to weights-only files"),
+            parameter="config",
+            expected=f"a weights-only input, since a {extraction.stored.file_type} file carries its own architecture",
+            received=f"filepath={extraction.stored.path}",
+            fix=("Leave out ", Param("config")),
         )
     with open_stored(config_path) as architecture:
         if architecture.model_config is None:
             raise InvalidArgument(
-                f"The architecture file holds no architecture. Expected a JSON config or a full-model .h5 as "
-                f"config=. Received: config={config_path} (a weights-only file). Pass the JSON saved with to_json()."
+                problem="The architecture file holds no architecture",
+                parameter="config",
+                expected=("a JSON config or a full-model .h5 as ", Param("config")),
+                received=(Param("config", config_path, text=f"config={config_path}"), " (a weights-only file)"),
+                fix="Pass the JSON saved with to_json()",
             )
         unrolled = unroll(architecture.model_config)
     wrapper = extraction.weights_wrapper
@@ -475,6 +487,9 @@ def _check_output(source, output, overwrite, inputs, folder_made_later):
         )
     if output.exists() and not overwrite:
         raise OutputError(
-            f"The output file already exists. Expected a new path. Received: output={output}. "
-            f"Pass overwrite=True to replace it."
+            problem="The output file already exists",
+            parameter="output",
+            expected="a new path",
+            received=f"output={output}",
+            fix=("Pass ", Param("overwrite", True), " to replace it"),
         )

@@ -44,11 +44,12 @@ def probed(path, work, *, progress=None):
     raised, or raise a clear error if it hangs, crashes or runs out of memory.
 
     ``progress`` receives, here, what the child's :func:`relayed` callback is called with. Where no child can be
-    forked (or with ``MGPU_IO_PROBE=0``), ``work()`` runs here.
+    forked (or with ``MGPU_IO_PROBE=0``), or inside a probe's child already (the door's, which runs the caller's
+    work after its look: :func:`mgpu_io.format.door.describe_then`), ``work()`` runs here.
     """
     if _supervisor is not None:
         return _supervised(path, work)
-    if not forking():
+    if not forking() or _pipe is not None:  # no fork, or already in a probe's child: this process is the sandbox
         return _unprobed(path, work)
     try:
         read_end, write_end = os.pipe()

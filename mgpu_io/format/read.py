@@ -10,7 +10,6 @@ import contextlib
 import functools
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -18,8 +17,18 @@ from typing import Optional
 import h5py
 import numpy as np
 
-from mgpu_io.errors import FailedSaveStub, InvalidArgument, LimitReached, MgpuIOError, NotAModelFile, WeightsMismatch
+from mgpu_io.errors import (
+    FailedSaveStub,
+    InvalidArgument,
+    LimitReached,
+    MgpuIOError,
+    NotAModelFile,
+    WeightsMismatch,
+    first_line,
+)
+from mgpu_io.format import door
 from mgpu_io.format.attrs import read_str, read_str_list
+from mgpu_io.format.kinds import LEGACY_MODEL, LEGACY_WEIGHTS, STUB, hdf5_kind
 
 MODEL, WEIGHTS, CONFIG = "model", "weights", "config"
 #: How the error about an HDF5 file without a legacy Keras model begins (the door then looks for Keras 3's own).
@@ -260,25 +269,26 @@ def open_stored(path):
             f"Received: filepath={path} ({what} is there). Check the path."
         )
     try:
-        is_hdf5 = h5py.is_hdf5(path)
+        kind = door.content(path)[0]  # what the file is, by the door's one rule
     except OSError as exc:
         limit_reached(exc, path, "opening the file")
         raise NotAModelFile(
             f"Cannot read the input file. Expected a readable Keras .h5 file or a JSON config. Received: "
-            f"filepath={path} ({_first_line(exc)}). Check its permissions."
+            f"filepath={path} ({first_line(exc)}). Check its permissions."
         ) from None
-    if not is_hdf5:
+    if kind != door.HDF5:
         with reading(path, "reading the JSON config"):
-            stored = _read_json_config(path)
+            stored = _read_json_config(path, yaml=kind == door.YAML_CONFIG)
         yield stored
         return
+    shared = _shared.get(str(path))
     try:
-        h5 = h5py.File(path, "r")
+        h5 = shared if shared is not None else h5py.File(path, "r")
     except (OSError, RuntimeError) as exc:
         limit_reached(exc, path, "opening the file")
         raise NotAModelFile(
             f"The HDF5 file is damaged and cannot be opened (truncated or partly overwritten?). "
-            f"Expected a complete Keras .h5 file. Received: filepath={path} ({_first_line(exc)}). "
+            f"Expected a complete Keras .h5 file. Received: filepath={path} ({first_line(exc)}). "
             f"Copy the file again from its source; a partial download or a full disk leaves files like this."
         ) from None
     try:
@@ -287,7 +297,24 @@ def open_stored(path):
             stored = _read_hdf5(path, h5)
         yield stored
     finally:
-        h5.close()
+        if shared is None:
+            h5.close()
+
+
+#: Files that are open already, by path: :func:`open_stored` reads them through the same handle (see :func:`sharing`).
+_shared: dict = {}
+
+
+@contextlib.contextmanager
+def sharing(path, h5):
+    """While inside, :func:`open_stored` of ``path`` reads the open ``h5`` instead of opening the file again (and
+    leaves it open): the door's child hands the file it looked at to the work it runs next
+    (:func:`mgpu_io.format.door.describe_then`)."""
+    _shared[str(path)] = h5
+    try:
+        yield
+    finally:
+        _shared.pop(str(path), None)
 
 
 @contextlib.contextmanager
@@ -315,7 +342,7 @@ def reading(path, doing):
         limit_reached(exc, path, doing)
         raise NotAModelFile(
             f"The file is damaged: {doing} failed. Expected a file as Keras writes it. Received: filepath={path} "
-            f"({type(exc).__name__}: {_first_line(exc)}). Restore it from its source."
+            f"({type(exc).__name__}: {first_line(exc)}). Restore it from its source."
         ) from None
 
 
@@ -429,7 +456,8 @@ def _what_values(dataset):
 
 def _read_hdf5(path, h5):
     attrs = h5.attrs
-    if "model_config" in attrs:
+    kind = hdf5_kind(attrs.keys(), h5.keys())  # the door's one rule for HDF5 files
+    if kind == LEGACY_MODEL:
         model_config = _decode_json(path, read_str(attrs, "model_config"), "model_config")
         training = read_str(attrs, "training_config")
         weights_root = h5.get("model_weights")
@@ -449,7 +477,7 @@ def _read_hdf5(path, h5):
             h5=h5,
             weights_root=cached(weights_root),
         )
-    if "layer_names" in attrs or "layer_names0" in attrs:
+    if kind == LEGACY_WEIGHTS:
         return StoredModel(
             path=path,
             file_type=WEIGHTS,
@@ -458,7 +486,7 @@ def _read_hdf5(path, h5):
             h5=h5,
             weights_root=cached(h5),
         )
-    if "keras_version" in attrs and not len(h5):
+    if kind == STUB:
         raise FailedSaveStub(
             f"The file is the stub that a failed `save()` of a multi-GPU model leaves behind: it holds no model "
             f"config and no weights. Expected a Keras model or weights file. Received: filepath={path} "
@@ -469,11 +497,12 @@ def _read_hdf5(path, h5):
     raise NotAModelFile(
         f"{NO_KERAS_MODEL} Expected a `model_config` attribute (full model) or `layer_names` "
         f"(weights only). Received: filepath={path} (root attributes: {sorted(attrs.keys())}, groups: "
-        f"{sorted(h5.keys())[:10]}). Check that this is the file Keras wrote."
+        f"{sorted(h5.keys())[:10]}). Check that this is the file Keras wrote.",
+        kind=kind,
     )
 
 
-def _read_json_config(path):
+def _read_json_config(path, yaml=False):
     with open(path, "rb") as handle:
         head = handle.read(4096)
     size = path.stat().st_size
@@ -483,7 +512,7 @@ def _read_json_config(path):
             f"The JSON file is too large for a model config. Expected at most {MAX_CONFIG_BYTES >> 20} MiB. "
             f"Received: filepath={path} ({size} bytes). Pass the architecture JSON saved with to_json()."
         )
-    if _looks_like_yaml(path, text):
+    if yaml:
         return _read_yaml_config(path, size)
     try:
         text = path.read_text(encoding="utf8") if size <= MAX_CONFIG_BYTES else None
@@ -508,14 +537,6 @@ def _read_json_config(path):
 
 #: How a JSON config file starts: an object, or a string that holds one (``json.dump(model.to_json(), f)``).
 _JSON_STARTS = ("{", "[", '"')
-
-
-_YAML_START = re.compile(r"\A\s*(backend|class_name|config|keras_version)\s*:")
-
-
-def _looks_like_yaml(path, head):
-    """A ``to_yaml()`` file: by its suffix, or by the keys it starts with (PyYAML sorts them)."""
-    return path.suffix.lower() in (".yaml", ".yml") or bool(_YAML_START.match(head))
 
 
 def _read_yaml_config(path, size):
@@ -607,7 +628,3 @@ def json_depth(value):
             return depth
         depth += 1
         level = [child for item in containers for child in (item.values() if isinstance(item, dict) else item)]
-
-
-def _first_line(exc):
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

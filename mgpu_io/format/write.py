@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 
 from mgpu_io._version import __version__
-from mgpu_io.errors import LimitReached, OutputError
+from mgpu_io.errors import LimitReached, OutputError, first_line
 from mgpu_io.format import limits
 from mgpu_io.format.attrs import read_str_list, set_attr, write_str_list
 from mgpu_io.format.config import layer_name, model_layers
@@ -207,7 +207,7 @@ def atomic_path(destination, suffix=".tmp"):
             ) from None
         raise OutputError(
             f"Cannot write the output: {problem}. Expected a writable folder with room for the file. Received: "
-            f"output={destination} ({error.strerror or _first_line(error)}). Free space or choose another folder; "
+            f"output={destination} ({error.strerror or first_line(error)}). Free space or choose another folder; "
             f"nothing was written."
         ) from None
     finally:
@@ -247,10 +247,6 @@ def _name_anonymous(fd, folder):
         raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
     finally:
         os.close(proc)
-
-
-def _first_line(error):
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def write_json_config(destination, model_config):

@@ -20,7 +20,7 @@ YAML anchors and aliases (``&id001``/``*id001``, which the writers used for repe
 
 import math
 
-from mgpu_io.errors import MissingDependency, NotAModelFile
+from mgpu_io.errors import MissingDependency, NotAModelFile, first_line
 
 #: Largest YAML config read (YAML is parsed in Python; Keras' configs are kilobytes).
 MAX_YAML_BYTES = 16 << 20
@@ -125,7 +125,7 @@ def load_yaml_config(path, text):
     try:
         value = yaml.load(text, Loader=_loader(path))
     except yaml.YAMLError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error)
         raise NotAModelFile(
             f"The YAML config cannot be parsed. Expected the YAML of model.to_yaml(). Received: filepath={path} "
             f"({first}). Pass the config as the writer saved it, or its JSON."

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mgpu_io.anykeras.wrapper import is_model
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.keras._compat import import_keras
-from mgpu_io.keras.wrapper import is_model
 
 
 @dataclass

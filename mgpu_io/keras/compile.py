@@ -30,6 +30,7 @@ absence would change what ``fit`` minimises): never a model that fails later in 
 
 import copy
 
+from mgpu_io.errors import first_line
 from mgpu_io.keras._compat import compile_args_from_training_config, import_keras
 
 #: Metric names of Keras 1/2 that Keras 3 lacks, and the Keras 3 loss function that computes the same values.
@@ -256,7 +257,7 @@ def _metric(keras, entry, output_tensor, loss, output, custom_objects, rule="los
         try:
             metric = keras.metrics.deserialize({"class_name": entry["class_name"], "config": config})
         except Exception as error:  # Keras raises many kinds for a config it cannot read
-            raise Unresolved(f"{_name(entry)} ({_first_line(error)})") from None
+            raise Unresolved(f"{_name(entry)} ({first_line(error)})") from None
         if not isinstance(metric, keras.metrics.Metric):  # Keras gives back the name of a class it does not know
             raise Unresolved(
                 f"{_name(entry)} (Could not locate class {entry['class_name']!r}: pass it in custom_objects=)"
@@ -271,7 +272,7 @@ def _custom_metric(keras, value, name):
         try:
             return value(name=name)
         except TypeError as error:
-            raise Unresolved(f"{name} (custom_objects[{name!r}] takes no name: {_first_line(error)})") from None
+            raise Unresolved(f"{name} (custom_objects[{name!r}] takes no name: {first_line(error)})") from None
     if isinstance(value, keras.metrics.Metric):
         return value
     if callable(value):
@@ -318,7 +319,7 @@ def _named(keras, function, name):
         try:
             fn = keras.losses.get(canonical)
         except (ValueError, TypeError):
-            raise Unresolved(f"{name} ({_first_line(error)})") from None
+            raise Unresolved(f"{name} ({first_line(error)})") from None
         if isinstance(fn, keras.losses.Loss):
             fn = fn.call
         return keras.metrics.MeanMetricWrapper(fn, name=name)
@@ -338,7 +339,7 @@ def _loss(keras, entry, custom_objects):
         try:
             keras.losses.get(canonical)
         except (ValueError, TypeError) as error:
-            raise Unresolved(_first_line(error)) from None  # Keras' text names the loss
+            raise Unresolved(first_line(error)) from None  # Keras' text names the loss
         return canonical
     if isinstance(entry, dict) and "class_name" in entry:
         config = copy.deepcopy(entry.get("config") or {})
@@ -354,7 +355,7 @@ def _loss(keras, entry, custom_objects):
         try:
             return keras.losses.deserialize({"class_name": entry["class_name"], "config": config})
         except Exception as error:  # Keras raises many kinds for a config it cannot read
-            raise Unresolved(f"loss {_name(entry)} ({_first_line(error)})") from None
+            raise Unresolved(f"loss {_name(entry)} ({first_line(error)})") from None
     raise Unresolved(f"loss {entry!r} (not a loss's name or config)")
 
 
@@ -363,8 +364,3 @@ def _unprefixed(name, output):
     if output and name.startswith(output + "_") and len(name) > len(output) + 1:
         return name[len(output) + 1 :]
     return name
-
-
-def _first_line(error):
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -17,12 +17,21 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from mgpu_io.errors import InvalidArgument, KerasRefused, MgpuIOError, MgpuIOWarning, WeightsMismatch
+from mgpu_io.anykeras.wrapper import all_layers, non_finite_weights
+from mgpu_io.errors import (
+    InvalidArgument,
+    KerasRefused,
+    MgpuIOError,
+    MgpuIOWarning,
+    Param,
+    WeightsMismatch,
+    first_line,
+)
 from mgpu_io.format import door
 from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
-from mgpu_io.format.plan import planned
+from mgpu_io.format.plan import plan_only, planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, open_stored, reading
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
@@ -33,8 +42,7 @@ from mgpu_io.keras._compat import (
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects
-from mgpu_io.keras.wrapper import all_layers, non_finite_weights
-from mgpu_io.tf import SAVEDMODEL, TF_CHECKPOINT, detect, legacy_copy
+from mgpu_io.tf import read_converted
 
 
 def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True, lambdas=None):
@@ -74,34 +82,32 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """
     keras = import_keras()
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
-    described = door.describe(path)  # what the input is, decided once (format/door.py)
+    # What the input is, decided once (format/door.py); a legacy file is planned in the same child that looked at it.
+    described, outcome = door.describe_then(path, lambda d: _plan_in_child(path, weights, d))
     if described.kind in (door.KERAS3_WEIGHTS, door.FOLDER):
         raise door.refusal(
             described, "load_model", "a model file (legacy .h5, .keras, SavedModel, or a config with weights=)"
         )
-    kind = {door.SAVEDMODEL: SAVEDMODEL, door.TF_CHECKPOINT: TF_CHECKPOINT}.get(described.kind)
-    if kind == TF_CHECKPOINT:
+    if described.kind == door.TF_CHECKPOINT:
         raise InvalidArgument(
             f"A TF checkpoint holds weights only, no architecture to build a model from. Expected a full model "
             f"(.h5 or SavedModel folder), or a JSON config with weights=. Received: filepath={path}. Pass the "
             f"architecture: load_model('model.json', weights='{path.name}')."
         )
-    if kind is not None or (weights is not None and detect(weights) is not None):
-        with (
-            legacy_copy(path) as (readable, _),
-            legacy_copy(weights, config=path) if weights is not None else contextlib.nullcontext((None, None)) as (
-                readable_weights,
-                _,
-            ),
-        ):
-            return load_model(
+    weights_described = door.glance(weights) if weights is not None else None  # first bytes only: no probe
+    if described.kind == door.SAVEDMODEL or getattr(weights_described, "kind", None) in door.TENSORFLOW_KINDS:
+        return read_converted(
+            lambda readable, readable_weights: load_model(
                 readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
-            )
+            ),
+            (described, None),
+            (weights_described, path),
+        )
     if described.kind == door.KERAS_ARCHIVE:  # Keras 3's own .keras format needs no repair
         model = _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas)
         _warn_non_finite(model, path)
         return model
-    with _planned(path, weights) as plan:
+    with _planned(path, weights, checked=outcome is not None and outcome[0]) as plan:
         model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
     _warn_non_finite(model, path)
     _warn_channels_first_on_cpu(model, keras)
@@ -120,19 +126,29 @@ def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
     except MgpuIOError:  # a refusal of ours from inside Keras' load (a ValueError too): already one clear line
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise KerasRefused(
+        first = first_line(error)
+        raise KerasRefused(  # Keras' own first line ends its sentence: the message is not rendered from fields
             f"Keras 3 cannot load the .keras file: {first} Expected a .keras file whose layers Keras 3 builds. "
             f"Received: filepath={path} ({type(error).__name__}). Pass your own layers and functions in "
             f"custom_objects= (and Lambda functions in lambdas=); `mgpu-io inspect` lists its Lambda layers."
         ) from None
 
 
+def _plan_in_child(path, weights, description):
+    """In the door's child: plan a legacy file that :func:`load_model` will plan (whether it did: the parent then
+    plans without a probe of its own)."""
+    if weights is not None or description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
+        return False
+    plan_only(path, allow_plain=True)
+    return True
+
+
 @contextlib.contextmanager
-def _planned(path, weights):
-    """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``), refusing what cannot load."""
+def _planned(path, weights, checked=False):
+    """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``), refusing what cannot load;
+    ``checked``: planned in a probe's child already."""
     if weights is not None:
-        if h5py.is_hdf5(path):
+        if door.sniff(path) == door.HDF5:
             raise InvalidArgument(
                 f"weights= goes with a JSON config. Expected a JSON config as the first argument. Received: "
                 f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."
@@ -148,7 +164,7 @@ def _planned(path, weights):
         with planned(weights, config=path, allow_plain=True) as plan:
             yield plan
         return
-    with planned(path, allow_plain=True) as plan:
+    with planned(path, allow_plain=True, checked=checked) as plan:
         if plan.file_type == WEIGHTS:
             raise InvalidArgument(
                 f"A weights-only file holds no architecture to build a model from. Expected a full model file, or "
@@ -189,15 +205,17 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
         raise
     except BUILD_ERRORS as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error)
         unknown = _UNKNOWN_CLASS.search(str(error))
         if unknown:
             name = unknown.group(1) or unknown.group(2)
             raise KerasRefused(
-                f"Keras 3 cannot build the repaired template: it has no class {name!r}, a custom layer or object of "
-                f"the code that wrote the file. Expected every class of the template to be Keras' own or given. "
-                f"Received: filepath={plan.stored.path} (class_name={name!r}). Pass the class: "
-                f"custom_objects={{{name!r}: {name}}}."
+                problem=f"Keras 3 cannot build the repaired template: it has no class {name!r}, a custom layer or "
+                f"object of the code that wrote the file",
+                parameter="custom_objects",
+                expected="every class of the template to be Keras' own or given",
+                received=f"filepath={plan.stored.path} (class_name={name!r})",
+                fix=("Pass the class: ", Param("custom_objects", [name], text=f"custom_objects={{{name!r}: {name}}}")),
             ) from None
         raise KerasRefused(
             f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
@@ -214,7 +232,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     try:
         deferred.finish()
     except (ValueError, TypeError) as error:  # Keras refuses a stored value (a dtype it has no type for)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error)
         raise WeightsMismatch(
             f"Keras 3 refuses a stored weight: {first}. Expected weights of the dtypes Keras writes (float16, "
             f"float32, float64). Received: filepath={plan.stored.path}. The file is damaged; inspect it with "
@@ -361,7 +379,7 @@ _COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
 
 
 def _uncompiled(error):
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    first = first_line(error)
     warnings.warn(
         f"The model is loaded uncompiled: Keras 3 cannot rebuild its saved loss or metrics ({first}). Compile it "
         f"yourself (model.compile(...)), passing your own functions; the weights are loaded.",

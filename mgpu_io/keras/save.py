@@ -2,27 +2,19 @@
 
 from pathlib import Path
 
+from mgpu_io.format.options import KERAS_FORMAT, UnwrapOptions
 from mgpu_io.format.plan import check_output, planned
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.load import build
 
 
-def unwrap_to_keras(
-    source,
-    output,
-    *,
-    config=None,
-    include_optimizer=True,
-    allow_plain=False,
-    overwrite=False,
-    safe_mode=True,
-    lambdas=None,
-    custom_objects=None,
-):
+def unwrap_to_keras(source, output, options=None, *, checked=False, **fields):
     """Write the innermost template of ``source`` as a Keras 3 ``.keras`` file (with its training setup).
 
-    The file is planned once (as :func:`mgpu_io.unwrap` plans a legacy output), built in Keras 3 and saved; the
-    options are :func:`mgpu_io.unwrap`'s, which checks them and calls this for an output ending in ``.keras``.
+    The file is planned once (as :func:`mgpu_io.unwrap` plans a legacy output), built in Keras 3 and saved;
+    ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and
+    checked (or one built here from ``fields``, its arguments), and it calls this for an output ending in
+    ``.keras``. ``checked``: the file was planned in a probe's child already (after the door's look).
     Each Lambda function is saved by its reference name (never as bytecode), so the ``.keras`` file loads in safe
     mode with ``custom_objects={layer name: function}`` (Keras' own functions: after ``import mgpu_io.keras.known``).
 
@@ -36,16 +28,23 @@ def unwrap_to_keras(
         True
     """
     source, output = Path(source), Path(output)
-    check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
+    options = options if options is not None else UnwrapOptions(output_format=KERAS_FORMAT, **fields)
+    config = options.config
+    check_output(source, output, options.overwrite, inputs=(config,) if config is not None else ())
     with planned(
-        source, output=output, config=config, include_optimizer=include_optimizer, allow_plain=allow_plain
+        source,
+        output=output,
+        config=config,
+        include_optimizer=options.include_optimizer,
+        allow_plain=options.allow_plain,
+        checked=checked,
     ) as plan:
         model = build(
             plan,
-            include_optimizer=include_optimizer,
-            safe_mode=safe_mode,
-            lambdas=lambdas,
-            custom_objects=custom_objects,
+            include_optimizer=options.include_optimizer,
+            safe_mode=options.safe_mode,
+            lambdas=options.lambdas,
+            custom_objects=options.custom_objects,
         )
         report = plan.report
     with atomic_path(output, suffix=".keras") as temporary:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mgpu_io.anykeras.wrapper import find_template, legacy_weights
 from mgpu_io.errors import InvalidArgument, WeightsMismatch
 from mgpu_io.format import conversions, door
 from mgpu_io.format.conversions.keras1 import is_keras1
@@ -22,8 +23,7 @@ from mgpu_io.format.read import CONFIG, file_of, open_stored, reading
 from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.lambdas import import_function
-from mgpu_io.keras.wrapper import find_template, legacy_weights
-from mgpu_io.tf import TF_CHECKPOINT, checkpoint_copy_for, detect, legacy_copy
+from mgpu_io.tf import read_converted
 
 
 @dataclass
@@ -48,6 +48,10 @@ class TransferReport:
 
     def to_dict(self):
         return dict(asdict(self), ok=self.ok)
+
+    def converted_from(self, source, note):
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        self.source = source
 
     def __str__(self):
         """Every weighted layer, matched or not, as ``mgpu-io transfer`` prints it."""
@@ -121,26 +125,28 @@ def transfer_weights(source, model, *, strict=True, config=None):
         (True, 2, ['d1', 'out'])
     """
     source = file_of(source, "source")  # an open h5py.File, as Keras takes one
-    if isinstance(source, (str, Path)):
-        described = door.describe(source)  # what the input is, decided once (format/door.py)
-        if described.kind in (door.KERAS_ARCHIVE, door.KERAS3_WEIGHTS, door.FOLDER):
-            raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
-    if isinstance(source, (str, Path)) and detect(source) == TF_CHECKPOINT and config is None:
-        # no config: the freshly built model is the architecture; its weighted layers find the checkpoint's model
-        targets = [(type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers]
-        with checkpoint_copy_for(source, [target for target in targets if target[1]]) as (readable, _):
-            report = transfer_weights(readable, model, strict=strict)
-        report.source = str(source)
-        return report
-    if isinstance(source, (str, Path)) and detect(source) is not None:
-        with legacy_copy(source, config=config) as (readable, _):
-            report = transfer_weights(readable, model, strict=strict)
-        report.source = str(source)
-        return report
     targets = [layer for layer in model.layers if legacy_weights(layer)]
+    checked = False
+    if isinstance(source, (str, Path)):
+        # What the input is, decided once (format/door.py); a legacy file's layers are read in the same child.
+        described, outcome = door.describe_then(source, lambda d: _layers_in_child(source, targets, d))
+        checked = outcome is not None and outcome[0]
+        if described.kind in (*door.KERAS3_KINDS, door.FOLDER):
+            raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
+        if described.kind in door.TENSORFLOW_KINDS:
+            # A checkpoint without config: the freshly built model is the architecture; its weighted layers find
+            # the checkpoint's model.
+            weighted = [
+                (type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers
+            ]
+            return read_converted(
+                lambda readable: transfer_weights(readable, model, strict=strict),
+                (described, config, [target for target in weighted if target[1]]),
+            )
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
-        probed(source, lambda: _layers_only(source, targets))  # libhdf5 hangs and crashes become errors
+        if not checked:
+            probed(source, lambda: _layers_only(source, targets))  # libhdf5 hangs and crashes become errors
         with open_stored(source) as stored, reading(stored.path, "reading the weights"):
             return _transfer(_file_layers(stored, targets), stored, str(source), model, targets, keras3, strict)
     template = find_template(source)
@@ -261,6 +267,15 @@ def _strict_message(report):
         + (f" ({len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else "")
         + ". Check the model code (layer sizes, order), or pass strict=False to load the layers that match."
     )
+
+
+def _layers_in_child(source, targets, description):
+    """In the door's child: read the layers of a legacy file that :func:`transfer_weights` will read (whether it
+    did: the parent then reads them without a probe of its own)."""
+    if description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
+        return False
+    _layers_only(source, targets)
+    return True
 
 
 def _layers_only(source, targets):

@@ -12,7 +12,7 @@ library only.
 
 Example:
     >>> detect("fixtures/tf2/tf22_functional_bn_x2_savedmodel"), detect("fixtures/tf2/tf22_functional_bn_x2_ckpt")
-    ('savedmodel', 'tf_checkpoint')
+    ('savedmodel', 'tf-checkpoint')
     >>> detect("fixtures/tf2/tf22_functional_bn_x2_full.h5") is None
     True
 """
@@ -22,28 +22,32 @@ import shutil
 import tempfile
 from pathlib import Path
 
-SAVEDMODEL, TF_CHECKPOINT = "savedmodel", "tf_checkpoint"
+from mgpu_io.format.kinds import SAVEDMODEL, TENSORFLOW_KINDS, TF_CHECKPOINT  # the one vocabulary (no h5py)
+
 #: Most bytes of an ``.index`` file searched for the object graph's key (index files of huge models are a few MB).
 _INDEX_SCAN_BYTES = 64 << 20
 
-__all__ = ["SAVEDMODEL", "TF_CHECKPOINT", "detect", "legacy_copy", "to_legacy_h5"]
+__all__ = ["SAVEDMODEL", "TF_CHECKPOINT", "detect", "read_converted", "to_legacy_h5"]
 
 
 def detect(path):
     """Say whether ``path`` is a SavedModel folder or a TF-format (object-based) checkpoint, without TensorFlow.
+
+    Only the door (:func:`mgpu_io.format.door.describe` and :func:`~mgpu_io.format.door.sniff`) asks this: every
+    entry point asks the door.
 
     Args:
         path: a folder, a checkpoint's ``.index`` or ``.data-NNNNN-of-NNNNN`` file, or a checkpoint prefix (``x``
             with ``x.index`` beside it), or anything else.
 
     Returns:
-        ``"savedmodel"`` for a folder holding ``saved_model.pb``; ``"tf_checkpoint"`` for a checkpoint whose index is
+        ``"savedmodel"`` for a folder holding ``saved_model.pb``; ``"tf-checkpoint"`` for a checkpoint whose index is
         a TF table that holds an object graph (what tf.keras 2.x ``save_weights`` writes); ``None`` for anything
         else (HDF5 and JSON files, name-based TF 1 checkpoints, damaged indexes, missing paths).
 
     Example:
         >>> detect("fixtures/tf2/tf20_nested_depth2_ckpt.index"), detect("fixtures/tf2") is None
-        ('tf_checkpoint', True)
+        ('tf-checkpoint', True)
     """
     path = Path(path)
     try:
@@ -115,15 +119,18 @@ def to_legacy_h5(path, output, *, config=None):
         >>> report.depth, report.replicas, report.template
         (1, 2, 'template')
     """
-    from mgpu_io.errors import InvalidArgument, NotAModelFile
+    from mgpu_io.errors import InvalidArgument, NotAModelFile, Param
     from mgpu_io.tf import checkpoint, savedmodel
 
     path = Path(path)
     if path.is_dir():
         if config is not None:
             raise InvalidArgument(
-                f"config= does not apply to a SavedModel: the folder holds its own model config. Expected "
-                f"config=None. Received: filepath={path}, config={config}. Leave out config=."
+                problem=(Param("config"), " does not apply to a SavedModel: the folder holds its own model config"),
+                parameter="config",
+                expected=Param("config", None),
+                received=(f"filepath={path}, ", Param("config", config, text=f"config={config}")),
+                fix=("Leave out ", Param("config")),
             )
         return savedmodel.to_legacy_h5(path, output)
     prefix = checkpoint.checkpoint_prefix(path)
@@ -139,23 +146,46 @@ def to_legacy_h5(path, output, *, config=None):
     )
 
 
-@contextlib.contextmanager
-def legacy_copy(path, config=None):
-    """Yield ``(path to read, what was converted)``: ``path`` itself when it is no TensorFlow format, else a private
-    temporary legacy ``.h5`` of it (see :func:`to_legacy_h5`), removed afterwards.
+def read_converted(call, *inputs):
+    """Call ``call`` with a path to read for each of ``inputs``: the one place where a TensorFlow input is converted
+    and then read like every other file. This is how ``inspect``, ``unwrap``, ``load_model`` and
+    ``transfer_weights`` accept SavedModels and TF checkpoints.
 
-    This is how ``inspect``, ``unwrap``, ``load_model`` and ``transfer_weights`` accept SavedModels and TF
-    checkpoints: converted once, then read like every other wrapper file.
+    Each input is ``(description, config)`` or ``(description, config, targets)``: a
+    :class:`~mgpu_io.format.door.Description` (or ``None``, passed on as ``None``), the ``config`` for
+    :func:`to_legacy_h5` (the architecture saved beside a checkpoint), and for a checkpoint without one the weighted layers of a freshly built model (see
+    :func:`checkpoint_copy_for`). A TensorFlow kind is read through a private temporary legacy ``.h5`` of it (see
+    :func:`to_legacy_h5`), removed afterwards; any other kind is passed on as its own path. A result with a
+    ``converted_from(source, note)`` method (the reports) is told what was converted.
 
     Example:
-        >>> with legacy_copy("fixtures/files/k224_functional_bn_x2_full.h5") as (readable, converted):
-        ...     readable.name, converted
-        ('k224_functional_bn_x2_full.h5', None)
+        >>> from mgpu_io.format.door import describe
+        >>> read_converted(lambda readable: readable.name, (describe("fixtures/files/k224_functional_bn_x2_full.h5"), None))
+        'k224_functional_bn_x2_full.h5'
     """
-    path = Path(path)
-    if detect(path) is None:
-        yield path, None
-        return
+    with contextlib.ExitStack() as stack:
+        readable, notes = [], []
+        for description, config, *targets in inputs:
+            if description is None or description.kind not in TENSORFLOW_KINDS:
+                readable.append(None if description is None else Path(description.path))
+                continue
+            path = Path(description.path)
+            if targets and targets[0] is not None and description.kind == TF_CHECKPOINT and config is None:
+                copy = checkpoint_copy_for(path, targets[0])
+            else:
+                copy = _legacy_copy(path, config)
+            output, converted = stack.enter_context(copy)
+            readable.append(output)
+            notes.append(converted_note(converted))
+        result = call(*readable)
+    if notes and hasattr(result, "converted_from"):
+        result.converted_from(str(inputs[0][0].path), "; ".join(notes))
+    return result
+
+
+@contextlib.contextmanager
+def _legacy_copy(path, config=None):
+    """Yield ``(path of a private temporary legacy .h5 of path, what was converted)``; removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix="mgpu-io-tf-"))
     try:
         output = folder / (path.name.replace(".index", "") + ".h5")

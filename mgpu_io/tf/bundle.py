@@ -23,6 +23,7 @@ from mgpu_io.errors import (
     NotAModelFile,
     UnsupportedModel,
     WeightsMismatch,
+    first_line,
 )
 
 #: The key of the serialised object graph in every object-based checkpoint.
@@ -115,13 +116,8 @@ def guarded(path, what):
     except Exception as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read. Expected a file as TensorFlow writes it. Received: "
-            f"filepath={path} ({type(error).__name__}: {first_line(error)}). Restore it from its source."
+            f"filepath={path} ({type(error).__name__}: {first_line(error, 300)}). Restore it from its source."
         ) from None
-
-
-def first_line(error):
-    text = str(error).strip()
-    return text.splitlines()[0][:300] if text else type(error).__name__
 
 
 # --- the object graph, as plain data -----------------------------------------------------------------------------
@@ -244,7 +240,7 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
     except reader_errors(tf) as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read. Expected a TensorFlow checkpoint (an .index table and its "
-            f".data files). Received: filepath={path} ({first_line(error)}). Restore it from its source."
+            f".data files). Received: filepath={path} ({first_line(error, 300)}). Restore it from its source."
         ) from None
     if OBJECT_GRAPH_KEY not in shapes:
         raise UnsupportedModel(
@@ -262,7 +258,7 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
     except reader_errors(tf) as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read: its object graph cannot be loaded. Expected the .data "
-            f"files that belong to the index. Received: filepath={path} ({first_line(error)}). Copy the whole "
+            f"files that belong to the index. Received: filepath={path} ({first_line(error, 300)}). Copy the whole "
             f"checkpoint again from its source."
         ) from None
     raw = raw.item() if hasattr(raw, "item") else raw
@@ -277,7 +273,7 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
     except Exception as error:
         raise NotAModelFile(
             f"The {what}'s object graph is damaged and cannot be parsed. Expected a TrackableObjectGraph, as "
-            f"TensorFlow writes it. Received: filepath={path} ({first_line(error)}). Restore it from its source."
+            f"TensorFlow writes it. Received: filepath={path} ({first_line(error, 300)}). Restore it from its source."
         ) from None
     if not proto.nodes:
         raise NotAModelFile(
@@ -316,7 +312,7 @@ def open_reader(tf, prefix, path, what="TF checkpoint"):
     except reader_errors(tf) as error:
         raise NotAModelFile(
             f"The {what} is damaged and cannot be read. Expected a TensorFlow checkpoint (an .index table and its "
-            f".data files). Received: filepath={path} ({first_line(error)}). Restore it from its source."
+            f".data files). Received: filepath={path} ({first_line(error, 300)}). Restore it from its source."
         ) from None
 
 

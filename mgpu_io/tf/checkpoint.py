@@ -35,9 +35,11 @@ from pathlib import Path
 from mgpu_io.errors import (
     InvalidArgument,
     NotAModelFile,
+    Param,
     UnsupportedModel,
     WeightsMismatch,
 )
+from mgpu_io.format.kinds import TF_CHECKPOINT
 from mgpu_io.tf.bundle import checkpoint_prefix, guarded, import_tensorflow, probed_tf, read_graph, weight_of
 from mgpu_io.tf.legacy import Plan, Weight, ascii_attr, check_output, provenance, unique_names, write_plan
 
@@ -62,7 +64,7 @@ def to_legacy_h5(path, output, *, config=None):
             ``.h5`` of the same model. Required: the checkpoint itself records no layer names.
 
     Returns:
-        A dict: ``kind`` (``"tf_checkpoint"``), ``output``, ``output_type`` (``"weights"``),
+        A dict: ``kind`` (``"tf-checkpoint"``), ``output``, ``output_type`` (``"weights"``),
         ``tensorflow_version`` (``None``: a checkpoint does not record it), ``keras_version`` and ``backend`` (from
         ``config``, or ``None``), ``layers`` (the ``layer_names`` written), ``weights`` (datasets written),
         ``optimizer_found``, ``optimizer`` (always ``False``: a weights-only file has no place for it) and
@@ -88,9 +90,14 @@ def to_legacy_h5(path, output, *, config=None):
         raise _config_needed(path, prefix)
     if not Path(config).is_file():
         raise InvalidArgument(
-            f"config= names no file. Expected the JSON config (model.to_json()) or full-model .h5 saved beside the "
-            f"checkpoint. Received: config={config} ({'a folder' if Path(config).is_dir() else 'nothing'} is "
-            f"there). Check the path."
+            problem=(Param("config"), " names no file"),
+            parameter="config",
+            expected="the JSON config (model.to_json()) or full-model .h5 saved beside the checkpoint",
+            received=(
+                Param("config", config, text=f"config={config}"),
+                f" ({'a folder' if Path(config).is_dir() else 'nothing'} is there)",
+            ),
+            fix="Check the path",
         )
     tf = import_tensorflow("Reading a TF checkpoint")
     check_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
@@ -111,10 +118,15 @@ def _config_needed(path, prefix):
     beside = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
     hint = f" (beside it: {', '.join(beside)})" if 0 < len(beside) <= 3 else ""
     return InvalidArgument(
-        f"A TF checkpoint records no layer names (only its variables' own names, such as 'd1/kernel'), so its "
-        f"weights cannot be laid out as a Keras file without the model's architecture. Expected config= the JSON "
-        f"saved beside it (model.to_json()) or a full-model .h5 of the same model. Received: filepath={path}, "
-        f"config=None. Pass the architecture: config='model.json'{hint}."
+        problem="A TF checkpoint records no layer names (only its variables' own names, such as 'd1/kernel'), so "
+        "its weights cannot be laid out as a Keras file without the model's architecture",
+        parameter="config",
+        expected=(
+            Param("config"),
+            " the JSON saved beside it (model.to_json()) or a full-model .h5 of the same model",
+        ),
+        received=(f"filepath={path}, ", Param("config", None)),
+        fix=("Pass the architecture: ", Param("config", "model.json"), hint),
     )
 
 
@@ -125,9 +137,14 @@ def _read_config(config):
     with open_stored(config) as stored:
         if stored.file_type == WEIGHTS:
             raise InvalidArgument(
-                f"config= must describe the architecture. Expected the JSON config (model.to_json()) or a full-model "
-                f".h5. Received: config={config} (a weights-only file, which holds no architecture). Pass the JSON "
-                f"saved beside the checkpoint."
+                problem=(Param("config"), " must describe the architecture"),
+                parameter="config",
+                expected="the JSON config (model.to_json()) or a full-model .h5",
+                received=(
+                    Param("config", config, text=f"config={config}"),
+                    " (a weights-only file, which holds no architecture)",
+                ),
+                fix="Pass the JSON saved beside the checkpoint",
             )
         return {"model_config": stored.model_config, "keras_version": stored.keras_version, "backend": stored.backend}
 
@@ -174,7 +191,7 @@ def _plan(graph, stored, path):
     versions = {"keras_version": ascii_attr(stored["keras_version"]), "backend": ascii_attr(stored["backend"])}
     names = [name for name, _ in layers]
     summary = {
-        "kind": "tf_checkpoint",
+        "kind": TF_CHECKPOINT,
         "input": str(path),
         "output_type": "weights",
         "tensorflow_version": None,
@@ -187,7 +204,7 @@ def _plan(graph, stored, path):
         "optimizer": False,
         "notes": notes,
     }
-    root_attrs = dict(versions, mgpu_io=provenance("tf_checkpoint", None))
+    root_attrs = dict(versions, mgpu_io=provenance(TF_CHECKPOINT, None))
     return Plan(
         prefix=graph.prefix, full_model=False, layers=layers, root_attrs=root_attrs, weights_attrs={}, summary=summary
     )
@@ -458,11 +475,16 @@ def _plan_for(graph, targets, path):
         candidates.append(((matched, order), where, mismatches))  # the most layers that fit, then the innermost
     closest = max(candidates)[1:] if candidates else ("root", ["no model in the object graph"])
     raise WeightsMismatch(
-        f"The TF checkpoint holds no model with the weights of the freshly built model. Expected a model (the "
-        f"checkpoint's own, or one inside it such as a wrapper's template) whose layers with weights hold, in "
-        f"order, weights of the shapes {[shapes for _, shapes in targets][:6]}. Received: the closest, "
-        f"{closest[0]}, has {'; '.join(closest[1][:3])} in filepath={path}. Build the template the checkpoint "
-        f"was saved from, or pass config= the JSON saved beside it."
+        problem="The TF checkpoint holds no model with the weights of the freshly built model",
+        parameter="source",
+        expected=f"a model (the checkpoint's own, or one inside it such as a wrapper's template) whose layers with "
+        f"weights hold, in order, weights of the shapes {[shapes for _, shapes in targets][:6]}",
+        received=f"the closest, {closest[0]}, has {'; '.join(closest[1][:3])} in filepath={path}",
+        fix=(
+            "Build the template the checkpoint was saved from, or pass ",
+            Param("config"),
+            " the JSON saved beside it",
+        ),
     )
 
 
@@ -493,7 +515,7 @@ def _layers_plan(graph, layers, where, path):
             f"{', ...' if len(others) > 5 else ''}"
         )
     summary = {
-        "kind": "tf_checkpoint",
+        "kind": TF_CHECKPOINT,
         "input": str(path),
         "output_type": "weights",
         "tensorflow_version": None,
@@ -506,7 +528,7 @@ def _layers_plan(graph, layers, where, path):
         "optimizer": False,
         "notes": notes,
     }
-    root_attrs = {"keras_version": None, "backend": None, "mgpu_io": provenance("tf_checkpoint", None)}
+    root_attrs = {"keras_version": None, "backend": None, "mgpu_io": provenance(TF_CHECKPOINT, None)}
     return Plan(
         prefix=graph.prefix, full_model=False, layers=planned, root_attrs=root_attrs, weights_attrs={}, summary=summary
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Optional
 
 from mgpu_io._version import __version__
-from mgpu_io.errors import NotAModelFile, OutputError, UnsupportedModel
-from mgpu_io.tf.bundle import first_line, open_reader, reader_errors
+from mgpu_io.errors import NotAModelFile, OutputError, UnsupportedModel, first_line
+from mgpu_io.tf.bundle import open_reader, reader_errors
 
 
 @dataclass
@@ -91,7 +91,7 @@ def write_plan(tf, plan, output, path, what="TF checkpoint"):
         except reader_errors(tf) as error:
             raise NotAModelFile(
                 f"The {what} is damaged: the value of {weight.name!r} cannot be read. Expected the .data files that "
-                f"belong to the index, intact. Received: filepath={path} ({first_line(error)}). Copy the whole "
+                f"belong to the index, intact. Received: filepath={path} ({first_line(error, 300)}). Copy the whole "
                 f"checkpoint again from its source."
             ) from None
         if array.shape != tuple(weight.shape) or array.dtype.name != weight.dtype:

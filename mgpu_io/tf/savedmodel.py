@@ -35,6 +35,7 @@ import json
 from pathlib import Path
 
 from mgpu_io.errors import NotAModelFile, UnsupportedModel, WeightsMismatch
+from mgpu_io.format.kinds import SAVEDMODEL
 from mgpu_io.tf.bundle import (
     COUNTER_DTYPES,
     FLOAT_DTYPES,
@@ -437,11 +438,11 @@ def _plan(tf, folder):
         "backend": backend,
         "model_config": json.dumps(model_config).encode("utf8"),
         "training_config": json.dumps(training).encode("utf8") if training is not None else None,
-        "mgpu_io": provenance("savedmodel", tensorflow_version),
+        "mgpu_io": provenance(SAVEDMODEL, tensorflow_version),
     }
     config = training.get("optimizer_config") if training else None
     summary = {
-        "kind": "savedmodel",
+        "kind": SAVEDMODEL,
         "input": str(folder),
         "output_type": "model",
         "tensorflow_version": tensorflow_version,

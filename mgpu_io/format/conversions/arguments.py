@@ -7,7 +7,7 @@ refused by name (:class:`~mgpu_io.errors.UnsupportedModel`), never dropped.
 
 import numpy as np
 
-from mgpu_io.errors import UnsupportedModel
+from mgpu_io.errors import Param, UnsupportedModel
 from mgpu_io.format.config import layer_name, walk_layers
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
 
@@ -30,9 +30,15 @@ SPATIAL_DROPOUT = ("SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D")
 
 def _refuse(layer, argument, value, why):
     raise UnsupportedModel(
-        f"Layer {layer_name(layer)!r} ({layer['class_name']}) has {argument}={value!r}, which Keras 3 cannot "
-        f"express ({why}). Expected the value Keras 3 keeps. Received: {argument}={value!r}. Rebuild the layer in "
-        f"code and load the weights with mgpu_io.transfer_weights, or pass keep_config=True for tf_keras."
+        problem=f"Layer {layer_name(layer)!r} ({layer['class_name']}) has {argument}={value!r}, which Keras 3 cannot "
+        f"express ({why})",
+        expected="the value Keras 3 keeps",
+        received=f"{argument}={value!r}",
+        fix=(
+            "Rebuild the layer in code and load the weights with mgpu_io.transfer_weights, or pass ",
+            Param("keep_config", True),
+            " for tf_keras",
+        ),
     )
 
 
@@ -43,89 +49,156 @@ def _positive(value):
 def _rewrite_config(config, context):
     changes = []
     for layer in walk_layers(config, wrapped=True):
-        settings = layer.get("config") if isinstance(layer, dict) else None
-        if not isinstance(settings, dict):
+        if not (isinstance(layer, dict) and isinstance(layer.get("config"), dict)):
             continue
-        cls = layer.get("class_name")
-        if cls in RNN_CLASSES and "time_major" in settings:
-            if settings["time_major"]:
-                _refuse(layer, "time_major", settings["time_major"], "Keras 3's RNN layers take batch-major input")
-            del settings["time_major"]
-            changes.append("rnn-time-major")
-        if (
-            cls in ("LSTM", "GRU")
-            and settings.get("implementation") == 1
-            and _positive(settings.get("dropout"))
-            and not _positive(settings.get("recurrent_dropout"))
-        ):
-            settings["implementation"] = 2  # the same arithmetic; Keras 3's training step fails on 1 (see the rule)
-            changes.append("rnn-dropout-implementation")
-        if cls == "GRU" and "reset_after" not in settings and not context.keras1:
-            settings["reset_after"] = False  # Keras <= 2.1 had only this GRU; Keras 3's default is True
-            changes.append("gru-reset-before")
-        if cls in SPATIAL_DROPOUT and ("trainable" in settings or "noise_shape" in settings):
-            settings.pop("trainable", None)  # no weights to train
-            settings.pop("noise_shape", None)  # Keras 2's SpatialDropout ignored it (its own per-channel shape)
-            changes.append("spatial-dropout-arguments")
-        if cls in NO_GROUPS and "groups" in settings:
-            if settings["groups"] != 1:
-                _refuse(layer, "groups", settings["groups"], f"{cls} has no groups in Keras 3")
-            del settings["groups"]
-            changes.append("depthwise-groups")
-        if cls == "MultiHeadAttention" and any(key in settings for key in _MHA_BUILD_ARGUMENTS):
-            if settings.get("softmax_robust_masking"):
-                _refuse(layer, "softmax_robust_masking", True, "Keras 3's MultiHeadAttention masks one way only")
-            for key in _MHA_BUILD_ARGUMENTS:
-                settings.pop(key, None)  # the shapes it was built for: Keras 3 builds it when it is called
-            changes.append("multi-head-attention-shapes")
-        if cls == "UpSampling2D" and settings.get("interpolation") == "bilinear" and context.standalone_keras2:
-            raise UnsupportedModel(
-                f"Layer {layer_name(layer)!r} (UpSampling2D) resizes with TensorFlow 1's bilinear "
-                f"resize_images (no half-pixel centres), as standalone Keras {context.keras_version} did; Keras 3's "
-                f"bilinear UpSampling2D samples at half-pixel centres, so its predictions would differ. Expected "
-                f"interpolation='nearest', or a tf.keras file. Received: interpolation='bilinear'. Rebuild the "
-                f"layer in code (on TensorFlow: a Lambda calling tf.compat.v1.image.resize_bilinear with "
-                f"half_pixel_centers=False) and load the weights with mgpu_io.transfer_weights."
-            )
-        if cls == "ConvRNN2D":
-            _conv_lstm2d(layer, settings)
-            changes.append("conv-rnn2d-cell")
-            cls, settings = layer["class_name"], layer["config"]
-        if cls == "SyncBatchNormalization" and context.target == KERAS3:
-            layer["class_name"] = "BatchNormalization"
-            settings["synchronized"] = True  # across replicas when training; the same layer when predicting
-            changes.append("sync-batch-normalization")
-        if cls in LOCALLY_CONNECTED and context.target == KERAS3:
-            _locally_connected(layer, settings)
-            changes.append("locally-connected")
-        if cls in ATTENTION and "causal" in settings:
-            if settings["causal"]:
-                _refuse(
-                    layer,
-                    "causal",
-                    settings["causal"],
-                    "Keras 3 takes the causal mask as a call argument, use_causal_mask, which a config cannot hold",
-                )
-            del settings["causal"]
-            changes.append("attention-causal")
-        if cls == "ThresholdedReLU":
-            theta = settings.pop("theta", 1.0)
-            layer["class_name"] = "ReLU"
-            settings.update(threshold=theta, negative_slope=0.0, max_value=None)
-            changes.append("thresholded-relu")
-        for key, value in list(settings.items()):
-            if (
-                key.endswith("_regularizer")
-                and isinstance(value, dict)
-                and value.get("class_name") == "WeightRegularizer"
-            ):
-                inner = value.get("config") if isinstance(value.get("config"), dict) else {}
-                settings[key] = {
-                    "class_name": "L1L2",
-                    "config": {"l1": float(inner.get("l1", 0.0)), "l2": float(inner.get("l2", 0.0))},
-                }
-                changes.append("weight-regularizer")
+        for rewrite in _LAYER_REWRITES:  # each reads the layer as the ones before it left it
+            changes += rewrite(layer, layer["config"], layer.get("class_name"), context)
     return changes
+
+
+def _time_major(layer, settings, cls, context):
+    if not (cls in RNN_CLASSES and "time_major" in settings):
+        return []
+    if settings["time_major"]:
+        _refuse(layer, "time_major", settings["time_major"], "Keras 3's RNN layers take batch-major input")
+    del settings["time_major"]
+    return ["rnn-time-major"]
+
+
+def _dropout_implementation(layer, settings, cls, context):
+    if (
+        cls in ("LSTM", "GRU")
+        and settings.get("implementation") == 1
+        and _positive(settings.get("dropout"))
+        and not _positive(settings.get("recurrent_dropout"))
+    ):
+        settings["implementation"] = 2  # the same arithmetic; Keras 3's training step fails on 1 (see the rule)
+        return ["rnn-dropout-implementation"]
+    return []
+
+
+def _gru_reset_before(layer, settings, cls, context):
+    if cls == "GRU" and "reset_after" not in settings and not context.keras1:
+        settings["reset_after"] = False  # Keras <= 2.1 had only this GRU; Keras 3's default is True
+        return ["gru-reset-before"]
+    return []
+
+
+def _spatial_dropout(layer, settings, cls, context):
+    if cls in SPATIAL_DROPOUT and ("trainable" in settings or "noise_shape" in settings):
+        settings.pop("trainable", None)  # no weights to train
+        settings.pop("noise_shape", None)  # Keras 2's SpatialDropout ignored it (its own per-channel shape)
+        return ["spatial-dropout-arguments"]
+    return []
+
+
+def _depthwise_groups(layer, settings, cls, context):
+    if not (cls in NO_GROUPS and "groups" in settings):
+        return []
+    if settings["groups"] != 1:
+        _refuse(layer, "groups", settings["groups"], f"{cls} has no groups in Keras 3")
+    del settings["groups"]
+    return ["depthwise-groups"]
+
+
+def _attention_shapes(layer, settings, cls, context):
+    if not (cls == "MultiHeadAttention" and any(key in settings for key in _MHA_BUILD_ARGUMENTS)):
+        return []
+    if settings.get("softmax_robust_masking"):
+        _refuse(layer, "softmax_robust_masking", True, "Keras 3's MultiHeadAttention masks one way only")
+    for key in _MHA_BUILD_ARGUMENTS:
+        settings.pop(key, None)  # the shapes it was built for: Keras 3 builds it when it is called
+    return ["multi-head-attention-shapes"]
+
+
+def _bilinear_upsampling(layer, settings, cls, context):
+    if cls == "UpSampling2D" and settings.get("interpolation") == "bilinear" and context.standalone_keras2:
+        raise UnsupportedModel(
+            f"Layer {layer_name(layer)!r} (UpSampling2D) resizes with TensorFlow 1's bilinear "
+            f"resize_images (no half-pixel centres), as standalone Keras {context.keras_version} did; Keras 3's "
+            f"bilinear UpSampling2D samples at half-pixel centres, so its predictions would differ. Expected "
+            f"interpolation='nearest', or a tf.keras file. Received: interpolation='bilinear'. Rebuild the "
+            f"layer in code (on TensorFlow: a Lambda calling tf.compat.v1.image.resize_bilinear with "
+            f"half_pixel_centers=False) and load the weights with mgpu_io.transfer_weights."
+        )
+    return []
+
+
+def _conv_rnn2d(layer, settings, cls, context):
+    if cls != "ConvRNN2D":
+        return []
+    _conv_lstm2d(layer, settings)  # the rewrites after this one read the layer it became
+    return ["conv-rnn2d-cell"]
+
+
+def _sync_batch_normalization(layer, settings, cls, context):
+    if cls == "SyncBatchNormalization" and context.target == KERAS3:
+        layer["class_name"] = "BatchNormalization"
+        settings["synchronized"] = True  # across replicas when training; the same layer when predicting
+        return ["sync-batch-normalization"]
+    return []
+
+
+def _locally_connected_layer(layer, settings, cls, context):
+    if cls in LOCALLY_CONNECTED and context.target == KERAS3:
+        _locally_connected(layer, settings)
+        return ["locally-connected"]
+    return []
+
+
+def _attention_causal(layer, settings, cls, context):
+    if not (cls in ATTENTION and "causal" in settings):
+        return []
+    if settings["causal"]:
+        _refuse(
+            layer,
+            "causal",
+            settings["causal"],
+            "Keras 3 takes the causal mask as a call argument, use_causal_mask, which a config cannot hold",
+        )
+    del settings["causal"]
+    return ["attention-causal"]
+
+
+def _thresholded_relu(layer, settings, cls, context):
+    if cls != "ThresholdedReLU":
+        return []
+    theta = settings.pop("theta", 1.0)
+    layer["class_name"] = "ReLU"
+    settings.update(threshold=theta, negative_slope=0.0, max_value=None)
+    return ["thresholded-relu"]
+
+
+def _weight_regularizers(layer, settings, cls, context):
+    changes = []
+    for key, value in list(settings.items()):
+        if key.endswith("_regularizer") and isinstance(value, dict) and value.get("class_name") == "WeightRegularizer":
+            inner = value.get("config") if isinstance(value.get("config"), dict) else {}
+            settings[key] = {
+                "class_name": "L1L2",
+                "config": {"l1": float(inner.get("l1", 0.0)), "l2": float(inner.get("l2", 0.0))},
+            }
+            changes.append("weight-regularizer")
+    return changes
+
+
+#: The rewrites of one layer's arguments, in order: each ``(layer, its config, its class, context)`` -> the names of
+#: the changes it made.
+_LAYER_REWRITES = (
+    _time_major,
+    _dropout_implementation,
+    _gru_reset_before,
+    _spatial_dropout,
+    _depthwise_groups,
+    _attention_shapes,
+    _bilinear_upsampling,
+    _conv_rnn2d,
+    _sync_batch_normalization,
+    _locally_connected_layer,
+    _attention_causal,
+    _thresholded_relu,
+    _weight_regularizers,
+)
 
 
 def _locally_connected(layer, settings):
@@ -140,11 +213,19 @@ def _locally_connected(layer, settings):
         or settings.get("padding", "valid") != "valid"
     ):
         raise UnsupportedModel(
-            f"Layer {layer_name(layer)!r} is a {cls} with implementation={implementation!r}, "
+            problem=f"Layer {layer_name(layer)!r} is a {cls} with implementation={implementation!r}, "
             f"padding={settings.get('padding', 'valid')!r}: Keras 3 removed the class, and mgpu-io rebuilds only "
             f"its forms with padding='valid' and implementation=1 (or 2 and 3, channels_last), whose weight "
-            f"layouts it reads. Expected implementation=1. Received: implementation={implementation!r}. Rebuild the layer in code and load the "
-            f"weights with mgpu_io.transfer_weights, or pass keep_config=True and target='tf_keras' for tf_keras."
+            f"layouts it reads",
+            expected="implementation=1",
+            received=f"implementation={implementation!r}",
+            fix=(
+                "Rebuild the layer in code and load the weights with mgpu_io.transfer_weights, or pass ",
+                Param("keep_config", True),
+                " and ",
+                Param("target", "tf_keras"),
+                " for tf_keras",
+            ),
         )
     if cls == "LocallyConnected1D" and settings.get("data_format", "channels_last") != "channels_last":
         _refuse(layer, "data_format", settings["data_format"], "mgpu-io's LocallyConnected1D reads channels_last")

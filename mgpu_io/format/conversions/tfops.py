@@ -21,7 +21,7 @@ computation of each, keyed by the same names (a test checks that both list the s
 import base64
 from dataclasses import dataclass
 
-from mgpu_io.errors import UnsupportedModel
+from mgpu_io.errors import Param, UnsupportedModel
 from mgpu_io.format.config import layer_name, model_layers, walk_models
 from mgpu_io.format.conversions.base import KERAS3, Family, Rule
 
@@ -259,12 +259,19 @@ def input_roles(op, count):
     return [*inputs[:at], *[inputs[at][1:]] * (count - len(inputs) + 1), *inputs[at + 1 :]]
 
 
-def _refuse(layer, what, received, fix=""):
+def _refuse(layer, what, received):
     raise UnsupportedModel(
-        f"Layer {layer_name(layer)!r} is a {layer['class_name']}: {what}. Expected one of the TensorFlow ops that "
-        f"mgpu-io computes in Keras 3 ({', '.join(sorted(OPS))}). Received: {received}. Rebuild the template in "
-        f"code (Keras 3 ops for the TensorFlow call) and load the weights with mgpu_io.transfer_weights, or pass "
-        f"keep_config=True and target='tf_keras' for tf_keras, which has the class.{fix}"
+        problem=f"Layer {layer_name(layer)!r} is a {layer['class_name']}: {what}",
+        expected=f"one of the TensorFlow ops that mgpu-io computes in Keras 3 ({', '.join(sorted(OPS))})",
+        received=received,
+        fix=(
+            "Rebuild the template in code (Keras 3 ops for the TensorFlow call) and load the weights with "
+            "mgpu_io.transfer_weights, or pass ",
+            Param("keep_config", True),
+            " and ",
+            Param("target", "tf_keras"),
+            " for tf_keras, which has the class",
+        ),
     )
 
 

@@ -1,6 +1,6 @@
 """A data-parallel wrapper in memory: find its template, count its replicas, scan its weights.
 
-The same answers serve :class:`~mgpu_io.keras.callbacks.BaseModelCheckpoint` (which runs on Keras 2.2.4 and
+The same answers serve :class:`~mgpu_io.anykeras.callbacks.BaseModelCheckpoint` (which runs on Keras 2.2.4 and
 Python 3.7 too) and :func:`~mgpu_io.keras.transfer.transfer_weights`, so this module imports only the standard
 library, keeps to Python 3.7 syntax, and reads models by duck typing (``layers``, ``trainable_weights``, ...).
 """
