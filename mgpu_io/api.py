@@ -133,6 +133,8 @@ def unwrap(
     safe_mode=True,
     lambdas=None,
     custom_objects=None,
+    format=None,
+    inputs=None,
 ):
     """Write the innermost template of the wrapper file ``source`` to ``output``.
 
@@ -170,6 +172,11 @@ def unwrap(
         lambdas: for a ``.keras`` output, ``{layer name: function}``: the functions of the template's own Lambda
             layers (your code; ``inspect`` lists them). A ``.h5``/JSON output needs none: it refers to each
             Lambda by its layer name, and you pass the functions when you load it.
+        format: a deployable output where the name cannot say it: ``"saved_model"`` (a SavedModel folder for TF
+            Serving); ``"onnx"`` and ``"litert"`` are also named by ``.onnx`` and ``.tflite``. For a folder
+            ``source``, every repaired file is written in that format (docs/deploy.md).
+        inputs: for a deployable output, the inputs its runtime is checked on (an array, a list, or a dict by
+            input name); default: generated from the input shapes.
         custom_objects: for a ``.keras`` output, ``{class name: class}``: the template's own custom layers and
             objects (your code), as Keras takes them. A ``.h5``/JSON output needs none: it names each class, and you
             pass them when you load it.
@@ -209,7 +216,15 @@ def unwrap(
             f"include_optimizer=False. Received: filepath={source} ({description.name}, which holds no optimizer "
             f"state). Leave out include_optimizer=False."
         )
-    output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else None
+    if kind == door.FOLDER:
+        output_format = door.export_format(Path(output, "x" + door.EXPORT_FORMATS.get(format or "", "")), format)
+    else:
+        output_format = door.output_format(description, output, config=config, format=format)
+    if inputs is not None and output_format not in door.EXPORT_FORMATS:
+        raise InvalidArgument(
+            f"inputs= are what a deployable output's runtime is checked on. Expected an .onnx, .tflite or "
+            f"SavedModel output with inputs=. Received: output={output}. Leave out inputs=."
+        )
     if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
         with legacy_copy(source, config=config if kind == door.TF_CHECKPOINT else None) as (readable, converted):
             report = unwrap(
@@ -227,6 +242,8 @@ def unwrap(
                 safe_mode=safe_mode,
                 lambdas=lambdas,
                 custom_objects=custom_objects,
+                format=format,
+                inputs=inputs,
             )
         report.source = str(source)
         report.warnings.insert(0, converted_note(converted))
@@ -240,12 +257,35 @@ def unwrap(
         allow_plain=allow_plain,
         overwrite=overwrite,
     )
+    if kind == door.FOLDER and output_format in door.EXPORT_FORMATS:
+        from mgpu_io.keras.exports.tree import export_tree
+
+        check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format, lambdas=lambdas)
+        return export_tree(
+            source, output, output_format, dry_run=dry_run, progress=progress, safe_mode=safe_mode, lambdas=lambdas,
+            custom_objects=custom_objects, **options,
+        )
     if kind == door.FOLDER:
         from mgpu_io.format.batch import unwrap_tree
 
         check_options(target=target, keep_config=keep_config, cpu=cpu, lambdas=lambdas)
         return unwrap_tree(source, output, jobs=jobs, dry_run=dry_run, progress=progress, **options)
     check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format, lambdas=lambdas)
+    if output_format in door.EXPORT_FORMATS and not dry_run:
+        from mgpu_io.keras.save import unwrap_to_export
+
+        return unwrap_to_export(
+            source,
+            output,
+            output_format,
+            config=config,
+            allow_plain=allow_plain,
+            overwrite=overwrite,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+            custom_objects=custom_objects,
+            inputs=inputs,
+        )
     if output_format == KERAS_FORMAT and not dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 

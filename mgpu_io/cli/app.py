@@ -407,6 +407,16 @@ def unwrap(
             ".py file); MODULE alone gives every class it defines. Repeat it for each.",
         ),
     ] = None,
+    format_: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="A deployable OUT: saved_model (a SavedModel folder for TF Serving), onnx or litert (also named by "
+            "an OUT ending in .onnx or .tflite). With a folder IN, every file is exported so. Each artifact is run "
+            "by its own runtime and compared with the model before it is moved into place.",
+        ),
+    ] = None,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
@@ -435,6 +445,12 @@ def unwrap(
 
       mgpu-io unwrap checkpoints/ repaired/ --jobs 4
 
+      mgpu-io unwrap parallel_model.h5 model.onnx
+
+      mgpu-io unwrap parallel_model.h5 model.tflite
+
+      mgpu-io unwrap parallel_model.h5 serving/1 --format saved_model
+
     A folder IN is repaired file by file into the same places under OUT (wrappers unwrapped, plain models skipped
     or, with --allow-plain, normalised, failures listed with their reason); the exit code is 1 when any file
     failed. Options that do not apply (--target tf_keras, --keep-config or --cpu with a .keras OUT) are refused.
@@ -450,7 +466,7 @@ def unwrap(
     folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
     if tensorflow_format:
         _start_quietly("tensorflow")
-    if output.suffix == ".keras" and not dry_run:
+    if (output.suffix in (".keras", ".onnx", ".tflite") or format_) and not dry_run:
         _start_quietly("keras")
     if folder:
         progress_bar = file_progress("repairing", enabled=not (as_json or _settings["quiet"]))
@@ -475,6 +491,7 @@ def unwrap(
             lambdas=_lambdas_argument(lambda_, lambda_module),
             custom_objects=_custom_objects(custom_objects),
             **({"safe_mode": False} if unsafe_trust_file else {}),
+            **({"format": format_} if format_ else {}),
         )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -606,7 +623,14 @@ def transfer(
 @app.command()
 def verify(
     a: Annotated[Path, typer.Argument(metavar="A", help="A model file (.h5 wrapper or plain, or .keras).")],
-    b: Annotated[Path, typer.Argument(metavar="B", help="Another model file.")],
+    b: Annotated[
+        Path,
+        typer.Argument(
+            metavar="B",
+            help="Another model file, or an artifact written from A (.onnx, .tflite, an exported SavedModel "
+            "folder), run by its own runtime.",
+        ),
+    ],
     tolerance: Annotated[float, typer.Option("--tolerance", help="Largest allowed absolute difference.")] = 1e-6,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     lambda_: Annotated[
@@ -638,6 +662,8 @@ def verify(
       mgpu-io verify parallel_model.h5 model.keras
 
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
+
+      mgpu-io verify parallel_model.h5 model.onnx
     """
     _start_quietly("keras")
     with _one_line_errors(as_json):

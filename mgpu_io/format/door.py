@@ -347,11 +347,41 @@ def refusal(description, call, expected="a legacy Keras file or a model config",
 
 #: Output suffixes and what they are written as.
 HDF5_SUFFIXES, KERAS_SUFFIX, JSON_SUFFIX, YAML_SUFFIXES = (".h5", ".hdf5"), ".keras", ".json", (".yaml", ".yml")
+#: Deployable outputs, written by Keras 3's own exporters (:mod:`mgpu_io.keras.exports`, one module per name): each
+#: format's name and its output's suffix (``""``: a folder, named by ``format=``). A new one is a line here and a
+#: module there.
+EXPORT_FORMATS = {"onnx": ".onnx", "litert": ".tflite", "saved_model": ""}
 
 
-def output_format(description, output, *, config=None):
-    """``"keras"`` (Keras 3's ``.keras``) or ``"same"`` (a legacy file of the input's kind), chosen by the output's
-    name; an extension that names no writer, or one that cannot hold what the input holds, is refused before
+def export_format(output, format=None):
+    """The deployable format that ``output``'s name (or ``format``) asks for, else ``None``.
+
+    Example:
+        >>> export_format("model.onnx"), export_format("serving/1", format="saved_model"), export_format("m.h5")
+        ('onnx', 'saved_model', None)
+    """
+    if format is not None:
+        if format not in EXPORT_FORMATS:
+            raise InvalidArgument(
+                f"Unknown output format. Expected one of {sorted(EXPORT_FORMATS)} (or none: the output's name says "
+                f"it). Received: format={format!r}. Pass a format named here, or name the output .h5, .keras, "
+                f".onnx or .tflite."
+            )
+        suffix = EXPORT_FORMATS[format]
+        if suffix and Path(output).suffix.lower() != suffix:
+            raise InvalidArgument(
+                f"The output's name and format= disagree. Expected an output ending in {suffix} with "
+                f"format={format!r}. Received: output={output}. Name the output {suffix}, or leave out format=."
+            )
+        return format
+    suffix = Path(output).suffix.lower()
+    return next((name for name, known in EXPORT_FORMATS.items() if known and known == suffix), None)
+
+
+def output_format(description, output, *, config=None, format=None):
+    """``"keras"`` (Keras 3's ``.keras``), ``"same"`` (a legacy file of the input's kind) or a deployable format of
+    :data:`EXPORT_FORMATS` (``.onnx``, ``.tflite``, a SavedModel folder with ``format="saved_model"``), chosen by the
+    output's name; an extension that names no writer, or one that cannot hold what the input holds, is refused before
     anything is read or written, with the extensions that would work.
 
     Example:
@@ -363,10 +393,24 @@ def output_format(description, output, *, config=None):
         mgpu_io.errors.InvalidArgument: A .json output holds a model config only, and the input's weights would be lost. Expected an output ending in .h5, .hdf5 or .keras for a legacy Keras full-model HDF5 file. Received: output=clean.json. Name the output .h5, .hdf5 or .keras.
     """
     kind, suffix = description.kind, Path(output).suffix.lower()
+    exported = export_format(output, format)
     if kind not in LEGACY_KINDS + TENSORFLOW_KINDS:
-        return "keras" if suffix == KERAS_SUFFIX else "same"  # the reading refuses it first
+        return exported or ("keras" if suffix == KERAS_SUFFIX else "same")  # the reading refuses it first
     is_config = kind in (JSON_CONFIG, YAML_CONFIG)
     weights_only = kind in (LEGACY_WEIGHTS, TF_CHECKPOINT)
+    if exported is not None:
+        if not is_config and not (weights_only and config is None):
+            return exported
+        what = "a config holds no weights" if is_config else "a weights-only file holds no architecture"
+        fix = (
+            "Pass the weights too: mgpu_io.unwrap(weights, output, config=this config)"
+            if is_config
+            else "Pass config= (the JSON saved beside the weights)"
+        )
+        raise InvalidArgument(
+            f"A {exported} output holds a whole model, and {what}. Expected a full model, or weights with config=, "
+            f"for a {exported} output. Received: output={output} from {description.name}. {fix}."
+        )
     if is_config:
         works = ".json"
     elif weights_only and config is None:
@@ -399,7 +443,7 @@ def output_format(description, output, *, config=None):
         fix = f"Name the output {works.split(' (')[0]}"
     else:
         why = f"The output's name says no format ({suffix or 'no extension'})"
-        fix = "Name the output by the format to write"
+        fix = "Name the output by the format to write (or a deployable one: .onnx, .tflite, or format='saved_model')"
     raise InvalidArgument(f"{why}. Expected an output ending in {works} for {description.name}. {received} {fix}.")
 
 

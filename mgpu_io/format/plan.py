@@ -65,6 +65,9 @@ class UnwrapReport:
     warnings: list[str] = field(default_factory=list)
     lambdas: list[dict] = field(default_factory=list)
     written: bool = False
+    #: For a deployable output (``.onnx``, ``.tflite``, SavedModel): its format, its runtime and the largest
+    #: difference that runtime's predictions showed from the Keras model's (``mgpu_io.keras.exports.export``).
+    export: dict = field(default_factory=dict)
 
     def to_dict(self):
         return asdict(self)
@@ -101,6 +104,12 @@ class UnwrapReport:
             lines.append(
                 "  training config re-keyed: "
                 + printable(", ".join(f"{old} -> {new}" for old, new in self.renamed_outputs.items()))
+            )
+        if self.export:
+            lines.append(
+                f"  {self.export['format']}: run by {self.export['runtime']} on {self.export['rows']} rows of "
+                f"{self.export['inputs']} inputs, largest difference from the Keras model "
+                f"{self.export['difference']:.2g} (bound {self.export['bound']:.2g})"
             )
         lines += [f"  ! {printable(warning)}" for warning in self.warnings]
         return "\n".join(lines)
@@ -173,24 +182,26 @@ def check_options(*, target="keras3", keep_config=False, cpu=False, output_forma
             f"Unknown target. Expected one of {list(TARGETS)}. Received: target={target!r}. "
             f"Pass target='keras3' or target='tf_keras'."
         )
-    if lambdas and output_format != KERAS_FORMAT:
+    if lambdas and output_format == SAME_FORMAT:
         raise InvalidArgument(
             f"lambdas= applies to a .keras output, which Keras builds. Expected a .keras output with lambdas=. "
             f"Received: lambdas={sorted(lambdas) if isinstance(lambdas, dict) else lambdas} with a legacy output, which refers to each Lambda by its layer "
             f"name and needs no function. Leave out lambdas= and pass the functions when loading the result: "
             f"mgpu_io.load_model(output, lambdas=...) or keras.models.load_model(output, custom_objects=...)."
         )
-    if output_format == KERAS_FORMAT:
+    if output_format != SAME_FORMAT:  # Keras 3 builds the model: a .keras file, or a deployable export of it
+        what = "a .keras file" if output_format == KERAS_FORMAT else f"a {output_format} output (Keras 3 exports it)"
+        short = ".keras" if output_format == KERAS_FORMAT else output_format
         if target != conversions.KERAS3:
             raise InvalidArgument(
-                f"A .keras file is for Keras 3 only. Expected target='keras3' with a .keras output. Received: "
-                f"target={target!r}. Write a .h5 file for tf_keras, or pass target='keras3'."
+                f"{what[0].upper()}{what[1:]} is for Keras 3 only. Expected target='keras3' with a {short} output. "
+                f"Received: target={target!r}. Write a .h5 file for tf_keras, or pass target='keras3'."
             )
         for name, value in (("keep_config", keep_config), ("cpu", cpu)):
             if value:
                 raise InvalidArgument(
-                    f"{name}=True keeps the writer's config for the old Keras, which a .keras file cannot hold. "
-                    f"Expected a .h5 output with {name}=True. Received: {name}=True with a .keras output. Write a "
+                    f"{name}=True keeps the writer's config for the old Keras, which {what} cannot hold. "
+                    f"Expected a .h5 output with {name}=True. Received: {name}=True with a {short} output. Write a "
                     f".h5 file, or leave out {name}=True."
                 )
     if cpu and not keep_config:
