@@ -262,8 +262,15 @@ def unwrap(
 
         check_options(target=target, keep_config=keep_config, cpu=cpu, output_format=output_format, lambdas=lambdas)
         return export_tree(
-            source, output, output_format, dry_run=dry_run, progress=progress, safe_mode=safe_mode, lambdas=lambdas,
-            custom_objects=custom_objects, **options,
+            source,
+            output,
+            output_format,
+            dry_run=dry_run,
+            progress=progress,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+            custom_objects=custom_objects,
+            **options,
         )
     if kind == door.FOLDER:
         from mgpu_io.format.batch import unwrap_tree

@@ -211,7 +211,7 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
         "difference": found,
         "bound": allowed,
         "inputs": "given" if given else "generated",
-        "rows": int(len(samples[0])),
+        "rows": len(samples[0]),
     }
 
 
@@ -241,8 +241,10 @@ def _refused(name, model, output, what, error):
         layers = _layers(model, OWN_LAYERS)
         why = f"{first}" + (f" (the model holds {', '.join(layers[:5])})" if layers else "")
         fix = "Write a .keras or .h5 output, or another deployable format"
-    return f"The model cannot be written as {name}: {what}. Expected a model that {name} holds. Received: " \
-           f"output={output}: {why}. {fix}."
+    return (
+        f"The model cannot be written as {name}: {what}. Expected a model that {name} holds. Received: "
+        f"output={output}: {why}. {fix}."
+    )
 
 
 @contextlib.contextmanager

@@ -5,8 +5,18 @@ import os
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAModelFile, NotAWrapper, OutputError
-from mgpu_io.format.batch import CLEAN, DONE, DONE_REASON, FAILED, REPAIRED, SKIPPED, STOPPED, BatchReport, FileResult
-from mgpu_io.format.batch import model_files
+from mgpu_io.format.batch import (
+    CLEAN,
+    DONE,
+    DONE_REASON,
+    FAILED,
+    REPAIRED,
+    SKIPPED,
+    STOPPED,
+    BatchReport,
+    FileResult,
+    model_files,
+)
 from mgpu_io.format.door import EXPORT_FORMATS, LEGACY_MODEL, SAVEDMODEL, describe
 
 
@@ -85,8 +95,14 @@ def export_tree(
             artifact = artifact_path(output, path.relative_to(source), name)
             kind = describe(path).kind
             if kind not in (LEGACY_MODEL, SAVEDMODEL) and config is None:
-                finished(FileResult(str(path), SKIPPED, reason=f"{describe(path).name}: a {name} output needs a "
-                                                                f"whole model (config= gives weights theirs)"))
+                finished(
+                    FileResult(
+                        str(path),
+                        SKIPPED,
+                        reason=f"{describe(path).name}: a {name} output needs a "
+                        f"whole model (config= gives weights theirs)",
+                    )
+                )
                 continue
             if not overwrite and completed(path, artifact):
                 finished(FileResult(str(path), DONE, output=str(artifact), reason=DONE_REASON))
@@ -95,16 +111,26 @@ def export_tree(
                 finished(FileResult(str(path), REPAIRED))
                 continue
             artifact.parent.mkdir(parents=True, exist_ok=True)
-            arguments = dict(config=config if kind not in (LEGACY_MODEL, SAVEDMODEL) else None, overwrite=True,
-                             safe_mode=safe_mode, lambdas=lambdas, custom_objects=custom_objects)
+            arguments = dict(
+                config=config if kind not in (LEGACY_MODEL, SAVEDMODEL) else None,
+                overwrite=True,
+                safe_mode=safe_mode,
+                lambdas=lambdas,
+                custom_objects=custom_objects,
+            )
             try:
                 try:
                     done = unwrap_to_export(path, artifact, name, **arguments)
                     status = REPAIRED
                 except NotAWrapper:
                     if not allow_plain:
-                        finished(FileResult(str(path), SKIPPED, reason="a plain model, not a wrapper: pass "
-                                                                       "allow_plain=True to export it too"))
+                        finished(
+                            FileResult(
+                                str(path),
+                                SKIPPED,
+                                reason="a plain model, not a wrapper: pass allow_plain=True to export it too",
+                            )
+                        )
                         continue
                     done = unwrap_to_export(path, artifact, name, allow_plain=True, **arguments)
                     status = CLEAN
