@@ -367,11 +367,13 @@ def export_format(output, format=None):
                 f"it). Received: format={format!r}. Pass a format named here, or name the output .h5, .keras, "
                 f".onnx or .tflite."
             )
-        suffix = EXPORT_FORMATS[format]
-        if suffix and Path(output).suffix.lower() != suffix:
+        suffix, named = EXPORT_FORMATS[format], Path(output).suffix.lower()
+        others = {*EXPORT_FORMATS.values(), *HDF5_SUFFIXES, KERAS_SUFFIX, JSON_SUFFIX} - {"", suffix}
+        if (suffix and named != suffix) or (not suffix and named in others):
             raise InvalidArgument(
-                f"The output's name and format= disagree. Expected an output ending in {suffix} with "
-                f"format={format!r}. Received: output={output}. Name the output {suffix}, or leave out format=."
+                f"The output's name and format= disagree. Expected an output "
+                f"{f'ending in {suffix}' if suffix else 'folder named without a file extension'} with "
+                f"format={format!r}. Received: output={output}. Rename the output, or leave out format=."
             )
         return format
     suffix = Path(output).suffix.lower()

@@ -55,6 +55,14 @@ def backend():
     return keras.backend.backend()
 
 
+def installed(package):
+    """Whether ``package`` can be imported (one blocked with ``sys.modules[package] = None`` cannot)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def check_available(name):
     """Refuse ``name`` where this Keras cannot write it, or a package it needs is missing: one line naming the extra.
 
@@ -70,7 +78,7 @@ def check_available(name):
             f"A {name} output cannot be written here: {refusal}. Expected the TensorFlow backend for a {name} output. "
             f"Received: KERAS_BACKEND={current}. Run with KERAS_BACKEND=tensorflow."
         )
-    missing = [package for package in module.needs(current) if importlib.util.find_spec(package) is None]
+    missing = [package for package in module.needs(current) if not installed(package)]
     if missing:
         raise MissingDependency(
             f"A {name} output needs {', '.join(missing)}, which is not installed. Expected the packages of the "
@@ -154,7 +162,7 @@ def run_artifact(path, inputs, names, name=None):
     """Run the artifact at ``path`` by its own runtime; a list of outputs."""
     name = name or artifact_format(path)
     module = exporter(name)
-    missing = [package for package in module.needs(backend())[-1:] if importlib.util.find_spec(package) is None]
+    missing = [package for package in module.needs(backend())[-1:] if not installed(package)]
     if missing:
         raise MissingDependency(
             f"Running a {name} artifact needs {missing[0]}, which is not installed. Expected the packages of the "
