@@ -32,6 +32,17 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
         ('model', 2, 'tensorflow-format')
     """
+    from mgpu_io.remote import is_url
+
+    if is_url(path):  # object storage: its structure read through fsspec, no weights (mgpu_io.remote)
+        from mgpu_io.remote import inspect as inspect_remote
+
+        if diagram is not None or config is not None:
+            raise InvalidArgument(
+                f"A remote file is inspected alone. Expected no diagram= or config= with a URL. Received: "
+                f"filepath={path}. Copy the file locally for a diagram or a checkpoint's config."
+            )
+        return inspect_remote(path, scan_weights=bool(scan_weights))
     path = file_of(path)  # an open h5py.File, as Keras takes one
     if config is None and door.sniff(path) == "hdf5":  # the common case, read at once (one probe, not two)
         try:
@@ -199,6 +210,33 @@ def unwrap(
         >>> report.depth, report.template, report.optimizer, report.written
         (3, 'template', 'copied aside', True)
     """
+    from mgpu_io.remote import is_url
+
+    if is_url(source) or is_url(output):  # object storage, through fsspec, file by file (mgpu_io.remote)
+        from mgpu_io.remote import unwrap as unwrap_remote
+
+        if dry_run or jobs is not None:
+            raise InvalidArgument(
+                f"A remote repair runs file by file and writes. Expected no dry_run= or jobs= with a URL. Received: "
+                f"source={source}, output={output}. Leave them out (scale out with the Dask recipe, docs/scale.md)."
+            )
+        return unwrap_remote(
+            source,
+            output,
+            progress=progress,
+            overwrite=overwrite,
+            config=config,
+            target=target,
+            keep_config=keep_config,
+            cpu=cpu,
+            include_optimizer=include_optimizer,
+            allow_plain=allow_plain,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+            custom_objects=custom_objects,
+            format=format,
+            inputs=inputs,
+        )
     source, output = Path(source), Path(output)
     description = door.describe(source)
     kind = description.kind

@@ -234,12 +234,12 @@ TrustOption = Annotated[
 @app.command()
 def inspect(
     files: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
             metavar="FILE...",
             help="One or more .h5 model or weights files, "
             "JSON/YAML configs, Keras 3 .keras or .weights.h5 files, TF 2.x SavedModel folders or TF checkpoints "
-            "(each told by its content).",
+            "(each told by its content); or URLs (s3://, gs://, hf://: the structure is read, not the weights).",
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
@@ -274,6 +274,8 @@ def inspect(
       mgpu-io inspect checkpoint-weights.h5 --json | jq .replicas
 
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
+
+      mgpu-io inspect s3://bucket/checkpoints/epoch_10.h5
     """
     from mgpu_io.errors import InvalidArgument
     from mgpu_io.format.door import tensorflow_kind
@@ -287,7 +289,9 @@ def inspect(
             ),
             as_json,
         )
-    if any(tensorflow_kind(file) is not None for file in files):
+    from mgpu_io.remote import is_url
+
+    if any(not is_url(file) and tensorflow_kind(file) is not None for file in files):
         _start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
@@ -316,17 +320,20 @@ def inspect(
 @app.command()
 def unwrap(
     source: Annotated[
-        Path,
+        str,
         typer.Argument(
             metavar="IN",
             help="The wrapper file (.h5 model, .h5 weights, JSON, YAML, "
-            "SavedModel folder, TF checkpoint), or a folder of legacy files.",
+            "SavedModel folder, TF checkpoint), or a folder of legacy files; or a URL (s3://bucket/model.h5, or a "
+            "prefix s3://bucket/run1/).",
         ),
     ],
     output: Annotated[
-        Path,
+        str,
         typer.Argument(
-            metavar="OUT", help="Where to write the clean template file (or the output folder, for a folder IN)."
+            metavar="OUT",
+            help="Where to write the clean template file (or the output folder, for a folder IN); a local path or "
+            "a URL.",
         ),
     ],
     config: Annotated[
@@ -451,6 +458,8 @@ def unwrap(
 
       mgpu-io unwrap parallel_model.h5 serving/1 --format saved_model
 
+      mgpu-io unwrap s3://bucket/run1/ s3://bucket/run1-keras3/ --format onnx
+
     A folder IN is repaired file by file into the same places under OUT (wrappers unwrapped, plain models skipped
     or, with --allow-plain, normalised, failures listed with their reason); the exit code is 1 when any file
     failed. Options that do not apply (--target tf_keras, --keep-config or --cpu with a .keras OUT) are refused.
@@ -460,10 +469,14 @@ def unwrap(
     """
     from mgpu_io.cli.render import byte_progress, file_progress
     from mgpu_io.format.door import tensorflow_kind
+    from mgpu_io.remote import is_url
 
     # The library's door decides what IN is; here only the progress bar and TensorFlow's quiet start are chosen.
-    tensorflow_format = tensorflow_kind(source) is not None
-    folder = source.is_dir() and not tensorflow_format  # a SavedModel folder is one model
+    remote = is_url(source) or is_url(output)
+    source_text, output_text = source, output
+    source, output = Path(source), Path(output)  # type: ignore[assignment]
+    tensorflow_format = not remote and tensorflow_kind(source) is not None
+    folder = (source.is_dir() and not tensorflow_format) or (remote and source_text.endswith("/"))
     if tensorflow_format:
         _start_quietly("tensorflow")
     if (output.suffix in (".keras", ".onnx", ".tflite") or format_) and not dry_run:
@@ -472,12 +485,12 @@ def unwrap(
         progress_bar = file_progress("repairing", enabled=not (as_json or _settings["quiet"]))
     else:
         quiet = as_json or dry_run or _settings["quiet"]
-        big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not quiet
+        big = not remote and source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not quiet
         progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
     with _one_line_errors(as_json), progress_bar as progress:
         report = mgpu_io.unwrap(
-            source,
-            output,
+            source_text if remote else source,
+            output_text if remote else output,
             config=config,
             target=target,
             keep_config=keep_config,
@@ -485,10 +498,9 @@ def unwrap(
             include_optimizer=not no_optimizer,
             allow_plain=allow_plain,
             overwrite=force,
-            dry_run=dry_run,
-            jobs=jobs,
             progress=progress,
             lambdas=_lambdas_argument(lambda_, lambda_module),
+            **({"dry_run": dry_run, "jobs": jobs} if dry_run or jobs is not None else {}),
             custom_objects=_custom_objects(custom_objects),
             **({"safe_mode": False} if unsafe_trust_file else {}),
             **({"format": format_} if format_ else {}),
