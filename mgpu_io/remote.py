@@ -452,6 +452,31 @@ def _join(base, name):
     return base.rstrip("/") + "/" + name
 
 
+def completed(source, output, *, storage_options=None):
+    """Whether ``output`` (a URL or a local path) is what an earlier run completed from ``source``: it exists (an
+    upload is whole or absent) and is no older than ``source``. The resumption rule of a prefix, for recipes that
+    map :func:`mgpu_io.unwrap` over a listing themselves (docs/scale.md).
+
+    Example:
+        >>> completed("fixtures/files/k224_siamese_x2_full.h5", "memory://nothing/here.h5")
+        False
+    """
+    src, out = _place(source, storage_options), _place(output, storage_options)
+    return _done(src, src.path if src.remote else src.text, out, out.path if out.remote else out.text)
+
+
+def listing(prefix, *, suffixes=(".h5", ".hdf5"), storage_options=None):
+    """The names of the files under ``prefix`` (a URL or a local folder) whose names end in ``suffixes``, relative
+    to it and sorted: what a recipe maps over.
+
+    Example:
+        >>> listing("fixtures/files")[:2]
+        ['k122_kuza55_conv_x2_full.h5', 'k122_kuza55_conv_x2_weights.h5']
+    """
+    found = _listing(_place(prefix, storage_options))
+    return [name for name, _ in found if PurePosixPath(name).suffix.lower() in suffixes]
+
+
 def _done(src, path, out, out_path):
     if out.remote:
         written = _mtime(out.fs, out_path)
