@@ -191,7 +191,7 @@ def skeleton(fs, path, destination, url=None):
             path, "rb", block_size=BLOCK_SIZE, cache_type="blockcache", cache_options={"maxblocks": MAX_BLOCKS}
         )
     with handle:
-        fetched = _count_fetches(handle)
+        handle, fetched = _count_fetches(handle)
         with access(url, "reading the file's structure"):
             head = handle.read(8)
             handle.seek(0)
@@ -211,12 +211,15 @@ def skeleton(fs, path, destination, url=None):
 
 
 def _count_fetches(handle):
-    """A function that says how many bytes ``handle`` (an fsspec buffered file) fetched from its store."""
+    """``(file, count)``: a file to read ``handle`` through, and a function that says how many bytes were fetched
+    from the store: what its block cache asked for (an fsspec buffered file), else what was read."""
     cache = getattr(handle, "cache", None)
     fetcher = getattr(cache, "fetcher", None)
-    if cache is None or fetcher is None:
-        return lambda: -1
     total = [0]
+    if cache is None or fetcher is None:  # an in-memory or unbuffered file: the blocks its reads touched
+        blocks: set = set()
+        size = getattr(handle, "size", None) or 0
+        return _Counted(handle, blocks), lambda: min(len(blocks) * BLOCK_SIZE, size or len(blocks) * BLOCK_SIZE)
 
     def counted(start, end):
         data = fetcher(start, end)
@@ -224,7 +227,38 @@ def _count_fetches(handle):
         return data
 
     cache.fetcher = counted
-    return lambda: total[0]
+    return handle, lambda: total[0]
+
+
+class _Counted:
+    """A read-only file that notes which :data:`BLOCK_SIZE` blocks its reads touch (as a block cache would fetch)."""
+
+    def __init__(self, handle, blocks):
+        self._handle, self._blocks = handle, blocks
+
+    def read(self, size=-1):
+        start = self._handle.tell()
+        data = self._handle.read(size)
+        if data:
+            self._blocks.update(range(start // BLOCK_SIZE, (start + len(data) - 1) // BLOCK_SIZE + 1))
+        return data
+
+    def readinto(self, buffer):
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset, whence=0):
+        return self._handle.seek(offset, whence)
+
+    def tell(self):
+        return self._handle.tell()
+
+    def seekable(self):
+        return True
+
+    def readable(self):
+        return True
 
 
 def _copy_structure(source, destination):
