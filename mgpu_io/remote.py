@@ -476,7 +476,7 @@ def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, all
     except BaseException as stop:
         seen = {r.path for r in results}
         report.files = results + [FileResult(n, FAILED, reason=STOPPED) for n, _ in files if n not in seen]
-        stop.report = report  # type: ignore[attr-defined]
+        stop.report = report
         raise
     report.files = results
     return report

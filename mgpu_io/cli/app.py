@@ -473,24 +473,23 @@ def unwrap(
 
     # The library's door decides what IN is; here only the progress bar and TensorFlow's quiet start are chosen.
     remote = is_url(source) or is_url(output)
-    source_text, output_text = source, output
-    source, output = Path(source), Path(output)  # type: ignore[assignment]
-    tensorflow_format = not remote and tensorflow_kind(source) is not None
-    folder = (source.is_dir() and not tensorflow_format) or (remote and source_text.endswith("/"))
+    source_path, output_path = Path(source), Path(output)
+    tensorflow_format = not remote and tensorflow_kind(source_path) is not None
+    folder = (source_path.is_dir() and not tensorflow_format) or (remote and source.endswith("/"))
     if tensorflow_format:
         _start_quietly("tensorflow")
-    if (output.suffix in (".keras", ".onnx", ".tflite") or format_) and not dry_run:
+    if (output_path.suffix in (".keras", ".onnx", ".tflite") or format_) and not dry_run:
         _start_quietly("keras")
     if folder:
         progress_bar = file_progress("repairing", enabled=not (as_json or _settings["quiet"]))
     else:
         quiet = as_json or dry_run or _settings["quiet"]
-        big = not remote and source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not quiet
-        progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
+        big = not remote and source_path.is_file() and source_path.stat().st_size > PROGRESS_ABOVE and not quiet
+        progress_bar = byte_progress(f"unwrapping {source_path.name}", enabled=big)
     with _one_line_errors(as_json), progress_bar as progress:
         report = mgpu_io.unwrap(
-            source_text if remote else source,
-            output_text if remote else output,
+            source if remote else source_path,
+            output if remote else output_path,
             config=config,
             target=target,
             keep_config=keep_config,

@@ -145,7 +145,7 @@ def export_tree(
             for p in files
             if str(p.relative_to(source)) not in seen
         ]
-        stop.report = report  # type: ignore[attr-defined]
+        stop.report = report
         raise
     report.files = results
     return report
