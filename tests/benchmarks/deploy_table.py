@@ -72,12 +72,16 @@ def main():
             base = dict(backend=backend, family=family, file=entry["file"])
             if left_out:
                 rows.append(dict(base, format=None, status="left out", detail=left_out))
+                if sink:
+                    sink.write(json.dumps(rows[-1]) + "\n")
                 continue
             try:
                 model = mgpu_io.load_model(folder / entry["file"], compile=False)
                 xs, kind = inputs(folder, entry, model)
             except Exception as error:  # what load_model refuses is not an export's matter
                 rows.append(dict(base, format=None, status="no load", detail=str(error).split(". ")[0][:200]))
+                if sink:
+                    sink.write(json.dumps(rows[-1]) + "\n")
                 continue
             for name in args.formats:
                 row = dict(base, format=name, inputs=kind)
