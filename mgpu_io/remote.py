@@ -206,7 +206,7 @@ def skeleton(fs, path, destination, url=None):
                     f"Received: {_safe(url)} ({_first(error)}). Copy the file again from its source."
                 ) from None
             with source, h5py.File(destination, "w") as copy:
-                _copy_structure(source, copy)
+                _copy_structure(source, copy, [MAX_OBJECTS], url)
         return fetched()
 
 
@@ -261,7 +261,19 @@ class _Counted:
         return True
 
 
-def _copy_structure(source, destination):
+#: Most groups, datasets and attributes copied into a skeleton, and the deepest nesting: a hostile file's structure
+#: costs bounded time and memory (Keras files hold a few thousand objects, nested a few levels).
+MAX_OBJECTS, MAX_DEPTH = 1_000_000, 64
+
+
+def _copy_structure(source, destination, budget, url, depth=0):
+    budget[0] -= len(source.attrs) + len(source)
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise NotAModelFile(
+            f"The remote HDF5 file's structure is larger than a Keras file's. Expected at most {MAX_OBJECTS} objects "
+            f"nested at most {MAX_DEPTH} deep. Received: {_safe(url)}. Check the file; copy it locally to inspect it "
+            f"within the local reader's limits."
+        )
     for key, value in source.attrs.items():
         destination.attrs[key] = value
     for name, item in source.items():
@@ -269,7 +281,7 @@ def _copy_structure(source, destination):
         if not isinstance(link, _hard_link()):
             continue  # soft and external links: not followed (a Keras writer makes none)
         if isinstance(item, _group()):
-            _copy_structure(item, destination.create_group(name))
+            _copy_structure(item, destination.create_group(name), budget, url, depth + 1)
         else:
             made = destination.create_dataset(name, shape=item.shape, dtype=item.dtype)  # no bytes: never written
             for key, value in item.attrs.items():
