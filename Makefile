@@ -83,6 +83,7 @@ fixtures:
 # (about 15 minutes, 35 GB of free disk).
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3
+	$(BIN)/python tests/benchmarks/bucket_throughput.py --files 48 --workers 1 2
 
 # The long run of the fuzzing harness (hostile and broken files through every entry point; about 40 minutes on 2
 # cores). `make test` runs a fast deterministic slice of it (tests/fuzz/test_fuzz_contract.py).

@@ -29,6 +29,7 @@ from mgpu_io.errors import (
     NotAModelFile,
     NotAWrapper,
     OutputError,
+    RemoteAccessError,
     UnsupportedModel,
     WeightsMismatch,
 )
@@ -83,6 +84,7 @@ __all__ = sorted(
         "NotAModelFile",
         "NotAWrapper",
         "OutputError",
+        "RemoteAccessError",
         "UnsupportedModel",
         "WeightsMismatch",
         *_LAZY,

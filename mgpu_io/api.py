@@ -33,6 +33,17 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
         ('model', 2, 'tensorflow-format')
     """
+    from mgpu_io.remote import is_url
+
+    if is_url(path):  # object storage: its structure read through fsspec, no weights (mgpu_io.remote)
+        from mgpu_io.remote import inspect as inspect_remote
+
+        if diagram is not None or config is not None:
+            raise InvalidArgument(
+                f"A remote file is inspected alone. Expected no diagram= or config= with a URL. Received: "
+                f"filepath={path}. Copy the file locally for a diagram or a checkpoint's config."
+            )
+        return inspect_remote(path, scan_weights=bool(scan_weights))
     path = file_of(path)  # an open h5py.File, as Keras takes one
     if config is None and door.sniff(path) == door.HDF5:  # the common case, read at once (one probe, not two)
         try:
@@ -140,6 +151,8 @@ def unwrap(
     safe_mode=True,
     lambdas=None,
     custom_objects=None,
+    format=None,
+    inputs=None,
 ):
     """Write the innermost template of the wrapper file ``source`` to ``output``.
 
@@ -177,6 +190,11 @@ def unwrap(
         lambdas: for a ``.keras`` output, ``{layer name: function}``: the functions of the template's own Lambda
             layers (your code; ``inspect`` lists them). A ``.h5``/JSON output needs none: it refers to each
             Lambda by its layer name, and you pass the functions when you load it.
+        format: a deployable output where the name cannot say it: ``"saved_model"`` (a SavedModel folder for TF
+            Serving); ``"onnx"`` and ``"litert"`` are also named by ``.onnx`` and ``.tflite``. For a folder
+            ``source``, every repaired file is written in that format (docs/deploy.md).
+        inputs: for a deployable output, the inputs its runtime is checked on (an array, a list, or a dict by
+            input name); default: generated from the input shapes.
         custom_objects: for a ``.keras`` output, ``{class name: class}``: the template's own custom layers and
             objects (your code), as Keras takes them. A ``.h5``/JSON output needs none: it names each class, and you
             pass them when you load it.
@@ -199,6 +217,33 @@ def unwrap(
         >>> report.depth, report.template, report.optimizer, report.written
         (3, 'template', 'copied aside', True)
     """
+    from mgpu_io.remote import is_url
+
+    if is_url(source) or is_url(output):  # object storage, through fsspec, file by file (mgpu_io.remote)
+        from mgpu_io.remote import unwrap as unwrap_remote
+
+        if dry_run or jobs is not None:
+            raise InvalidArgument(
+                f"A remote repair runs file by file and writes. Expected no dry_run= or jobs= with a URL. Received: "
+                f"source={source}, output={output}. Leave them out (scale out with the Dask recipe, docs/scale.md)."
+            )
+        return unwrap_remote(
+            source,
+            output,
+            progress=progress,
+            overwrite=overwrite,
+            config=config,
+            target=target,
+            keep_config=keep_config,
+            cpu=cpu,
+            include_optimizer=include_optimizer,
+            allow_plain=allow_plain,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+            custom_objects=custom_objects,
+            format=format,
+            inputs=inputs,
+        )
     source, output = Path(source), Path(output)
 
     def checked(description):  # what does not apply is refused; then the options, built and checked once
@@ -226,8 +271,21 @@ def unwrap(
                 fix=("Leave out ", Param("include_optimizer", False)),
                 kind=kind,
             )
-        output_format = door.output_format(description, output, config=config) if kind != door.FOLDER else SAME_FORMAT
-        options = UnwrapOptions(  # built and checked once, here; passed down unchanged
+        if kind == door.FOLDER:  # every file in one format: a deployable one, or each file's own kind
+            exported = door.export_format(Path(output, "x" + door.EXPORT_FORMATS.get(format or "", "")), format)
+            output_format = exported or SAME_FORMAT
+        else:
+            output_format = door.output_format(description, output, config=config, format=format)
+        if inputs is not None and output_format not in door.EXPORT_FORMATS:
+            raise InvalidArgument(
+                problem=(Param("inputs"), " are what a deployable output's runtime is checked on"),
+                parameter="inputs",
+                expected=("an .onnx, .tflite or SavedModel output with ", Param("inputs")),
+                received=f"output={output}",
+                fix=("Leave out ", Param("inputs")),
+                kind=kind,
+            )
+        return UnwrapOptions(  # built and checked once, here; passed down unchanged
             config=config,
             target=target,
             keep_config=keep_config,
@@ -241,11 +299,10 @@ def unwrap(
             custom_objects=custom_objects,
             output_format=output_format,
         )
-        return options
 
     def repaired(description):  # in the door's child, for an HDF5 file: read once, in one child
         options = checked(description)
-        if options.output_format == KERAS_FORMAT and not options.dry_run:  # Keras builds it in the parent
+        if options.output_format != SAME_FORMAT and not options.dry_run:  # Keras builds it in the parent
             check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
             plan_only(source, **options.plan_options())  # so that the parent plans it without a probe of its own
             return None
@@ -257,23 +314,64 @@ def unwrap(
     if outcome is not None and outcome[0] is not None:
         return outcome[0]
     options = checked(description)
-    return _unwrap(source, output, description, options, jobs=jobs, progress=progress, checked=outcome is not None)
+    return _unwrap(
+        source, output, description, options, jobs=jobs, progress=progress, checked=outcome is not None, inputs=inputs
+    )
 
 
-def _unwrap(source, output, description, options, *, jobs=None, progress=None, checked=False):
+def _unwrap(source, output, description, options, *, jobs=None, progress=None, checked=False, inputs=None):
     """Send ``source``, as ``description`` says it is, to what repairs it: a TensorFlow format through its legacy
-    copy, a folder to :mod:`mgpu_io.format.batch`, a ``.keras`` output to :mod:`mgpu_io.keras.save`, anything else
-    to :mod:`mgpu_io.format.unwrap`. ``checked``: planned in a probe's child already."""
+    copy, a folder to :mod:`mgpu_io.format.batch` (or, for a deployable format, :mod:`mgpu_io.keras.exports.tree`),
+    a ``.keras`` output to :mod:`mgpu_io.keras.save`, a deployable one to its exporter, anything else to
+    :mod:`mgpu_io.format.unwrap`. ``checked``: planned in a probe's child already."""
     kind = description.kind
     if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
         return read_converted(
-            lambda readable: _unwrap(readable, output, door.glance(readable), options, progress=progress),
+            lambda readable: _unwrap(
+                readable, output, door.glance(readable), options, progress=progress, inputs=inputs
+            ),
             (description, options.config if kind == door.TF_CHECKPOINT else None),
+        )
+    exported = options.output_format in door.EXPORT_FORMATS
+    if kind == door.FOLDER and exported:
+        from mgpu_io.keras.exports.tree import export_tree
+
+        return export_tree(
+            source,
+            output,
+            options.output_format,
+            dry_run=options.dry_run,
+            progress=progress,
+            safe_mode=options.safe_mode,
+            lambdas=options.lambdas,
+            custom_objects=options.custom_objects,
+            config=options.config,
+            target=options.target,
+            keep_config=options.keep_config,
+            cpu=options.cpu,
+            include_optimizer=options.include_optimizer,
+            allow_plain=options.allow_plain,
+            overwrite=options.overwrite,
         )
     if kind == door.FOLDER:
         from mgpu_io.format.batch import unwrap_tree
 
         return unwrap_tree(source, output, options, jobs=jobs, progress=progress)
+    if exported and not options.dry_run:
+        from mgpu_io.keras.save import unwrap_to_export
+
+        return unwrap_to_export(
+            source,
+            output,
+            options.output_format,
+            config=options.config,
+            allow_plain=options.allow_plain,
+            overwrite=options.overwrite,
+            safe_mode=options.safe_mode,
+            lambdas=options.lambdas,
+            custom_objects=options.custom_objects,
+            inputs=inputs,
+        )
     if options.output_format == KERAS_FORMAT and not options.dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 

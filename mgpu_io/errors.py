@@ -205,5 +205,10 @@ class LimitReached(MgpuIOError):
     needs; the message names the limit and its value. mgpu-io never raises a limit it was given."""
 
 
+class RemoteAccessError(MgpuIOError, OSError):
+    """Object storage (``s3://``, ``gs://``, ``hf://``, ...) refused a request: wrong or missing credentials, a
+    missing bucket. The message names the URL and what the store said; it never holds a credential."""
+
+
 class MgpuIOWarning(UserWarning):
     """Something the user should know about a loaded model (NaN statistics, an optimizer state left behind)."""

@@ -122,12 +122,12 @@ TrustOption = Annotated[
 @app.command()
 def inspect(
     files: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
             metavar="FILE...",
             help="One or more .h5 model or weights files, "
             "JSON/YAML configs, Keras 3 .keras or .weights.h5 files, TF 2.x SavedModel folders or TF checkpoints "
-            "(each told by its content).",
+            "(each told by its content); or URLs (s3://, gs://, hf://: the structure is read, not the weights).",
         ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys in docs/cli.md).")] = False,
@@ -162,6 +162,8 @@ def inspect(
       mgpu-io inspect checkpoint-weights.h5 --json | jq .replicas
 
       mgpu-io inspect parallel_model.h5 --diagram wrapper.svg
+
+      mgpu-io inspect s3://bucket/checkpoints/epoch_10.h5
     """
     from mgpu_io.errors import InvalidArgument
     from mgpu_io.format import door
@@ -175,7 +177,9 @@ def inspect(
             ),
             as_json,
         )
-    if any(door.sniff(file) in door.TENSORFLOW_KINDS for file in files):
+    from mgpu_io.remote import is_url
+
+    if any(not is_url(file) and door.sniff(file) in door.TENSORFLOW_KINDS for file in files):
         start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:
@@ -204,17 +208,20 @@ def inspect(
 @app.command()
 def unwrap(
     source: Annotated[
-        Path,
+        str,
         typer.Argument(
             metavar="IN",
             help="The wrapper file (.h5 model, .h5 weights, JSON, YAML, "
-            "SavedModel folder, TF checkpoint), or a folder of legacy files.",
+            "SavedModel folder, TF checkpoint), or a folder of legacy files; or a URL (s3://bucket/model.h5, or a "
+            "prefix s3://bucket/run1/).",
         ),
     ],
     output: Annotated[
-        Path,
+        str,
         typer.Argument(
-            metavar="OUT", help="Where to write the clean template file (or the output folder, for a folder IN)."
+            metavar="OUT",
+            help="Where to write the clean template file (or the output folder, for a folder IN); a local path or "
+            "a URL.",
         ),
     ],
     config: Annotated[
@@ -295,6 +302,16 @@ def unwrap(
             ".py file); MODULE alone gives every class it defines. Repeat it for each.",
         ),
     ] = None,
+    format_: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="A deployable OUT: saved_model (a SavedModel folder for TF Serving), onnx or litert (also named by "
+            "an OUT ending in .onnx or .tflite). With a folder IN, every file is exported so. Each artifact is run "
+            "by its own runtime and compared with the model before it is moved into place.",
+        ),
+    ] = None,
 ):
     """Write the innermost template of a multi-GPU wrapper file as a clean file of the same kind.
 
@@ -323,6 +340,14 @@ def unwrap(
 
       mgpu-io unwrap checkpoints/ repaired/ --jobs 4
 
+      mgpu-io unwrap parallel_model.h5 model.onnx
+
+      mgpu-io unwrap parallel_model.h5 model.tflite
+
+      mgpu-io unwrap parallel_model.h5 serving/1 --format saved_model
+
+      mgpu-io unwrap s3://bucket/run1/ s3://bucket/run1-keras3/ --format onnx
+
     A folder IN is repaired file by file into the same places under OUT (wrappers unwrapped, plain models skipped
     or, with --allow-plain, normalised, failures listed with their reason); the exit code is 1 when any file
     failed. Options that do not apply (--target tf_keras, --keep-config or --cpu with a .keras OUT) are refused.
@@ -332,25 +357,28 @@ def unwrap(
     """
     from mgpu_io.cli.render import byte_progress, file_progress
     from mgpu_io.format import door
+    from mgpu_io.remote import is_url
 
     # The library's door says what IN is (its first bytes); here only the progress bar and TensorFlow's quiet start
     # are chosen from it.
-    kind = door.sniff(source)
-    folder = kind == door.FOLDER  # a SavedModel folder is one model
+    remote = is_url(source) or is_url(output)
+    source_path, output_path = Path(source), Path(output)
+    kind = None if remote else door.sniff(source_path)
+    folder = kind == door.FOLDER or (remote and source.endswith("/"))  # a SavedModel folder is one model
     if kind in door.TENSORFLOW_KINDS:
         start_quietly("tensorflow")
-    if output.suffix == ".keras" and not dry_run:
+    if (output_path.suffix in (".keras", ".onnx", ".tflite") or format_) and not dry_run:
         start_quietly("keras")
     if folder:
         progress_bar = file_progress("repairing", enabled=not (as_json or SETTINGS["quiet"]))
     else:
         quiet = as_json or dry_run or SETTINGS["quiet"]
-        big = source.is_file() and source.stat().st_size > PROGRESS_ABOVE and not quiet
-        progress_bar = byte_progress(f"unwrapping {source.name}", enabled=big)
+        big = not remote and source_path.is_file() and source_path.stat().st_size > PROGRESS_ABOVE and not quiet
+        progress_bar = byte_progress(f"unwrapping {source_path.name}", enabled=big)
     with one_line_errors(as_json), progress_bar as progress:
         report = mgpu_io.unwrap(
-            source,
-            output,
+            source if remote else source_path,
+            output if remote else output_path,
             config=config,
             target=target,
             keep_config=keep_config,
@@ -358,12 +386,12 @@ def unwrap(
             include_optimizer=not no_optimizer,
             allow_plain=allow_plain,
             overwrite=force,
-            dry_run=dry_run,
-            jobs=jobs,
             progress=progress,
             lambdas=_lambdas_argument(lambda_, lambda_module),
+            **({"dry_run": dry_run, "jobs": jobs} if dry_run or jobs is not None else {}),
             custom_objects=_custom_objects(custom_objects),
             **({"safe_mode": False} if unsafe_trust_file else {}),
+            **({"format": format_} if format_ else {}),
         )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -495,7 +523,14 @@ def transfer(
 @app.command()
 def verify(
     a: Annotated[Path, typer.Argument(metavar="A", help="A model file (.h5 wrapper or plain, or .keras).")],
-    b: Annotated[Path, typer.Argument(metavar="B", help="Another model file.")],
+    b: Annotated[
+        Path,
+        typer.Argument(
+            metavar="B",
+            help="Another model file, or an artifact written from A (.onnx, .tflite, an exported SavedModel "
+            "folder), run by its own runtime.",
+        ),
+    ],
     tolerance: Annotated[float, typer.Option("--tolerance", help="Largest allowed absolute difference.")] = 1e-6,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     lambda_: Annotated[
@@ -527,6 +562,8 @@ def verify(
       mgpu-io verify parallel_model.h5 model.keras
 
       mgpu-io verify old.h5 new.h5 --tolerance 1e-5 --json
+
+      mgpu-io verify parallel_model.h5 model.onnx
     """
     start_quietly("keras")
     with one_line_errors(as_json):

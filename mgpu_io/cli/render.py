@@ -71,6 +71,10 @@ FLAG_OF = {
     "diagram": "--diagram",
     "builder": "--builder",
     "lambdas": "--lambda",
+    ("format", "saved_model"): "--format saved_model",
+    ("format", "onnx"): "--format onnx",
+    ("format", "litert"): "--format litert",
+    "format": "--format",
 }
 
 

@@ -376,9 +376,50 @@ def refusal(description, call, expected="a legacy Keras file or a model config",
     )
 
 
-def output_format(description, output, *, config=None):
-    """``"keras"`` (Keras 3's ``.keras``) or ``"same"`` (a legacy file of the input's kind), chosen by the output's
-    name; an extension that names no writer, or one that cannot hold what the input holds, is refused before
+#: Deployable outputs, written by Keras 3's own exporters (:mod:`mgpu_io.keras.exports`, one module per name): each
+#: format's name and its output's suffix (``""``: a folder, named by ``format=``). A new one is a line here and a
+#: module there.
+EXPORT_FORMATS = {"onnx": ".onnx", "litert": ".tflite", "saved_model": ""}
+
+
+def export_format(output, format=None):
+    """The deployable format that ``output``'s name (or ``format``) asks for, else ``None``.
+
+    Example:
+        >>> export_format("model.onnx"), export_format("serving/1", format="saved_model"), export_format("m.h5")
+        ('onnx', 'saved_model', None)
+    """
+    if format is not None:
+        if format not in EXPORT_FORMATS:
+            raise InvalidArgument(
+                problem="Unknown output format",
+                parameter="format",
+                expected=f"one of {sorted(EXPORT_FORMATS)} (or none: the output's name says it)",
+                received=Param("format", format),
+                fix="Pass a format named here, or name the output .h5, .keras, .onnx or .tflite",
+            )
+        suffix, named = EXPORT_FORMATS[format], Path(output).suffix.lower()
+        others = {*EXPORT_FORMATS.values(), *HDF5_SUFFIXES, KERAS_SUFFIX, JSON_SUFFIX} - {"", suffix}
+        if (suffix and named != suffix) or (not suffix and named in others):
+            raise InvalidArgument(
+                problem=("The output's name and ", Param("format"), " disagree"),
+                parameter="format",
+                expected=(
+                    f"an output {f'ending in {suffix}' if suffix else 'folder named without a file extension'} with ",
+                    Param("format", format),
+                ),
+                received=f"output={output}",
+                fix=("Rename the output, or leave out ", Param("format")),
+            )
+        return format
+    suffix = Path(output).suffix.lower()
+    return next((name for name, known in EXPORT_FORMATS.items() if known and known == suffix), None)
+
+
+def output_format(description, output, *, config=None, format=None):
+    """``"keras"`` (Keras 3's ``.keras``), ``"same"`` (a legacy file of the input's kind) or a deployable format of
+    :data:`EXPORT_FORMATS` (``.onnx``, ``.tflite``, a SavedModel folder with ``format="saved_model"``), chosen by the
+    output's name; an extension that names no writer, or one that cannot hold what the input holds, is refused before
     anything is read or written, with the extensions that would work.
 
     Example:
@@ -390,10 +431,28 @@ def output_format(description, output, *, config=None):
         mgpu_io.errors.InvalidArgument: A .json output holds a model config only, and the input's weights would be lost. Expected an output ending in .h5, .hdf5 or .keras for a legacy Keras full-model HDF5 file. Received: output=clean.json. Name the output .h5, .hdf5 or .keras.
     """
     kind, suffix = description.kind, Path(output).suffix.lower()
+    exported = export_format(output, format)
     if kind not in LEGACY_KINDS + TENSORFLOW_KINDS:
-        return "keras" if suffix == KERAS_SUFFIX else "same"  # the reading refuses it first
+        return exported or ("keras" if suffix == KERAS_SUFFIX else "same")  # the reading refuses it first
     is_config = kind in CONFIG_KINDS
     weights_only = kind in WEIGHTS_ONLY_KINDS
+    if exported is not None:
+        if not is_config and not (weights_only and config is None):
+            return exported
+        what = "a config holds no weights" if is_config else "a weights-only file holds no architecture"
+        fix = (
+            "Pass the weights too: mgpu_io.unwrap(weights, output, config=this config)"
+            if is_config
+            else ("Pass ", Param("config"), " (the JSON saved beside the weights)")
+        )
+        raise InvalidArgument(
+            problem=f"A {exported} output holds a whole model, and {what}",
+            parameter="output",
+            expected=("a full model, or weights with ", Param("config"), f", for a {exported} output"),
+            received=f"output={output} from {description.name}",
+            fix=fix,
+            kind=kind,
+        )
     if is_config:
         works = (".json",)
     elif weights_only and config is None:
@@ -433,7 +492,11 @@ def output_format(description, output, *, config=None):
         fix = f"Name the output {works[0]}"
     else:
         why = f"The output's name says no format ({suffix or 'no extension'})"
-        fix = "Name the output by the format to write"
+        fix = (
+            "Name the output by the format to write (or a deployable one: .onnx, .tflite, or ",
+            Param("format", "saved_model"),
+            ")",
+        )
     raise InvalidArgument(
         problem=why,
         parameter="output",

@@ -76,7 +76,7 @@ def _check(options):
             received=Param("target", target),
             fix=("Pass ", Param("target", KERAS3), " or ", Param("target", TF_KERAS)),
         )
-    if lambdas and options.output_format != KERAS_FORMAT:
+    if lambdas and options.output_format == SAME_FORMAT:
         given = sorted(lambdas) if isinstance(lambdas, dict) else lambdas
         raise InvalidArgument(
             problem=(Param("lambdas"), " applies to a .keras output, which Keras builds"),
@@ -93,12 +93,15 @@ def _check(options):
                 "keras.models.load_model(output, custom_objects=...)",
             ),
         )
-    if options.output_format == KERAS_FORMAT:
+    if options.output_format != SAME_FORMAT:  # Keras 3 builds the model: a .keras file, or a deployable export of it
+        keras_file = options.output_format == KERAS_FORMAT
+        what = "a .keras file" if keras_file else f"a {options.output_format} output (Keras 3 exports it)"
+        short = ".keras" if keras_file else options.output_format
         if target != KERAS3:
             raise InvalidArgument(
-                problem="A .keras file is for Keras 3 only",
+                problem=f"{what[0].upper()}{what[1:]} is for Keras 3 only",
                 parameter="target",
-                expected=(Param("target", KERAS3), " with a .keras output"),
+                expected=(Param("target", KERAS3), f" with a {short} output"),
                 received=Param("target", target),
                 fix=("Write a .h5 file for tf_keras, or pass ", Param("target", KERAS3)),
             )
@@ -107,11 +110,11 @@ def _check(options):
                 raise InvalidArgument(
                     problem=(
                         Param(name, True),
-                        " keeps the writer's config for the old Keras, which a .keras file cannot hold",
+                        f" keeps the writer's config for the old Keras, which {what} cannot hold",
                     ),
                     parameter=name,
                     expected=("a .h5 output with ", Param(name, True)),
-                    received=(Param(name, True), " with a .keras output"),
+                    received=(Param(name, True), f" with a {short} output"),
                     fix=("Write a .h5 file, or leave out ", Param(name, True)),
                 )
     if cpu and not keep_config:

@@ -60,6 +60,9 @@ class UnwrapReport:
     warnings: list[str] = field(default_factory=list)
     lambdas: list[dict] = field(default_factory=list)
     written: bool = False
+    #: For a deployable output (``.onnx``, ``.tflite``, SavedModel): its format, its runtime and the largest
+    #: difference that runtime's predictions showed from the Keras model's (``mgpu_io.keras.exports.export``).
+    export: dict = field(default_factory=dict)
 
     def to_dict(self):
         return asdict(self)
@@ -101,6 +104,12 @@ class UnwrapReport:
             lines.append(
                 "  training config re-keyed: "
                 + printable(", ".join(f"{old} -> {new}" for old, new in self.renamed_outputs.items()))
+            )
+        if self.export:
+            lines.append(
+                f"  {self.export['format']}: run by {self.export['runtime']} on {self.export['rows']} rows of "
+                f"{self.export['inputs']} inputs, largest difference from the Keras model "
+                f"{self.export['difference']:.2g} (bound {self.export['bound']:.2g})"
             )
         lines += [f"  ! {printable(warning)}" for warning in self.warnings]
         return "\n".join(lines)

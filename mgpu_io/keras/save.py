@@ -51,3 +51,53 @@ def unwrap_to_keras(source, output, options=None, *, checked=False, **fields):
         model.save(temporary)
     report.written = True
     return report
+
+
+def unwrap_to_export(
+    source,
+    output,
+    name,
+    *,
+    config=None,
+    allow_plain=False,
+    overwrite=False,
+    safe_mode=True,
+    lambdas=None,
+    custom_objects=None,
+    inputs=None,
+):
+    """Write the innermost template of ``source`` as a deployable artifact (``name``: ``"onnx"``, ``"litert"`` or
+    ``"saved_model"``), run by its own runtime and compared with the built model before it is moved into place
+    (:func:`mgpu_io.keras.exports.export`). The options are :func:`mgpu_io.unwrap`'s, which calls this for an output
+    ending in ``.onnx`` or ``.tflite``, or with ``format="saved_model"``.
+
+    Returns:
+        The :class:`~mgpu_io.format.plan.UnwrapReport`, with ``export``: the format, its runtime and the largest
+        difference measured.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "model.onnx"
+        >>> report = unwrap_to_export("fixtures/files/k224_siamese_x2_full.h5", out, "onnx")
+        >>> report.written, report.export["runtime"]
+        (True, 'ONNX Runtime')
+    """
+    from mgpu_io.keras.exports import check_available, export
+
+    source, output = Path(source), Path(output)
+    check_available(name)  # before the model is read: a missing extra is one line
+    if not output.is_dir():  # the file checks and their messages (an input as output, a missing folder)
+        check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
+    with planned(source, output=output, config=config, include_optimizer=False, allow_plain=allow_plain) as plan:
+        model = build(
+            plan,
+            compile=False,
+            include_optimizer=False,
+            safe_mode=safe_mode,
+            lambdas=lambdas,
+            custom_objects=custom_objects,
+        )
+        report = plan.report
+    report.export = export(model, output, name, inputs=inputs, overwrite=overwrite)
+    report.written = True
+    return report

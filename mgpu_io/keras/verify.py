@@ -60,6 +60,12 @@ def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None, safe_mode=Tru
         >>> verify("fixtures/files/k224_functional_bn_x2_full.h5", "fixtures/files/k224_functional_bn_x2_full.h5").agree
         True
     """
+    from mgpu_io.keras.exports import artifact_format
+
+    if artifact_format(a) is not None and artifact_format(b) is None:
+        a, b = b, a  # the model first, the artifact second
+    if artifact_format(b) is not None:
+        return _verify_artifact(a, b, tolerance, batch, seed, lambdas, safe_mode, custom_objects)
     model_a = load_any(a, lambdas, safe_mode, custom_objects)
     model_b = load_any(b, lambdas, safe_mode, custom_objects)
     report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)
@@ -93,6 +99,32 @@ def verify(a, b, *, tolerance=1e-6, batch=8, seed=0, lambdas=None, safe_mode=Tru
         )
         if report.prediction_difference > tolerance:
             report.problems.append(f"predictions differ by {report.prediction_difference:.3g}")
+    return report
+
+
+def _verify_artifact(a, b, tolerance, batch, seed, lambdas, safe_mode, custom_objects):
+    """A model file ``a`` against a deployable artifact ``b`` (``.onnx``, ``.tflite``, an exported SavedModel folder):
+    predictions only, the artifact run by its own runtime (it holds no Keras weights to compare)."""
+    from mgpu_io.errors import InvalidArgument
+    from mgpu_io.keras.exports import artifact_format, difference, input_names, predict, run_artifact, sample_inputs
+
+    if artifact_format(a) is not None:
+        raise InvalidArgument(
+            f"verify compares an artifact with the model it was written from. Expected a model file and an artifact. "
+            f"Received: a={a}, b={b} (two artifacts). Pass the model file (the legacy file or the .keras) as a."
+        )
+    model = load_any(a, lambdas, safe_mode, custom_objects)
+    report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)
+    inputs = sample_inputs(model, batch=batch, seed=seed)
+    try:
+        got = run_artifact(b, inputs, input_names(model))
+    except Exception as error:  # each runtime raises its own kinds: its first line is the problem
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        report.problems.append(f"{artifact_format(b)} runtime cannot run {b}: {first[:300]}")
+        return report
+    report.prediction_difference = difference(got, predict(model, inputs))
+    if not report.prediction_difference <= tolerance:
+        report.problems.append(f"predictions differ by {report.prediction_difference:.3g}")
     return report
 
 

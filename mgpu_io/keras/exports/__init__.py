@@ -1,0 +1,288 @@
+"""Deployable outputs: a rescued model written by Keras 3's own exporters and proven by the artifact's own runtime.
+
+Each format is one module here, named as in :data:`mgpu_io.format.door.EXPORT_FORMATS` (the one place that says
+which output name asks for which format): ``onnx`` (ONNX Runtime runs it), ``litert`` (the LiteRT interpreter) and
+``saved_model`` (TensorFlow's SavedModel loader, as TF Serving calls it). A module holds ``NAME``, ``EXTRA`` (the
+pyproject extra that installs what it needs), ``RUNTIME``, ``needs(backend)``, ``write(model, path)`` and
+``run(path, inputs, names)``; optionally ``backend_refusal(backend)``. A new format is a module here and a line there.
+
+:func:`export` writes into a temporary path beside the output, runs the artifact there on the model's inputs (given,
+or generated from the input shapes), compares with the Keras model's predictions, and only then moves it into place:
+an artifact that its runtime cannot run, or that predicts otherwise, is never left at the output.
+
+Example:
+    >>> import tempfile, pathlib, mgpu_io
+    >>> model = mgpu_io.load_model("fixtures/files/k224_siamese_x2_full.h5", compile=False)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "model.onnx"
+    >>> result = export(model, out, "onnx")
+    >>> out.is_file(), result["difference"] < 1e-5
+    (True, True)
+"""
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from mgpu_io.errors import InvalidArgument, MissingDependency, OutputError, UnsupportedModel
+from mgpu_io.format.door import EXPORT_FORMATS
+
+#: The largest difference allowed between an artifact's and Keras' predictions, relative to the predictions' scale:
+#: ``tolerance * max(1, largest |prediction|)``.
+TOLERANCE = 1e-5
+#: Rows of generated inputs where the model's batch size is not fixed.
+BATCH = 8
+
+
+def exporter(name):
+    """The module that writes and runs format ``name`` (a key of :data:`~mgpu_io.format.door.EXPORT_FORMATS`)."""
+    if name not in EXPORT_FORMATS:
+        raise InvalidArgument(
+            f"Unknown export format. Expected one of {sorted(EXPORT_FORMATS)}. Received: format={name!r}. "
+            f"Pass a format named here."
+        )
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def backend():
+    import keras
+
+    return keras.backend.backend()
+
+
+def installed(package):
+    """Whether ``package`` can be imported (one blocked with ``sys.modules[package] = None`` cannot)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_available(name):
+    """Refuse ``name`` where this Keras cannot write it, or a package it needs is missing: one line naming the extra.
+
+    Example:
+        >>> check_available("onnx") is None
+        True
+    """
+    module = exporter(name)
+    current = backend()
+    refusal = getattr(module, "backend_refusal", lambda _: None)(current)
+    if refusal:
+        raise UnsupportedModel(
+            f"A {name} output cannot be written here: {refusal}. Expected the TensorFlow backend for a {name} output. "
+            f"Received: KERAS_BACKEND={current}. Run with KERAS_BACKEND=tensorflow."
+        )
+    missing = [package for package in module.needs(current) if not installed(package)]
+    if missing:
+        raise MissingDependency(
+            f"A {name} output needs {', '.join(missing)}, which is not installed. Expected the packages of the "
+            f"[{module.EXTRA}] extra. Received: no module {missing[0]!r}. pip install 'mgpu-io[{module.EXTRA}]'."
+        )
+
+
+def sample_inputs(model, batch=BATCH, seed=0):
+    """Inputs of ``model``'s shapes and dtypes: standard normal floats (integers 0 and 1 for integer inputs), the
+    model's own batch size where it is fixed (a stateful RNN), else ``batch`` rows; ``None`` dimensions are 8."""
+    rng = np.random.RandomState(seed)
+    arrays = []
+    for tensor in model.inputs:
+        shape = [tensor.shape[0] or batch] + [d or 8 for d in tensor.shape[1:]]
+        dtype = str(getattr(tensor, "dtype", "float32"))
+        if "int" in dtype:
+            arrays.append(rng.randint(0, 2, size=shape).astype(dtype))
+        else:
+            arrays.append(rng.standard_normal(shape).astype("float32"))
+    return arrays
+
+
+def predict(model, inputs):
+    """``model``'s predictions on ``inputs`` as a list of arrays (one per output), by calling it (which also marks
+    it called: Keras' exporters trace only a model that was)."""
+    from keras import ops
+
+    outputs = model(inputs if len(inputs) > 1 else inputs[0], training=False)
+    if isinstance(outputs, dict):
+        outputs = [outputs[name] for name in model.output_names]
+    return [np.asarray(ops.convert_to_numpy(x)) for x in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
+
+
+def difference(got, expected):
+    """The largest absolute difference between two lists of outputs (``inf`` where shapes or counts differ)."""
+    if len(got) != len(expected):
+        return float("inf")
+    worst = 0.0
+    for a, b in zip(got, expected):
+        a, b = np.asarray(a, dtype="float64"), np.asarray(b, dtype="float64")
+        if a.shape != b.shape:
+            if a.size != b.size:
+                return float("inf")
+            a = a.reshape(b.shape)
+        if a.size:
+            worst = max(worst, float(np.max(np.abs(a - b))))
+    return worst
+
+
+def bound(expected, tolerance=TOLERANCE):
+    scale = max([1.0] + [float(np.max(np.abs(x))) for x in expected if np.asarray(x).size])
+    return tolerance * scale
+
+
+def input_names(model):
+    return [getattr(tensor, "name", None) or f"input_{i}" for i, tensor in enumerate(model.inputs)]
+
+
+def as_list(inputs, model):
+    """``inputs`` (an array, a list of arrays, or ``{input name: array}``) as a list in the model's input order."""
+    if isinstance(inputs, dict):
+        return [np.asarray(inputs[name]) for name in input_names(model)]
+    if isinstance(inputs, (list, tuple)):
+        return [np.asarray(x) for x in inputs]
+    return [np.asarray(inputs)]
+
+
+def artifact_format(path):
+    """The deployable format of an artifact at ``path`` (by its suffix; a SavedModel folder that Keras 3 exported:
+    ``saved_model.pb`` and ``fingerprint.pb`` without tf.keras' ``keras_metadata.pb``), else ``None``.
+
+    Example:
+        >>> artifact_format("model.onnx"), artifact_format("model.tflite"), artifact_format("model.h5")
+        ('onnx', 'litert', None)
+    """
+    path = Path(path)
+    if path.is_dir():
+        exported = (path / "saved_model.pb").is_file() and (path / "fingerprint.pb").is_file()
+        return "saved_model" if exported and not (path / "keras_metadata.pb").exists() else None
+    return next((name for name, suffix in EXPORT_FORMATS.items() if suffix and path.suffix.lower() == suffix), None)
+
+
+def run_artifact(path, inputs, names, name=None):
+    """Run the artifact at ``path`` by its own runtime; a list of outputs."""
+    name = name or artifact_format(path)
+    module = exporter(name)
+    missing = [package for package in module.needs(backend())[-1:] if not installed(package)]
+    if missing:
+        raise MissingDependency(
+            f"Running a {name} artifact needs {missing[0]}, which is not installed. Expected the packages of the "
+            f"[{module.EXTRA}] extra. Received: no module {missing[0]!r}. pip install 'mgpu-io[{module.EXTRA}]'."
+        )
+    return module.run(path, inputs, names)
+
+
+def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=False):
+    """Write ``model`` as format ``name`` at ``output``, proven first by its runtime against ``model.predict``.
+
+    Args:
+        model: a built Keras 3 model.
+        output: the file (``.onnx``, ``.tflite``) or folder (SavedModel) to write.
+        name: a key of :data:`~mgpu_io.format.door.EXPORT_FORMATS`.
+        inputs: the inputs to compare on (an array, a list, or a dict by input name); default: generated
+            (:func:`sample_inputs`).
+        tolerance: the bound, relative to the predictions' scale (:data:`TOLERANCE`).
+        overwrite: replace an existing ``output``.
+
+    Returns:
+        ``{"format", "runtime", "difference", "bound", "inputs", "rows"}``: what was measured.
+
+    Raises:
+        UnsupportedModel: the exporter refused the model, its runtime cannot run the artifact, or the artifact
+            predicts otherwise than the model (the message names the format and the layers concerned).
+        MissingDependency: a package of the format's extra is missing.
+    """
+    check_available(name)
+    module = exporter(name)
+    output = Path(output)
+    given = inputs is not None
+    samples = as_list(inputs, model) if given else sample_inputs(model)
+    expected = predict(model, samples)
+    with _atomic(output, EXPORT_FORMATS[name], overwrite) as temporary:
+        try:
+            module.write(model, temporary)
+        except Exception as error:  # the exporter's own refusal: its first line, and our layers in the model
+            raise UnsupportedModel(_refused(name, model, output, "Keras' exporter refused it", error)) from None
+        try:
+            got = module.run(temporary, samples, input_names(model))
+        except Exception as error:
+            raise UnsupportedModel(_refused(name, model, output, f"{module.RUNTIME} cannot run it", error)) from None
+        found, allowed = difference(got, expected), bound(expected, tolerance)
+        if not found <= allowed:
+            raise UnsupportedModel(
+                f"The {name} artifact does not predict what the model predicts. Expected a largest difference of at "
+                f"most {allowed:.2g} ({module.RUNTIME} against Keras, on {len(samples[0])} rows). Received: "
+                f"{found:.3g} for output={output}. Write a .keras or .h5 output, or report the model's layers."
+            )
+    return {
+        "format": name,
+        "runtime": module.RUNTIME,
+        "difference": found,
+        "bound": allowed,
+        "inputs": "given" if given else "generated",
+        "rows": len(samples[0]),
+    }
+
+
+#: Layer classes that mgpu-io itself adds or converts to, named first in a refusal.
+OWN_LAYERS = ("TFOp", "Lambda", "LSTM", "GRU")
+_RECURRENT = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "RNN", "Bidirectional")
+
+
+def _layers(model, classes):
+    found = []
+    for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True):
+        if type(layer).__name__ in classes:
+            found.append(f"{type(layer).__name__} {layer.name!r}")
+    return found
+
+
+def _refused(name, model, output, what, error):
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+    if "Select TensorFlow op" in str(error) or "Flex" in str(error):
+        layers = _layers(model, _RECURRENT)
+        why = (
+            f"the converter wrote TensorFlow (Flex) ops for the recurrent layers ({', '.join(layers[:5]) or 'none'}"
+            f"), which the LiteRT interpreter runs only with the Flex delegate"
+        )
+        fix = "Write .onnx or a SavedModel folder for this model, or link the Flex delegate in your app"
+    else:
+        layers = _layers(model, OWN_LAYERS)
+        why = f"{first}" + (f" (the model holds {', '.join(layers[:5])})" if layers else "")
+        fix = "Write a .keras or .h5 output, or another deployable format"
+    return (
+        f"The model cannot be written as {name}: {what}. Expected a model that {name} holds. Received: "
+        f"output={output}: {why}. {fix}."
+    )
+
+
+@contextlib.contextmanager
+def _atomic(output, suffix, overwrite):
+    """A temporary path beside ``output`` (a file ending in ``suffix``, or a folder where ``suffix`` is empty), moved
+    over ``output`` only when the block ends without an error."""
+    if output.exists() and not overwrite:
+        raise OutputError(
+            f"The output exists. Expected a new path, or overwrite=True. Received: output={output}. Pass "
+            f"overwrite=True (--force) to replace it."
+        )
+    if not output.parent.is_dir():
+        raise OutputError(
+            f"The output folder does not exist. Expected an existing folder for the output. Received: "
+            f"output={output}. Create {output.parent} first."
+        )
+    holder = Path(tempfile.mkdtemp(prefix=".mgpu-io-", dir=output.parent))
+    temporary = holder / (output.name if suffix else "export")
+    try:
+        yield temporary
+        if suffix:
+            os.replace(temporary, output)
+        else:
+            old = None
+            if output.exists():
+                old = holder / "old"
+                os.replace(output, old)
+            os.replace(temporary, output)
+    finally:
+        shutil.rmtree(holder, ignore_errors=True)

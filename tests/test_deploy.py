@@ -1,0 +1,216 @@
+"""A user takes a rescued legacy model to where it runs next: an ONNX file for ONNX Runtime, a .tflite for a phone
+(LiteRT), a SavedModel folder for TF Serving. Each artifact is written by Keras 3's own exporter, run by its own
+runtime on the rescued model's inputs and compared before it is moved into place; here every one is also run on the
+fixture's stored inputs and compared with what the OLD writer predicted (fixtures written by the real writers).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import FIXTURES, ROOT, assert_predictions_match, fixture_batch
+
+import mgpu_io
+from mgpu_io.errors import InvalidArgument, MissingDependency, UnsupportedModel
+
+keras = pytest.importorskip("keras")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tf2onnx")
+if keras.backend.backend() != "tensorflow":
+    pytest.skip("the deployable formats are measured here on the TensorFlow backend", allow_module_level=True)
+
+from mgpu_io.keras.exports import input_names, run_artifact  # noqa: E402
+
+TFOPS = FIXTURES.parent / "tfops"
+OUTPUTS = {"onnx": "model.onnx", "litert": "model.tflite", "saved_model": "serving"}
+
+
+def entry(name, folder=FIXTURES):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return next(e for e in manifest if e["file"] == name)
+
+
+def write(source, tmp_path, name, **options):
+    out = tmp_path / OUTPUTS[name]
+    report = mgpu_io.unwrap(source, out, format=name if name == "saved_model" else None, **options)
+    return out, report
+
+
+def batch(fixture, folder=FIXTURES):
+    if folder == FIXTURES:
+        return fixture_batch(fixture)
+    data = np.load(folder / fixture["data"])
+    numbered = lambda prefix: [data[k] for k in sorted((k for k in data.files if k.startswith(prefix)),  # noqa: E731
+                                                       key=lambda k: int(k[1:]))]
+    return numbered("x"), numbered("y")
+
+
+def run_on_fixture(out, fixture, names, folder=FIXTURES):
+    xs, ys = batch(fixture, folder)
+    return run_artifact(out, xs, names), ys
+
+
+CASES = [
+    ("k224_functional_bn_x2_full.h5", FIXTURES),  # BatchNormalization, two outputs
+    ("k224_multi_io_x4_full.h5", FIXTURES),  # two inputs, two outputs, four replicas
+    ("k224_nested_depth3_full.h5", FIXTURES),  # three wrapper levels
+    ("tfk115_functional_bn_x2_full.h5", FIXTURES),  # tf.keras 1.15
+    ("tf23_arithmetic_x2_full.h5", TFOPS),  # mgpu-io's TFOp layer: TensorFlow ops of tf.keras 2.3, in a wrapper
+    ("tf23_images_full.h5", TFOPS),  # image ops (a plain model, written converted)
+    ("tfkeras_op_lambdas_full.h5", TFOPS),  # TFOpLambda of tf_keras
+]
+
+
+@pytest.mark.parametrize("name", ["onnx", "litert", "saved_model"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_the_artifact_run_by_its_own_runtime_predicts_what_the_old_writer_predicted(tmp_path, case, name):
+    file, folder = case
+    fixture = entry(file, folder)
+    xs, _ = batch(fixture, folder)
+    out, report = write(folder / file, tmp_path, name, inputs=xs, allow_plain=True)
+    assert report.written and report.export["format"] == name and report.export["inputs"] == "given"
+    assert report.export["difference"] <= report.export["bound"]
+    model = mgpu_io.load_model(folder / file, compile=False)
+    got, ys = run_on_fixture(out, fixture, input_names(model), folder)
+    assert_predictions_match(got, ys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # nothing left beside it
+
+
+@pytest.mark.parametrize("name", ["onnx", "saved_model"])
+def test_converted_cudnn_layers_and_keras2s_exact_hard_sigmoid_export(tmp_path, name):
+    """CuDNNLSTM/CuDNNGRU become LSTM/GRU with Keras 2's gates made exact (rescaled weights)."""
+    fixture = entry("k224_cudnn_x2_full.h5")
+    out, report = write(FIXTURES / fixture["file"], tmp_path, name)
+    model = mgpu_io.load_model(FIXTURES / fixture["file"], compile=False)
+    got, ys = run_on_fixture(out, fixture, input_names(model))
+    assert_predictions_match(got, ys)
+
+
+@pytest.mark.parametrize("name", ["onnx", "litert", "saved_model"])
+def test_keras2s_hard_sigmoid_function_layer_exports(tmp_path, name):
+    """A Keras 1.2.2 Activation('hard_sigmoid'): written for Keras 3 as mgpu-io's exact Keras 2 function."""
+    source = FIXTURES.parent / "layers" / "k122" / "Activation.h5"
+    assert "hard-sigmoid-keras2-function" in mgpu_io.unwrap(source, tmp_path / "x.h5", dry_run=True,
+                                                            allow_plain=True).config_changes
+    data = np.load(source.with_name("data.npz"))
+    xs = [data["Activation/x0"]]
+    ys = [data[f"Activation/y{i}"] for i in range(sum(k.startswith("Activation/y") for k in data.files))]
+    out, _ = write(source, tmp_path, name, allow_plain=True, inputs=xs)
+    model = mgpu_io.load_model(source, compile=False)
+    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+
+
+@pytest.mark.parametrize("name", ["onnx", "litert", "saved_model"])
+def test_a_lambda_written_by_reference_exports_with_the_users_function(tmp_path, name):
+    fixture = entry("k224_template_lambda_x2_full.h5")
+    double = lambda t: t * 2.0  # noqa: E731 - the user's own function, as the old code defined it
+    out, _ = write(FIXTURES / fixture["file"], tmp_path, name, lambdas={"double": double})
+    model = mgpu_io.load_model(FIXTURES / fixture["file"], compile=False, lambdas={"double": double})
+    got, ys = run_on_fixture(out, fixture, input_names(model))
+    assert_predictions_match(got, ys)
+
+
+def test_recurrent_layers_that_litert_runs_only_with_flex_are_refused_by_name_and_nothing_is_left(tmp_path):
+    with pytest.raises(UnsupportedModel) as refused:
+        write(FIXTURES / "k224_cudnn_x2_full.h5", tmp_path, "litert")
+    message = str(refused.value)
+    assert message.startswith("The model cannot be written as litert: LiteRT interpreter cannot run it.")
+    assert "LSTM 'forward_cu_dnnlstm_1'" in message and "GRU 'gru'" in message
+    assert message.endswith("Write .onnx or a SavedModel folder for this model, or link the Flex delegate in your app.")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_savedmodel_folder_serves_its_default_signature(tmp_path):
+    import tensorflow as tf
+
+    out, _ = write(FIXTURES / "k224_multi_io_x4_full.h5", tmp_path, "saved_model")
+    loaded = tf.saved_model.load(str(out))
+    assert "serving_default" in loaded.signatures
+    assert sorted(loaded.signatures["serving_default"].structured_input_signature[1]) == ["in_a", "in_b"]
+
+
+def test_an_output_exists_without_overwrite_and_is_kept(tmp_path):
+    out = tmp_path / "model.onnx"
+    out.write_bytes(b"mine")
+    with pytest.raises(mgpu_io.OutputError, match="exists"):
+        mgpu_io.unwrap(FIXTURES / "k224_siamese_x2_full.h5", out)
+    assert out.read_bytes() == b"mine"
+    mgpu_io.unwrap(FIXTURES / "k224_siamese_x2_full.h5", out, overwrite=True)
+    assert out.stat().st_size > 100
+
+
+@pytest.mark.parametrize("output, format, expected", [
+    ("model.onnx", "saved_model", "The output's name and format= disagree"),
+    ("model.pb", "tensorrt", "Unknown output format. Expected one of ['litert', 'onnx', 'saved_model']"),
+])
+def test_a_format_that_disagrees_with_the_name_or_is_unknown_is_refused(tmp_path, output, format, expected):
+    with pytest.raises(InvalidArgument, match=expected.replace("[", r"\[").replace("]", r"\]")):
+        mgpu_io.unwrap(FIXTURES / "k224_siamese_x2_full.h5", tmp_path / output, format=format)
+
+
+def test_weights_alone_are_refused_for_an_artifact_until_the_architecture_is_given(tmp_path):
+    weights = FIXTURES / "k224_siamese_x2_weights.h5"
+    with pytest.raises(InvalidArgument, match="A onnx output holds a whole model, and a weights-only file holds no"):
+        mgpu_io.unwrap(weights, tmp_path / "model.onnx")
+    report = mgpu_io.unwrap(weights, tmp_path / "model.onnx", config=FIXTURES / "k224_siamese_x2_config.json")
+    assert report.export["difference"] <= report.export["bound"]
+
+
+def test_verify_runs_an_artifact_against_its_model_and_tells_a_wrong_one(tmp_path):
+    out, _ = write(FIXTURES / "k224_functional_bn_x2_full.h5", tmp_path, "onnx")
+    report = mgpu_io.verify(FIXTURES / "k224_functional_bn_x2_full.h5", out)
+    assert report.agree and report.prediction_difference <= 1e-6
+    other = mgpu_io.verify(FIXTURES / "k224_functional_bn_x3_full.h5", out)  # same shapes, other weights
+    assert not other.agree and other.prediction_difference > 1e-3
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path):
+    code = (
+        "import sys; sys.modules['onnxruntime'] = None\n"
+        "import mgpu_io\n"
+        "try:\n"
+        f"    mgpu_io.unwrap({str(FIXTURES / 'k224_siamese_x2_full.h5')!r}, {str(tmp_path / 'm.onnx')!r})\n"
+        "except mgpu_io.MissingDependency as e: print(e)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.stdout.strip().endswith("pip install 'mgpu-io[onnx]'.")
+    assert result.stdout.count("\n") == 1 and not (tmp_path / "m.onnx").exists()
+    assert MissingDependency.__name__ in dir(mgpu_io)
+
+
+def test_the_command_line_exports_a_folder_with_progress_and_resumes(tmp_path):
+    from typer.testing import CliRunner
+
+    from mgpu_io.cli.app import app
+
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("k224_siamese_x2_full.h5", "k224_multi_io_x4_full.h5", "k224_siamese_x2_weights.h5"):
+        (source / name).write_bytes((FIXTURES / name).read_bytes())
+    runner = CliRunner()
+    result = runner.invoke(app, ["unwrap", str(source), str(tmp_path / "out"), "--format", "onnx", "--json"])
+    assert result.exit_code == 0, result.output
+    counts = json.loads(result.stdout)["counts"]
+    assert counts["repaired"] == 2 and counts["skipped"] == 1
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["k224_multi_io_x4_full.onnx",
+                                                                     "k224_siamese_x2_full.onnx"]
+    again = runner.invoke(app, ["unwrap", str(source), str(tmp_path / "out"), "--format", "onnx", "--json"])
+    assert json.loads(again.stdout)["counts"]["done before"] == 2
+
+
+def test_the_command_line_prints_the_measured_difference_and_verify_takes_the_artifact(tmp_path):
+    from typer.testing import CliRunner
+
+    from mgpu_io.cli.app import app
+
+    runner = CliRunner()
+    out = tmp_path / "model.tflite"
+    result = runner.invoke(app, ["unwrap", str(FIXTURES / "k224_siamese_x2_full.h5"), str(out)])
+    assert result.exit_code == 0, result.output
+    assert "litert: run by LiteRT interpreter on 8 rows of generated inputs" in result.stdout
+    checked = runner.invoke(app, ["verify", str(FIXTURES / "k224_siamese_x2_full.h5"), str(out), "--json"])
+    assert checked.exit_code == 0 and json.loads(checked.stdout)["agree"] is True
