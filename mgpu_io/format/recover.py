@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from mgpu_io.format.lambdas import SCAN_LIMIT, decode_payload
+from mgpu_io.format.pythons import writer_pythons
 
 #: What gets the decompilers.
 INSTALL_HINT = 'pip install "mgpu-io[lambdas]"'
@@ -43,8 +44,10 @@ def available():
         return False
 
 
-def decompile(payloads, *, timeout=None):
+def decompile(payloads, *, timeout=None, pythons=None):
     """Recover each stored function in ``payloads`` (the bytes of its marshalled code) in the decompiler program.
+
+    ``pythons``: the Pythons the writer ran on (:func:`~mgpu_io.format.pythons.writer_pythons`), or ``None``.
 
     Returns one dict per payload: what ``_decompile.recover`` found (``python``, ``name``, ``args``, ``body``,
     ``globals``, ``freevars``, ...), or ``{"error": "..."}``.
@@ -57,7 +60,7 @@ def decompile(payloads, *, timeout=None):
         "path": [entry for entry in sys.path if entry and Path(entry).is_absolute()],
         "seconds": CPU_SECONDS,
         "memory": MEMORY,
-        "functions": [{"code": base64.b64encode(data).decode("ascii")} for data in payloads],
+        "functions": [{"code": base64.b64encode(data).decode("ascii"), "pythons": pythons} for data in payloads],
     }
     limit = TIMEOUT if timeout is None else timeout
     try:
@@ -82,17 +85,20 @@ def decompile(payloads, *, timeout=None):
     return [answer if isinstance(answer, dict) else {"error": "no answer"} for answer in answers]
 
 
-def recover_lambdas(lambdas):
+def recover_lambdas(lambdas, keras_version=None):
     """Set ``recovered`` on each of ``lambdas`` (:class:`~mgpu_io.format.lambdas.LambdaLayer`) that stores the
     user's bytecode: ``python``, ``source`` (``lambda x: ...`` or ``def name(...): ...``, defaults included),
     ``free_names`` (module globals it needs, e.g. ``K``, ``np``, the user's own), ``closure`` (names from an
-    enclosing function), or ``error``. Lambdas written by Keras itself (``known``) are left as they are."""
+    enclosing function), or ``error``. Lambdas written by Keras itself (``known``) are left as they are.
+
+    ``keras_version``: the file's; the Python proven from the bytes must be one its writer ran on."""
     todo = [lam for lam in lambdas if lam.kind == "user" and lam.payload is not None]
     payloads, shapes = [], []
     for lam in todo:
         payloads.append(_bytes(lam.payload))
         shapes.append(_bytes(lam.output_shape_payload))
-    answers = iter(decompile([data for data in payloads + shapes if data]))  # one program for all of them
+    pythons = writer_pythons(keras_version)
+    answers = iter(decompile([data for data in payloads + shapes if data], pythons=pythons))  # one program for all
     for lam, data in zip(todo, payloads):
         if data:
             lam.recovered = _recovered(next(answers), lam.defaults, lam.closure)
