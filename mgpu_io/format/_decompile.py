@@ -137,15 +137,64 @@ def _own(code, version):
         return None, [f"mgpu-io's decompiler stopped at {error}"]
 
 
+def _expression(statements):
+    """The one expression that ``if``/``return`` statements (returning on every path) compute, else ``None``.
+
+    uncompyle6 and decompyle3 read a lambda's conditional expression as ``if c: return a`` / ``return b``; a body
+    with a path that falls off its end (a misreading: a lambda always returns) gives ``None``.
+    """
+    import ast
+
+    if not statements:
+        return None
+    first, rest = statements[0], statements[1:]
+    if isinstance(first, ast.Return) and first.value is not None:
+        return first.value
+    if isinstance(first, ast.If):
+        then = _expression(first.body)
+        other = _expression(list(first.orelse) + rest)
+        if then is not None and other is not None:
+            return ast.IfExp(first.test, then, other)
+    return None
+
+
+def _as_lambda_body(body):
+    """``body`` as ``return <one expression>`` (what a lambda is), or ``None`` where it is not one."""
+    import ast
+
+    tree = ast.parse(body)
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Return) and tree.body[0].value is not None:
+        return body
+    expression = _expression(tree.body)
+    if expression is None:
+        return None
+    return ast.unparse(ast.fix_missing_locations(ast.Module([ast.Return(expression)], []))) + "\n"
+
+
+def _ellipsis(body, code):
+    """``body`` with uncompyle6/decompyle3's ``Ellipsis`` (a name) written ``...`` where the code loads the constant."""
+    import ast
+
+    if "Ellipsis" not in body or "Ellipsis" in [str(n) for n in code.co_names]:
+        return body
+    tree = ast.parse(body)
+
+    class Constants(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.copy_location(ast.Constant(Ellipsis), node) if node.id == "Ellipsis" else node
+
+    return ast.unparse(ast.fix_missing_locations(Constants().visit(tree))) + "\n"
+
+
 def _problem(body, code):
     """Why ``body`` cannot be the source of ``code`` (a lambda is one expression), else ``None``."""
     import ast
 
     try:
-        tree = ast.parse(body)
+        ast.parse(body)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return f"its reading is not Python ({type(error).__name__})"
-    if str(code.co_name) == "<lambda>" and (len(tree.body) != 1 or not isinstance(tree.body[0], ast.Return)):
+    if str(code.co_name) == "<lambda>" and _as_lambda_body(body) is None:
         return "its reading of a lambda is not one expression"
     return None
 
@@ -156,6 +205,9 @@ def _same(a, b):
 
     def normal(text):
         tree = ast.parse(text)
+        expression = _expression(tree.body)
+        if expression is not None:  # `if c: return a` / `return b` and `return a if c else b` are one function
+            tree = ast.Module([ast.Return(expression)], [])
         for node in ast.walk(tree):
             for field, value in ast.iter_fields(node):
                 if isinstance(value, ast.Name) and value.id == "Ellipsis":
@@ -266,6 +318,10 @@ def recover(data, pythons=None):
         if problem:
             attempts.append(f"{version}: {problem}")
             continue
+        if str(code.co_name) == "<lambda>":
+            body = _as_lambda_body(body)
+        if decompiler != "mgpu-io":
+            body = _ellipsis(body, code)
         readings.append((version, body, decompiler, code))
     found = [r for r in readings if allowed is None or r[0] in allowed]
     if readings and not found:
