@@ -222,7 +222,7 @@ def test_crafted_code_objects_give_a_clear_error_within_the_limits(kind, payload
     assert time.monotonic() - start < recover.TIMEOUT + 5
     assert len(answers) == len(payloads)
     for answer in answers:
-        assert set(answer) == {"error"} or "body" in answer
+        assert set(answer) <= {"error", "formats"} or "body" in answer
         if "error" in answer:
             assert len(answer["error"]) <= 2100 and "\n" not in answer["error"]
 
@@ -363,7 +363,7 @@ SWEEP_SOURCES = {"<lambda>": "lambda x: x * 2.0 + 1.0",
 @pytest.mark.parametrize("writer,case,entry", _sweep_lambda_cases(), ids=lambda v: v if isinstance(v, str) else "")
 def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_when_trusted(writer, case, entry):
     """fixtures/layers: Keras 1.2.2 to tf.keras 2.3 on Python 3.7 (raw_unicode_escape and base64 payloads), and
-    tf_keras on today's Python, whose bytecode no decompiler reads: even trusted, it is refused, never unmarshalled."""
+    tf_keras on today's Python, whose bytecode mgpu-io's own decompiler reads (Python 3.9-3.12)."""
     from layer_sweep import SWEEP, _batch
 
     path = SWEEP / writer / entry["file"]
@@ -371,15 +371,11 @@ def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_wh
     assert lambdas
     for lam in lambdas:
         recovered = lam["recovered"]
+        assert _same_code(recovered["source"], SWEEP_SOURCES[lam["code"]["function_name"]]), recovered["source"]
         if writer != "tfkeras":
-            assert _same_code(recovered["source"], SWEEP_SOURCES[lam["code"]["function_name"]]), recovered["source"]
             assert "3.7" in recovered["python"]
         else:
-            assert recovered["error"].startswith("no Python of 2.7 and 3.5-3.8 reads it")
-    if writer == "tfkeras":
-        with pytest.raises(mgpu_io.InvalidArgument, match="never unmarshals stored bytecode"):
-            mgpu_io.load_model(path, compile=False, safe_mode=False)
-        return
+            assert f"{sys.version_info[0]}.{sys.version_info[1]}" in recovered["python"].split(" or ")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
         model = mgpu_io.load_model(path, compile=False, safe_mode=False)

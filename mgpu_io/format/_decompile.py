@@ -277,13 +277,14 @@ def recover(data, pythons=None):
     ``pythons``: the Pythons the writer ran on (``["3.9", "3.10", ...]``), where the file says; ``None``: any.
 
     Returns a dict: ``python`` (the writer's Python, e.g. ``"3.7"``; ``"3.6 or 3.7"`` where both read the same),
+    ``formats`` (the Pythons whose marshal format, opcodes and line table the bytes fit, decompiled or not),
     ``name`` (the code's name: ``<lambda>`` or the ``def``'s), ``args``, ``kwonly``, ``varargs``, ``varkw``,
     ``body`` (the decompiled body), ``globals`` (names it takes from its module, builtins left out), ``freevars``
     (names from an enclosing function: Keras stored their values as the closure), ``decompiler``; or ``error``.
     """
     import builtins
 
-    attempts, readings = [], []
+    attempts, readings, formats = [], [], []
     allowed = [str(v) for v in pythons] if isinstance(pythons, list) and pythons else None
     for version in CANDIDATES:
         try:
@@ -306,6 +307,7 @@ def recover(data, pythons=None):
         if misfit:
             attempts.append(f"{version}: {misfit}")
             continue
+        formats.append(version)
         try:
             body, decompiler, errors = _deparse(code, version)
         except (Exception, RecursionError) as error:
@@ -327,15 +329,17 @@ def recover(data, pythons=None):
     if readings and not found:
         return {
             "error": f"it reads only as Python {' or '.join(r[0] for r in readings)}, on which its writer did not "
-            f"run (the writer ran on Python {', '.join(allowed)})"
+            f"run (the writer ran on Python {', '.join(allowed)})",
+            "formats": formats,
         }
     if not found:
-        return {"error": "no Python of 2.7 and 3.5-3.12 reads it: " + " | ".join(attempts)[:2000]}
+        return {"error": "no Python of 2.7 and 3.5-3.12 reads it: " + " | ".join(attempts)[:2000], "formats": formats}
     differing = [r for r in found if not _same(r[1], found[0][1])]
     if differing:
         return {
             "error": f"it reads differently as Python {found[0][0]} and {differing[0][0]}, which its writer both "
-            f"may have run on: the writer's Python is not proven, so neither reading is taken"
+            f"may have run on: the writer's Python is not proven, so neither reading is taken",
+            "formats": formats,
         }
     version, body, decompiler, code = found[0]
     argcount = code.co_argcount  # 3.8 counts the positional-only ones in it
@@ -360,6 +364,7 @@ def recover(data, pythons=None):
         "globals": [n for n in _names(code, version) if n not in builtin],
         "freevars": [str(n) for n in code.co_freevars],
         "decompiler": decompiler,
+        "formats": formats,
     }
 
 

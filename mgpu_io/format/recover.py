@@ -119,7 +119,11 @@ def _bytes(payload):
 
 def _recovered(answer, defaults, closure=None):
     if "error" in answer or "body" not in answer:
-        return {"error": str(answer.get("error", "no source"))}
+        formats = answer.get("formats")
+        found = {"error": str(answer.get("error", "no source"))}
+        if isinstance(formats, list):
+            found["formats"] = [str(f) for f in formats]
+        return found
     freevars = list(answer.get("freevars") or [])
     return {
         "closure_values": dict(zip(freevars, closure)) if closure and len(closure) == len(freevars) else None,
