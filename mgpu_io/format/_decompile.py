@@ -122,14 +122,26 @@ def _line_table_misfit(code, version):
     return None
 
 
+_REBUILD = []
+
+
+def _rebuild_module():
+    """``_rebuild.py`` (next to this file), loaded once."""
+    if not _REBUILD:
+        import importlib.util
+        import os
+
+        where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_rebuild.py")
+        spec = importlib.util.spec_from_file_location("_rebuild", where)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _REBUILD.append(module)
+    return _REBUILD[0]
+
+
 def _own(code, version):
     """mgpu-io's own decompiler for 3.9-3.12 (``_rebuild.py``, next to this file), as the source of the body."""
-    import importlib.util
-    import os
-
-    spec = importlib.util.spec_from_file_location("_rebuild", os.path.join(os.path.dirname(__file__), "_rebuild.py"))
-    rebuild = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rebuild)
+    rebuild = _rebuild_module()
     triple = tuple(int(part) for part in version.split("."))
     try:
         return rebuild.decompile(code, triple, _instructions(code, version), lambda c: _instructions(c, version)), []

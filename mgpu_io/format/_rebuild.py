@@ -38,6 +38,8 @@ _COMPARE = {"<": ast.Lt, "<=": ast.LtE, "==": ast.Eq, "!=": ast.NotEq, ">": ast.
 _SKIP = {"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL", "GEN_START",
          "RETURN_GENERATOR"}  # fmt: skip
 _COMPREHENSIONS = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}
+#: What a 3.12 inlined comprehension's exception handler holds (it restores the local it saved, and re-raises).
+_CLEANUP = {"SWAP", "POP_TOP", "STORE_FAST", "RERAISE", "END_FOR"}
 
 
 class Unreadable(Exception):
@@ -142,6 +144,8 @@ class Reader:
         self.steps = 0
         self.groups = {}
         self.kw_names = ()
+        self.visited = set()
+        self.pending, self.order = [], {}
 
     # --- the whole function ------------------------------------------------------------------------------------
     def statements(self):
@@ -155,6 +159,9 @@ class Reader:
         if self.code.co_name == "<lambda>":
             if len(body) != 1 or not isinstance(body[0], ast.Return):
                 raise self.fail(0, "a lambda's body is one expression")
+        for n, ins in enumerate(self.ins):  # code never reached: only a 3.12 comprehension's clean-up may be
+            if n not in self.visited and ins.opname not in _CLEANUP and ins.opname not in _SKIP:
+                raise self.fail(n, "code that the function's flow does not reach: an exception handler or a loop")
         return body or [ast.Pass()]
 
     def expression(self):
@@ -188,6 +195,7 @@ class Reader:
             if limit is not None and ins.offset > limit:
                 raise self.fail(i, f"a block runs past offset {limit}")
             self.steps += 1
+            self.visited.add(i)
             if self.steps > STEP_LIMIT:
                 raise self.fail(i, "too many instructions")
             op, arg, val = ins.opname, ins.arg, ins.argval
@@ -206,7 +214,12 @@ class Reader:
 
     def step(self, i, op, arg, val, stack, body, limit, loop, filters):  # noqa: C901 - one opcode per branch
         """Run instruction ``i``; returns the next index, or how the block ended."""
-        pop, push = stack.pop, stack.append
+        pop = stack.pop
+
+        def push(node):
+            self.order[id(node)] = len(self.order)  # the order values were computed in (for `a, b = p, q`)
+            stack.append(node)
+
         if op == "LOAD_CONST":
             push(self._constant(val, i))
         elif op in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_NAME", "LOAD_CLASSDEREF"):
@@ -229,7 +242,20 @@ class Reader:
             push(_Null())
             push(ast.Attribute(self._value(owner, i), str(val), ast.Load()))
         elif op in ("STORE_FAST", "STORE_DEREF", "STORE_NAME", "STORE_GLOBAL"):
-            self._store(ast.Name(str(val), ast.Store()), pop(), body, i)
+            value = pop()
+            target = ast.Name(str(val), ast.Store())
+            if self.pending or (stack and isinstance(value, ast.AST) and all(isinstance(v, ast.AST) for v in stack)):
+                # `a, b = p, q`: the values were pushed in order, the compiler stores them in any order
+                self.pending.append((target, value))
+                if not stack:
+                    order = [self.order.get(id(value), -1) for _, value in self.pending]
+                    pairs = sorted(zip(order, self.pending), key=lambda pair: pair[0])
+                    targets = [target for _, (target, _) in pairs]
+                    values = [self._value(value, i) for _, (_, value) in pairs]
+                    body.append(ast.Assign([ast.Tuple(targets, ast.Store())], ast.Tuple(values, ast.Load())))
+                    self.pending = []
+            else:
+                self._store(target, value, body, i)
         elif op == "STORE_ATTR":
             owner, value = pop(), pop()
             self._store(ast.Attribute(self._value(owner, i), str(val), ast.Store()), value, body, i)
@@ -398,6 +424,8 @@ class Reader:
             stack[-1], stack[-arg] = stack[-arg], stack[-1]
         elif op == "ROT_TWO":
             stack[-1], stack[-2] = stack[-2], stack[-1]
+        elif op == "ROT_THREE":
+            stack[-3:] = [stack[-1], stack[-3], stack[-2]]
         elif op == "POP_TOP":
             value = pop()
             if isinstance(value, _Saved):
@@ -429,6 +457,7 @@ class Reader:
         elif op == "COPY" and arg == 1 and i + 2 < len(self.ins) and self.ins[i + 2].opname == "POP_TOP" and \
                 self.ins[i + 1].opname in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"):  # 3.12's `and` / `or`
             kind = ast.And if self.ins[i + 1].opname.endswith("FALSE") else ast.Or
+            self.visited.update((i + 1, i + 2))
             return self._boolean(i, i + 3, self.ins[i + 1].argval, kind, stack, body, limit, loop)
         elif op.startswith("POP_JUMP_IF_"):
             return self._conditional(i, op[len("POP_JUMP_IF_"):], val, stack, body, limit, loop, filters)
@@ -514,6 +543,7 @@ class Reader:
         value = self._value(right.stack[-1], i)
         values = [left] + (value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, kind) else [value])
         stack.append(ast.BoolOp(kind(), values))
+        self.order[id(stack[-1])] = len(self.order)
         return self.index(target, i)
 
     def _condition(self, kind, value):
@@ -537,6 +567,7 @@ class Reader:
             if after.opname in ("JUMP_BACKWARD", "JUMP_ABSOLUTE") and after.argval == loop and \
                     self.ins[i + 2].offset == target:
                 inverse = {"TRUE": "FALSE", "FALSE": "TRUE", "NONE": "NOT_NONE", "NOT_NONE": "NONE"}[kind]
+                self.visited.add(i + 1)
                 filters.append(self._condition(inverse, value))
                 return i + 2
         condition = self._condition(kind, value)
@@ -579,6 +610,7 @@ class Reader:
             if len(then.stack) == len(stack) + 1 == len(other.stack) and not then.body and not other.body:
                 a, b = self._value(then.stack[-1], i), self._value(other.stack[-1], i)
                 stack.append(ast.IfExp(condition, a, b))
+                self.order[id(stack[-1])] = len(self.order)
                 return self.index(end, i)
             if len(then.stack) == len(stack) == len(other.stack) and then.body:
                 body.append(ast.If(condition, then.body, other.body))
@@ -641,6 +673,8 @@ class Reader:
         if k >= len(reader.ins) or reader.ins[k].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE") or \
                 reader.ins[k].argval != loop:
             raise reader.fail(min(k, len(reader.ins) - 1), "a comprehension with more than one `for`")
+        reader.visited.update(range(i, n))  # FOR_ITER and the target's stores
+        reader.visited.update(range(appended.index, k + 1))  # the append, and the jump back
         generator = ast.comprehension(target, iterable, appended.filters, 0)
         return generator, appended.element, appended.key, reader.index(reader.ins[i].argval, i)
 

@@ -73,3 +73,50 @@ def check(items, python, *, timeout=None):
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
         return [{"error": f"the check stopped: {tail[0][:200]}"}] * len(items)
     return [a if isinstance(a, dict) else {"error": "no answer"} for a in answers]
+
+
+def stored_functions(path):
+    """``{layer: (bytes, output-shape bytes)}``: each user Lambda's stored function in ``path``, decoded, as data."""
+    from mgpu_io.format.conversions.lambdas import template_lambdas
+    from mgpu_io.format.extract import extract
+    from mgpu_io.format.lambdas import SCAN_LIMIT, decode_payload
+    from mgpu_io.format.read import open_stored, reading
+
+    with open_stored(path) as stored, reading(stored.path, "reading its Lambda functions"):
+        template = extract(stored).template_config
+        lambdas = template_lambdas(template) if template is not None else []
+    found = {}
+    for lam in lambdas:
+        data = decode_payload(lam.payload) if lam.kind == "user" and lam.payload else None
+        if data is not None and len(data) <= SCAN_LIMIT:
+            found[lam.layer] = data
+    return found
+
+
+def check_recovered(path, lambdas):
+    """Prove each of ``lambdas`` (``inspect``'s dicts of ``path``, ``recovered`` set) on its writer's Python: sets
+    ``recovered["check"]``: ``{"python": "3.10", "same": True}``, ``{"python": ..., "same": False, "difference":
+    ...}``, or ``{"needs": "Python 3.10"}`` where no such Python is installed."""
+    from mgpu_io.format.recover import function_source
+
+    stored = stored_functions(path)
+    by_python = {}
+    for lam in lambdas:
+        recovered = lam.get("recovered") or {}
+        if "source" not in recovered or lam["layer"] not in stored:
+            continue
+        versions = candidates(recovered.get("python"))
+        found = next(((v, p) for v in versions for p in [find_python(v)] if p), None)
+        if found is None:
+            recovered["check"] = {"needs": f"Python {' or '.join(versions)}"}
+            continue
+        answer = {"name": recovered.get("name"), "body": recovered.get("body"), "args": recovered.get("args"),
+                  "varargs": recovered.get("varargs"), "varkw": recovered.get("varkw"),
+                  "kwonly": recovered.get("kwonly")}  # fmt: skip
+        source = function_source(answer, recovered.get("defaults"))
+        item = {"code": stored[lam["layer"]], "source": source, "freevars": recovered.get("closure") or []}
+        by_python.setdefault(found, []).append((recovered, item))
+    for (version, python), todo in by_python.items():
+        for (recovered, _), answer in zip(todo, check([item for _, item in todo], python)):
+            recovered["check"] = dict(answer, python=version)
+    return lambdas

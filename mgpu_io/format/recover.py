@@ -31,6 +31,10 @@ INSTALL_HINT = 'pip install "mgpu-io[lambdas]"'
 TIMEOUT = float(os.environ.get("MGPU_IO_DECOMPILE_TIMEOUT", "15"))
 #: CPU seconds and address space the decompiler program may use (only ever lowered below the current limits).
 CPU_SECONDS = 10
+#: Seconds (CPU and wall clock) added to both limits per function: every candidate Python is tried on each.
+PER_FUNCTION = 1.0
+#: The most seconds one file's functions may take, however many there are.
+MOST_SECONDS = 300
 MEMORY = 1 << 30
 _PROGRAM = Path(__file__).with_name("_decompile.py")
 _NEEDED = ("xdis", "uncompyle6", "spark_parser")
@@ -58,11 +62,11 @@ def decompile(payloads, *, timeout=None, pythons=None):
         return [{"error": f"the decompilers are not installed: {INSTALL_HINT} recovers the source"}] * len(payloads)
     request = {
         "path": [entry for entry in sys.path if entry and Path(entry).is_absolute()],
-        "seconds": CPU_SECONDS,
+        "seconds": min(CPU_SECONDS + PER_FUNCTION * len(payloads), MOST_SECONDS),
         "memory": MEMORY,
         "functions": [{"code": base64.b64encode(data).decode("ascii"), "pythons": pythons} for data in payloads],
     }
-    limit = TIMEOUT if timeout is None else timeout
+    limit = min(TIMEOUT + PER_FUNCTION * len(payloads), MOST_SECONDS) if timeout is None else timeout
     try:
         done = subprocess.run(
             [sys.executable, "-I", str(_PROGRAM)],
@@ -200,6 +204,19 @@ def python_name(layer):
     return name + "_" if keyword.iskeyword(name) else name
 
 
+def check_text(check):
+    """What ``mgpu-io lambdas --check`` found for one function, as a clause (``""`` when not asked)."""
+    if not check:
+        return ""
+    if "needs" in check:
+        return f"; not checked: recompiling it needs {check['needs']}, which is not installed"
+    if check.get("same"):
+        return f"; proven: recompiled on Python {check['python']}, its code is the stored code"
+    if "error" in check:
+        return f"; not checked on Python {check['python']}: {check['error']}"
+    return f"; DIFFERS when recompiled on Python {check['python']}: {check.get('difference')}"
+
+
 def recovered_lines(recovered):
     """What ``inspect`` prints under a Lambda about its recovered source (nothing for Keras' own functions)."""
     if not recovered:
@@ -268,6 +285,7 @@ def module_source(path, lambdas, output="my_lambdas.py"):
             note += f"; called with arguments {sorted(lam['arguments'])}"
         if recovered.get("output_shape"):
             note += f"; output_shape was {recovered['output_shape'].strip()} (Keras 3 traces the function for it)"
+        note += check_text(recovered.get("check"))
         body.append(note)
         function = function_source(recovered, recovered.get("defaults"), name=name).rstrip("\n")
         stored = recovered.get("closure_values") or {}
