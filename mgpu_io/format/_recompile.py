@@ -1,7 +1,7 @@
 """Prove a recovered Lambda source: compile it again on the writer's own Python and compare its code with the stored one.
 
-A separate program, run by :mod:`mgpu_io.format.recompile` with the *writer's* Python (2.7 or 3.5-3.13), never
-imported by mgpu-io. It reads one JSON request on standard input: ``{"seconds": N, "memory": BYTES, "functions":
+A separate program, run by :mod:`mgpu_io.format.recompile` with the *writer's* Python (2.7 or 3.5-3.13) as
+``python -E -s -c <this text>`` in an empty folder, never imported by mgpu-io. It reads one JSON request on standard input: ``{"seconds": N, "memory": BYTES, "functions":
 [{"code": BASE64, "source": TEXT, "freevars": [...]}, ...]}`` and writes one JSON answer: a list, one entry per
 function, ``{"same": true}`` or ``{"same": false, "difference": "..."}`` or ``{"error": "..."}``.
 
@@ -33,10 +33,45 @@ def lower_limits(seconds, memory):
         resource.setrlimit(kind, (value, hard))
 
 
+def _instructions_27(code):
+    """Python 2.7's instructions (its dis has no get_instructions): ``[(opname, argument)]``."""
+    import dis
+
+    raw, found, n, extended = bytearray(code.co_code), [], 0, 0
+    while n < len(raw):
+        op = raw[n]
+        if op < dis.HAVE_ARGUMENT:
+            found.append((dis.opname[op], None))
+            n += 1
+            continue
+        arg = raw[n + 1] + raw[n + 2] * 256 + extended
+        n += 3
+        if op == dis.EXTENDED_ARG:
+            extended = arg * 65536
+            continue
+        extended = 0
+        if op in dis.hasconst:
+            value = None  # constants are compared one by one below
+        elif op in dis.hasname:
+            value = repr(code.co_names[arg])
+        elif op in dis.haslocal:
+            value = repr(code.co_varnames[arg])
+        elif op in dis.hasfree:
+            value = repr((code.co_cellvars + code.co_freevars)[arg])
+        elif op in dis.hasjrel:
+            value = repr(n + arg)
+        else:
+            value = repr(arg)
+        found.append((dis.opname[op], value))
+    return found
+
+
 def instructions(code):
     """``[(opname, argument)]`` of ``code``, without NOPs; jumps as targets, constants and names by value."""
     import dis
 
+    if not hasattr(dis, "get_instructions"):
+        return _instructions_27(code)
     found = []
     for ins in dis.get_instructions(code):
         if ins.opname in ("NOP", "CACHE", "EXTENDED_ARG"):
@@ -119,5 +154,5 @@ def main():
     sys.stdout.write(json.dumps(answers))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # run as `python -c <this text>` too, where __name__ is "__main__" as well
     main()

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 _PROGRAM = Path(__file__).with_name("_recompile.py")
@@ -56,11 +57,15 @@ def check(items, python, *, timeout=None):
         ],
     }
     limit = TIMEOUT if timeout is None else timeout
+    # the program's text as -c, in an empty folder: no module beside it or in the folder can shadow one it imports
+    # (Python 2.7 has no -I; -E -s there)
+    program = _PROGRAM.read_text()
     try:
-        done = subprocess.run(
-            [python, "-I", str(_PROGRAM)], input=json.dumps(request).encode(), capture_output=True, timeout=limit,
-            check=False,
-        )  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="mgpu-io-check-") as empty:
+            done = subprocess.run(
+                [python, "-E", "-s", "-c", program], input=json.dumps(request).encode(), capture_output=True,
+                timeout=limit, check=False, cwd=empty,
+            )  # fmt: skip
     except subprocess.TimeoutExpired:
         return [{"error": f"the check did not finish within {limit:g} s"}] * len(items)
     except OSError as error:
@@ -95,19 +100,21 @@ def stored_functions(path):
 
 def check_recovered(path, lambdas):
     """Prove each of ``lambdas`` (``inspect``'s dicts of ``path``, ``recovered`` set) on its writer's Python: sets
-    ``recovered["check"]``: ``{"python": "3.10", "same": True}``, ``{"python": ..., "same": False, "difference":
-    ...}``, or ``{"needs": "Python 3.10"}`` where no such Python is installed."""
+    ``recovered["check"]``: ``{"python": "3.10", "same": True, "others": [...]}`` (proven on each Python named;
+    ``others``: the label's other Pythons, which compile it differently), ``{"python": ..., "same": False,
+    "difference": ...}``, or ``{"needs": "Python 3.10"}`` where no such Python is installed. Every Python the label
+    names that is installed is tried."""
     from mgpu_io.format.recover import function_source
 
     stored = stored_functions(path)
-    by_python = {}
+    by_python, todo = {}, []
     for lam in lambdas:
         recovered = lam.get("recovered") or {}
         if "source" not in recovered or lam["layer"] not in stored:
             continue
         versions = candidates(recovered.get("python"))
-        found = next(((v, p) for v in versions for p in [find_python(v)] if p), None)
-        if found is None:
+        installed = [(v, p) for v in versions for p in [find_python(v)] if p]
+        if not installed:
             recovered["check"] = {"needs": f"Python {' or '.join(versions)}"}
             continue
         answer = {"name": recovered.get("name"), "body": recovered.get("body"), "args": recovered.get("args"),
@@ -115,8 +122,19 @@ def check_recovered(path, lambdas):
                   "kwonly": recovered.get("kwonly")}  # fmt: skip
         source = function_source(answer, recovered.get("defaults"))
         item = {"code": stored[lam["layer"]], "source": source, "freevars": recovered.get("closure") or []}
-        by_python.setdefault(found, []).append((recovered, item))
-    for (version, python), todo in by_python.items():
-        for (recovered, _), answer in zip(todo, check([item for _, item in todo], python)):
-            recovered["check"] = dict(answer, python=version)
+        todo.append((recovered, installed))
+        for found in installed:  # every Python the label names: the source is proven on the one that wrote it
+            by_python.setdefault(found, []).append((id(recovered), item))
+    results = {}
+    for (version, python), items in by_python.items():
+        for (key, _), answer in zip(items, check([item for _, item in items], python)):
+            results.setdefault(key, []).append(dict(answer, python=version))
+    for recovered, _ in todo:
+        answers = results.get(id(recovered), [])
+        proven = [a["python"] for a in answers if a.get("same")]
+        if proven:
+            others = [f"{a['python']}: {a.get('difference') or a.get('error')}" for a in answers if not a.get("same")]
+            recovered["check"] = {"same": True, "python": " and ".join(proven), "others": others}
+        else:
+            recovered["check"] = dict(answers[0]) if answers else {"error": "not checked"}
     return lambdas
