@@ -135,6 +135,27 @@ def test_bytecode_of_every_python_of_the_era_runs_when_trusted(version, tmp_path
     assert_predictions_match(predict(model, xs), ys)
 
 
+@pytest.mark.parametrize("source", ["f = lambda t: layers.add([t, t])\n",
+                                    "f = lambda t: backend.sum(K.stack([t, t]), axis=0) * math.cos(0.0)\n"])
+def test_the_module_aliases_keras2_code_imported_mean_what_they_meant_for_the_writer(source, tmp_path):
+    """`from keras import layers`, `backend`, `K`, `math`: a real user's `layers.add(...)` was refused before."""
+    path = _with_function(tmp_path, _bytecode("3.10.13", source))
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'double' runs its function recovered"):
+        model = mgpu_io.load_model(path, compile=False, safe_mode=False)
+    xs, ys = fixture_batch(_entry())
+    assert_predictions_match(predict(model, xs), ys)
+
+
+def test_a_lambda_that_raises_names_the_layer_the_function_and_the_call(tmp_path):
+    path = _with_function(tmp_path, _bytecode("3.12.1", "f = lambda t: t.as_keras2_tensor() * 2.0\n"))
+    with pytest.raises(InvalidArgument) as error, warnings.catch_warnings():
+        warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
+        mgpu_io.load_model(path, compile=False, safe_mode=False)
+    assert "Lambda layer 'double''s function raised AttributeError" in str(error.value)
+    assert "Received: the call lambda t: t.as_keras2_tensor() * 2.0 with (a tensor of shape (None, " in str(error.value)
+    assert str(error.value).endswith("Port it to Keras 3 (keras.ops) and pass it: lambdas={'double': fn}.")
+
+
 def test_a_name_the_file_does_not_hold_is_one_error_saying_how_to_pass_it(tmp_path):
     path = _with_function(tmp_path, _bytecode("3.8.18", "f = lambda t: t * SCALE\n"))
     with pytest.raises(InvalidArgument) as error:
@@ -261,7 +282,7 @@ LAMBDA_MANIFEST = json.loads((LAMBDA_FIXTURES / "manifest.json").read_text()) \
 #: The Keras 1/2 era's (Python 2.7, 3.6-3.8: fixtures/generate/lambdas/run.sh) and today's notebooks' (Python
 #: 3.9-3.12, tf.keras 2.8-2.15 and tf_keras 2.16: run_modern.sh).
 ERA_MANIFEST = [e for e in LAMBDA_MANIFEST if "power" in e["user_functions"]]
-MODERN_MANIFEST = [e for e in LAMBDA_MANIFEST if "power" not in e["user_functions"]]
+MODERN_MANIFEST = [e for e in LAMBDA_MANIFEST if "cond" in e["user_functions"]]
 
 
 def _batch(entry):
@@ -335,6 +356,16 @@ def test_todays_notebooks_lambdas_run_when_trusted_and_predict_like_their_writer
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
         model = mgpu_io.load_model(path, safe_mode=False, custom_objects=entry["globals"])
+    xs, ys = _batch(entry)
+    assert_predictions_match(predict(model, [xs]), [ys])
+
+
+def test_a_keras1_lambda_feeding_batchnormalization_builds_and_predicts_like_keras1_when_trusted():
+    """Keras 1.2.2 stored no output shape for the Lambda; Keras 3 infers it, so BatchNormalization builds."""
+    [entry] = [e for e in LAMBDA_MANIFEST if e["file"].startswith("keras122_")]
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'affine' runs its function recovered"):
+        model = mgpu_io.load_model(LAMBDA_FIXTURES / entry["file"], safe_mode=False)
+    assert model.get_layer("norm").built
     xs, ys = _batch(entry)
     assert_predictions_match(predict(model, [xs]), [ys])
 

@@ -139,13 +139,19 @@ def base_backend():
 
 
 def base_globals():
-    """The globals Keras 2 code expects: ``K`` (Keras 2's backend on Keras 3), ``np``, ``keras``, and ``tf`` on
-    the TensorFlow backend."""
+    """The globals Keras 2 code expects: ``K`` and ``backend`` (Keras 2's backend on Keras 3), ``np``, ``keras``,
+    ``layers`` (Keras 3's, which has Keras 2's layers and merge functions), ``math``, and ``tf`` on the TensorFlow
+    backend."""
     import numpy as np
 
     from mgpu_io.keras import backend2
 
-    namespace = {"K": backend2, "np": np, "numpy": np, "keras": backend2.keras, "backend": backend2}
+    import math
+
+    # the module aliases Keras 2 code imported, onto what they meant for the writer: `from keras import backend as K`,
+    # `from keras import layers` (Keras 2's layers and merge functions are Keras 3's), `import math`
+    namespace = {"K": backend2, "np": np, "numpy": np, "keras": backend2.keras, "backend": backend2, "math": math,
+                 "layers": backend2.keras.layers}  # fmt: skip
     if backend2.backend() == "tensorflow":
         import tensorflow as tf
 
@@ -173,7 +179,40 @@ def _compiled(lam, recovered, namespace):
         ) from None
     scope = dict(namespace)
     exec(code, scope)  # the caller trusts the file (safe_mode=False); this is the recovered source, compiled here
-    return scope[name]
+    return _naming_errors(scope[name], lam.layer, _one_line(recovered))
+
+
+def _naming_errors(function, layer, what):
+    """``function``, raising one error that names the layer, the function and the call where it raises."""
+    import functools
+
+    @functools.wraps(function)
+    def called(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except InvalidArgument:
+            raise
+        except Exception as error:  # the user's code: any error it raises, named
+            shapes = ", ".join(_describe(a) for a in args)
+            keywords = ", ".join(f"{k}={_describe(v)}" for k, v in kwargs.items())
+            raise InvalidArgument(
+                f"Lambda layer {layer!r}'s function raised {type(error).__name__}: {str(error).strip()[:300]}. "
+                f"Expected it to run on Keras 3 as it ran for its writer. Received: the call {what} with "
+                f"({', '.join(p for p in (shapes, keywords) if p)}). Port it to Keras 3 (keras.ops) and pass it: "
+                f"lambdas={{{layer!r}: fn}}."
+            ) from error
+
+    return called
+
+
+def _describe(value):
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"a tensor of shape {tuple(shape)}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_describe(v) for v in value) + "]"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _short(error):
