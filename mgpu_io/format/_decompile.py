@@ -122,7 +122,7 @@ def _line_table_misfit(code, version):
     return None
 
 
-_REBUILD = []
+_REBUILD: list = []
 
 
 def _rebuild_module():
@@ -225,8 +225,9 @@ def _same(a, b):
                 if isinstance(value, ast.Name) and value.id == "Ellipsis":
                     setattr(node, field, ast.Constant(Ellipsis))
                 elif isinstance(value, list):
-                    value[:] = [ast.Constant(Ellipsis) if isinstance(v, ast.Name) and v.id == "Ellipsis" else v
-                                for v in value]
+                    value[:] = [
+                        ast.Constant(Ellipsis) if isinstance(v, ast.Name) and v.id == "Ellipsis" else v for v in value
+                    ]
         return ast.dump(tree)
 
     return normal(a) == normal(b)

@@ -120,8 +120,11 @@ def _const(value):
     if isinstance(value, tuple):
         return ast.Tuple([_const(item) for item in value], ast.Load())
     if isinstance(value, frozenset):
-        return ast.Set([_const(item) for item in sorted(value, key=repr)]) if value else ast.Call(
-            ast.Name("frozenset", ast.Load()), [], [])
+        return (
+            ast.Set([_const(item) for item in sorted(value, key=repr)])
+            if value
+            else ast.Call(ast.Name("frozenset", ast.Load()), [], [])
+        )
     if value is Ellipsis or isinstance(value, (int, float, complex, str, bytes, bool)) or value is None:
         return ast.Constant(value)
     raise Unreadable("LOAD_CONST", -1, f"a constant of type {type(value).__name__}")
@@ -156,9 +159,8 @@ class Reader:
         body = result.body
         if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and _none(body[-1].value):
             body = body[:-1]  # the implicit `return None` of a def
-        if self.code.co_name == "<lambda>":
-            if len(body) != 1 or not isinstance(body[0], ast.Return):
-                raise self.fail(0, "a lambda's body is one expression")
+        if self.code.co_name == "<lambda>" and (len(body) != 1 or not isinstance(body[0], ast.Return)):
+            raise self.fail(0, "a lambda's body is one expression")
         for n, ins in enumerate(self.ins):  # code never reached: only a 3.12 comprehension's clean-up may be
             if n not in self.visited and ins.opname not in _CLEANUP and ins.opname not in _SKIP:
                 raise self.fail(n, "code that the function's flow does not reach: an exception handler or a loop")
@@ -212,7 +214,7 @@ class Reader:
                 continue
             return outcome
 
-    def step(self, i, op, arg, val, stack, body, limit, loop, filters):  # noqa: C901 - one opcode per branch
+    def step(self, i, op, arg, val, stack, body, limit, loop, filters):
         """Run instruction ``i``; returns the next index, or how the block ended."""
         pop = stack.pop
 
@@ -316,7 +318,11 @@ class Reader:
             target = stack[-arg]
             if not isinstance(target, (ast.List, ast.Set)):
                 raise self.fail(i, "an extension of no list")
-            if isinstance(value, ast.Tuple) and all(isinstance(e, ast.Constant) for e in value.elts) and not target.elts:
+            if (
+                isinstance(value, ast.Tuple)
+                and all(isinstance(e, ast.Constant) for e in value.elts)
+                and not target.elts
+            ):
                 target.elts.extend(value.elts)  # [1, 2, 3]: a constant tuple extended into an empty list
             elif isinstance(value, ast.Set) and op == "SET_UPDATE" and not target.elts:
                 target.elts.extend(value.elts)
@@ -380,7 +386,7 @@ class Reader:
             if op == "CALL_METHOD" or (op == "CALL" and self.version >= (3, 11)):
                 below = pop()
                 if not isinstance(below, _Null):  # [callable, self, args...]: a call with one more argument
-                    function, args = below, [function] + args
+                    function, args = below, [function, *args]
             push(self._call(function, args, names, i))
         elif op == "CALL_FUNCTION_EX":
             keywords = self._value(pop(), i) if arg & 1 else None
@@ -454,13 +460,18 @@ class Reader:
                 value = self._value(pop(), i)
                 return _Jumped("or" if "TRUE" in op else "and", val, stack, body, value=value, index=i + 1)
             return self._boolean(i, i + 1, val, ast.And if "FALSE" in op else ast.Or, stack, body, limit, loop)
-        elif op == "COPY" and arg == 1 and i + 2 < len(self.ins) and self.ins[i + 2].opname == "POP_TOP" and \
-                self.ins[i + 1].opname in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"):  # 3.12's `and` / `or`
+        elif (
+            op == "COPY"
+            and arg == 1
+            and i + 2 < len(self.ins)
+            and self.ins[i + 2].opname == "POP_TOP"
+            and self.ins[i + 1].opname in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE")
+        ):  # 3.12's `and` / `or`
             kind = ast.And if self.ins[i + 1].opname.endswith("FALSE") else ast.Or
             self.visited.update((i + 1, i + 2))
             return self._boolean(i, i + 3, self.ins[i + 1].argval, kind, stack, body, limit, loop)
         elif op.startswith("POP_JUMP_IF_"):
-            return self._conditional(i, op[len("POP_JUMP_IF_"):], val, stack, body, limit, loop, filters)
+            return self._conditional(i, op[len("POP_JUMP_IF_") :], val, stack, body, limit, loop, filters)
         else:
             raise self.fail(i, "not read by mgpu-io's decompiler")
         return i + 1
@@ -557,15 +568,18 @@ class Reader:
             return ast.Compare(value, [ast.Is()], [ast.Constant(None)])
         raise Unreadable("POP_JUMP_IF_" + kind, -1)
 
-    def _conditional(self, i, kind, target, stack, body, limit, loop, filters):  # noqa: C901
+    def _conditional(self, i, kind, target, stack, body, limit, loop, filters):
         value = self._value(stack.pop(), i)
         if loop is not None and self._to_loop(target, loop):
             filters.append(self._condition(kind, value))  # a comprehension's `if`
             return i + 1
         if loop is not None and kind in ("TRUE", "FALSE", "NONE", "NOT_NONE") and i + 2 < len(self.ins):
             after = self.ins[i + 1]  # 3.12: POP_JUMP_IF_TRUE past a jump back: the filter's test is the value
-            if after.opname in ("JUMP_BACKWARD", "JUMP_ABSOLUTE") and after.argval == loop and \
-                    self.ins[i + 2].offset == target:
+            if (
+                after.opname in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
+                and after.argval == loop
+                and self.ins[i + 2].offset == target
+            ):
                 inverse = {"TRUE": "FALSE", "FALSE": "TRUE", "NONE": "NOT_NONE", "NOT_NONE": "NONE"}[kind]
                 self.visited.add(i + 1)
                 filters.append(self._condition(inverse, value))
@@ -573,8 +587,12 @@ class Reader:
         condition = self._condition(kind, value)
         if kind == "TRUE" and target > self.ins[i].offset:  # `a or b` as a condition: a jump past the second test
             first = self.walk(i + 1, target, stack, loop)
-            if isinstance(first, _Jumped) and first.kind == "false" and not first.body and \
-                    len(first.stack) == len(stack):
+            if (
+                isinstance(first, _Jumped)
+                and first.kind == "false"
+                and not first.body
+                and len(first.stack) == len(stack)
+            ):
                 either = ast.BoolOp(ast.Or(), [value, first.value])
                 return self._fork(i, either, self.index(target, i), first.target, stack, body, limit, loop)
         if limit is not None and target >= limit and kind in ("FALSE", "TRUE", "NONE", "NOT_NONE") and not body:
@@ -582,17 +600,25 @@ class Reader:
             return _Jumped("false", target, stack, body, value=condition, index=i + 1)
         return self._fork(i, condition, i + 1, target, stack, body, limit, loop)
 
-    def _fork(self, i, condition, start, target, stack, body, limit, loop):  # noqa: C901
+    def _fork(self, i, condition, start, target, stack, body, limit, loop):
         """Code from ``start`` runs when ``condition`` holds; ``target`` is where it goes otherwise."""
         if target <= self.ins[i].offset:
             raise self.fail(i, "a jump backwards outside a comprehension")
         while True:  # `if a and b`: more tests that jump to the same place
             then = self.walk(start, target, stack, loop)
-            if isinstance(then, _Jumped) and then.kind == "false" and then.target == target and not then.body \
-                    and len(then.stack) == len(stack):
-                values = condition.values if isinstance(condition, ast.BoolOp) and isinstance(condition.op, ast.And) \
+            if (
+                isinstance(then, _Jumped)
+                and then.kind == "false"
+                and then.target == target
+                and not then.body
+                and len(then.stack) == len(stack)
+            ):
+                values = (
+                    condition.values
+                    if isinstance(condition, ast.BoolOp) and isinstance(condition.op, ast.And)
                     else [condition]
-                condition, start = ast.BoolOp(ast.And(), values + [then.value]), then.index
+                )
+                condition, start = ast.BoolOp(ast.And(), [*values, then.value]), then.index
                 continue
             break
         if isinstance(then, _Reached):
@@ -670,8 +696,11 @@ class Reader:
         k = appended.index + 1
         while k < len(reader.ins) and reader.ins[k].opname in ("RESUME", "POP_TOP", "NOP"):
             k += 1
-        if k >= len(reader.ins) or reader.ins[k].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE") or \
-                reader.ins[k].argval != loop:
+        if (
+            k >= len(reader.ins)
+            or reader.ins[k].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
+            or reader.ins[k].argval != loop
+        ):
             raise reader.fail(min(k, len(reader.ins) - 1), "a comprehension with more than one `for`")
         reader.visited.update(range(i, n))  # FOR_ITER and the target's stores
         reader.visited.update(range(appended.index, k + 1))  # the append, and the jump back

@@ -11,6 +11,7 @@ field (instructions, constants, names, argument counts, flags; line numbers and 
 The recovered source is compiled, never run. Written for Python 2.7 and 3 alike (no f-strings).
 """
 
+# ruff: noqa: UP031  (Python 2.7 and 3.5 run this file: no f-strings)
 import base64
 import json
 import sys
@@ -92,13 +93,23 @@ def difference(stored, rebuilt, where="the function"):
             continue
         if getattr(stored, field, None) != getattr(rebuilt, field, None):
             return "%s: %s is %r stored, %r recompiled" % (
-                where, field, getattr(stored, field, None), getattr(rebuilt, field, None))
+                where,
+                field,
+                getattr(stored, field, None),
+                getattr(rebuilt, field, None),
+            )
     a, b = instructions(stored), instructions(rebuilt)
     if a != b:
         for n, (x, y) in enumerate(zip(a, b)):
             if x != y:
-                return "%s: instruction %d is %s %s stored, %s %s recompiled" % (where, n, x[0], x[1] or "", y[0],
-                                                                                   y[1] or "")
+                return "%s: instruction %d is %s %s stored, %s %s recompiled" % (
+                    where,
+                    n,
+                    x[0],
+                    x[1] or "",
+                    y[0],
+                    y[1] or "",
+                )
         return "%s: %d instructions stored, %d recompiled" % (where, len(a), len(b))
     consts_a, consts_b = stored.co_consts, rebuilt.co_consts
     if len(consts_a) != len(consts_b):
@@ -118,8 +129,8 @@ def rebuilt_code(source, name, freevars):
     if freevars:  # a closure: the names are the enclosing function's, as where it was written
         text = "_f = " + source if source.startswith("lambda") else source
         inner = "\n".join("    " + line for line in text.splitlines())
-        body = "def _mgpu_io_outer(%s):\n%s\n    return None\n" % (", ".join(freevars), inner)
-        outer = [c for c in compile(body, "<recovered>", "exec").co_consts if hasattr(c, "co_code")][0]
+        body = "def _mgpu_io_outer({}):\n{}\n    return None\n".format(", ".join(freevars), inner)
+        outer = next(c for c in compile(body, "<recovered>", "exec").co_consts if hasattr(c, "co_code"))
         consts = outer.co_consts
     elif source.startswith("lambda"):
         consts = compile(source, "<recovered>", "eval").co_consts

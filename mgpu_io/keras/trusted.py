@@ -142,11 +142,11 @@ def base_globals():
     """The globals Keras 2 code expects: ``K`` and ``backend`` (Keras 2's backend on Keras 3), ``np``, ``keras``,
     ``layers`` (Keras 3's, which has Keras 2's layers and merge functions), ``math``, and ``tf`` on the TensorFlow
     backend."""
+    import math
+
     import numpy as np
 
     from mgpu_io.keras import backend2
-
-    import math
 
     # the module aliases Keras 2 code imported, onto what they meant for the writer: `from keras import backend as K`,
     # `from keras import layers` (Keras 2's layers and merge functions are Keras 3's), `import math`
