@@ -88,13 +88,19 @@ def _unknown_opcode(code, version):
     """The first opcode of ``code`` (or a code nested in it) that ``version`` does not have, else ``None``."""
     from xdis import iscode
 
+    opc = _opcode_module(version)
+    jumps = set(getattr(opc, "hasjrel", [])) | set(getattr(opc, "hasjabs", []))
     stack, seen = [code], 0
     while stack and seen < 1000:
         current = stack.pop()
         seen += 1
-        for instruction in _instructions(current, version):
+        found = _instructions(current, version)
+        offsets = {instruction.offset for instruction in found}
+        for instruction in found:
             if instruction.opname.startswith(("<", "INSTRUMENTED_")):
                 return f"opcode {instruction.opname.strip('<>')} at offset {instruction.offset}"
+            if instruction.opcode in jumps and instruction.argval not in offsets:  # a jump into no instruction
+                return f"a jump of {instruction.opname} at offset {instruction.offset} to {instruction.argval}"
         stack.extend(const for const in current.co_consts if iscode(const))
     return None
 
