@@ -475,3 +475,16 @@ def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monke
     monkeypatch.setenv("MGPU_IO_PROBE", "0")  # inspect in this process, where `available` is patched
     report = mgpu_io.inspect(path)
     assert all('pip install "mgpu-io[lambdas]"' in lam["recovered"]["error"] for lam in report.lambdas)
+
+
+def test_a_loop_that_is_not_a_for_loop_is_never_loaded_as_keras_would_even_when_trusted(tmp_path):
+    """A `while` loop (or crafted bytes that jump to themselves) could run forever: it is the caller's to supply."""
+    pytest.importorskip("tf_keras")
+    path = tmp_path / "while.h5"
+    writer = KERAS_LOOP_LAMBDA.replace("    for _ in range(3):\n        x = x * 2.0\n",
+                                       "    n = 0\n    while n < 3:\n        x, n = x * 2.0, n + 1\n")
+    assert "while n < 3" in writer
+    subprocess.run([sys.executable, "-c", writer, str(path)], check=True, capture_output=True, cwd=tmp_path,
+                   timeout=300)
+    with pytest.raises(InvalidArgument, match=r"Lambda layer 'loop''s source cannot be recovered from its bytecode"):
+        mgpu_io.load_model(path, safe_mode=False)

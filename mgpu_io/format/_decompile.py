@@ -105,6 +105,24 @@ def _unknown_opcode(code, version):
     return None
 
 
+def _loops_other_than_for(code, version):
+    """Whether ``code`` (or a code nested in it) jumps backwards other than to a ``for`` loop's FOR_ITER."""
+    from xdis import iscode
+
+    stack, seen = [code], 0
+    while stack and seen < 1000:
+        current = stack.pop()
+        seen += 1
+        found = _instructions(current, version)
+        starts = {ins.offset for ins in found if ins.opname == "FOR_ITER"}
+        for ins in found:
+            backwards = "JUMP" in ins.opname and isinstance(ins.argval, int) and ins.argval <= ins.offset
+            if backwards and ins.argval not in starts:
+                return True
+        stack.extend(const for const in current.co_consts if iscode(const))
+    return False
+
+
 def _line_table_misfit(code, version):
     """Why ``code``'s line table is not ``version``'s, else ``None``: 3.10's covers every byte of the code (its
     byte steps add up to the code's length), 3.6-3.9's ``lnotab`` steps to the start of the last line only."""
@@ -296,7 +314,9 @@ def recover(data, pythons=None):
     ``pythons``: the Pythons the writer ran on (``["3.9", "3.10", ...]``), where the file says; ``None``: any.
 
     Returns a dict: ``python`` (the writer's Python, e.g. ``"3.7"``; ``"3.6 or 3.7"`` where both read the same),
-    ``formats`` (the Pythons whose marshal format, opcodes and line table the bytes fit, decompiled or not),
+    ``formats`` (the Pythons whose marshal format, opcodes, jumps and line table the bytes fit, decompiled or not,
+    with no loop but ``for`` loops: where no decompiler reads the bytes, those the running Python may load as Keras
+    does),
     ``name`` (the code's name: ``<lambda>`` or the ``def``'s), ``args``, ``kwonly``, ``varargs``, ``varkw``,
     ``body`` (the decompiled body), ``globals`` (names it takes from its module, builtins left out), ``freevars``
     (names from an enclosing function: Keras stored their values as the closure), ``decompiler``; or ``error``.
@@ -326,7 +346,8 @@ def recover(data, pythons=None):
         if misfit:
             attempts.append(f"{version}: {misfit}")
             continue
-        formats.append(version)
+        if not _loops_other_than_for(code, version):  # a `while` (or a crafted jump to itself) never runs as Keras'
+            formats.append(version)
         try:
             body, decompiler, errors = _deparse(code, version)
         except (Exception, RecursionError) as error:
