@@ -230,16 +230,27 @@ def test_what_an_input_is_is_decided_in_one_place_with_one_vocabulary():
 
 #: The one module that may compile and run a Lambda's function: only with the caller's safe_mode=False.
 TRUSTED = PACKAGE / "keras" / "trusted.py"
+#: The program that proves a recovered source on the writer's own Python (compiles it, reads the stored bytes there).
+RECOMPILE = PACKAGE / "format" / "_recompile.py"
+
+
+def test_the_programs_that_read_stored_code_are_run_never_imported():
+    """format/_decompile.py, _rebuild.py (loaded by it) and _recompile.py run as separate programs under limits."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found = imports(path)
+        assert not {"mgpu_io.format._decompile", "mgpu_io.format._recompile", "mgpu_io.format._rebuild"} & found, path
 
 
 def test_no_module_can_unmarshal_or_run_stored_code():
     """Lambda payloads are data: no module imports marshal, pickle loading, or calls eval/exec/compile (but the one
-    that rebuilds Lambdas for a caller who trusts the file, reached only through safe_mode=False)."""
+    that rebuilds Lambdas for a caller who trusts the file, reached only through safe_mode=False, and the program that
+    proves a recovered source on the writer's own Python, run by `mgpu-io lambdas --check`)."""
     for path in sorted(PACKAGE.rglob("*.py")):
         names = imports(path)
-        assert not {"marshal", "keras.src.utils.python_utils"} & names, path  # trusted or not: never unmarshalled
-        if path == TRUSTED:
+        assert "keras.src.utils.python_utils" not in names, path
+        if path in (TRUSTED, RECOMPILE):  # safe_mode=False, or the writer's own Python proving a source
             continue
+        assert "marshal" not in names, path
         calls = {node.func.id for node in ast.walk(ast.parse(path.read_text()))
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
         assert not {"eval", "exec", "compile", "__import__"} & calls, path

@@ -135,6 +135,27 @@ def test_bytecode_of_every_python_of_the_era_runs_when_trusted(version, tmp_path
     assert_predictions_match(predict(model, xs), ys)
 
 
+@pytest.mark.parametrize("source", ["f = lambda t: layers.add([t, t])\n",
+                                    "f = lambda t: backend.sum(K.stack([t, t]), axis=0) * math.cos(0.0)\n"])
+def test_the_module_aliases_keras2_code_imported_mean_what_they_meant_for_the_writer(source, tmp_path):
+    """`from keras import layers`, `backend`, `K`, `math`: a real user's `layers.add(...)` was refused before."""
+    path = _with_function(tmp_path, _bytecode("3.10.13", source))
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'double' runs its function recovered"):
+        model = mgpu_io.load_model(path, compile=False, safe_mode=False)
+    xs, ys = fixture_batch(_entry())
+    assert_predictions_match(predict(model, xs), ys)
+
+
+def test_a_lambda_that_raises_names_the_layer_the_function_and_the_call(tmp_path):
+    path = _with_function(tmp_path, _bytecode("3.12.1", "f = lambda t: t.as_keras2_tensor() * 2.0\n"))
+    with pytest.raises(InvalidArgument) as error, warnings.catch_warnings():
+        warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
+        mgpu_io.load_model(path, compile=False, safe_mode=False)
+    assert "Lambda layer 'double''s function raised AttributeError" in str(error.value)
+    assert "Received: the call lambda t: t.as_keras2_tensor() * 2.0 with (a tensor of shape (None, " in str(error.value)
+    assert str(error.value).endswith("Port it to Keras 3 (keras.ops) and pass it: lambdas={'double': fn}.")
+
+
 def test_a_name_the_file_does_not_hold_is_one_error_saying_how_to_pass_it(tmp_path):
     path = _with_function(tmp_path, _bytecode("3.8.18", "f = lambda t: t * SCALE\n"))
     with pytest.raises(InvalidArgument) as error:
@@ -219,10 +240,10 @@ def _crafted():
 def test_crafted_code_objects_give_a_clear_error_within_the_limits(kind, payloads):
     start = time.monotonic()
     answers = recover.decompile(payloads)
-    assert time.monotonic() - start < recover.TIMEOUT + 5
+    assert time.monotonic() - start < recover.TIMEOUT + recover.PER_FUNCTION * len(payloads) + 5
     assert len(answers) == len(payloads)
     for answer in answers:
-        assert set(answer) == {"error"} or "body" in answer
+        assert set(answer) <= {"error", "formats"} or "body" in answer
         if "error" in answer:
             assert len(answer["error"]) <= 2100 and "\n" not in answer["error"]
 
@@ -258,6 +279,10 @@ def test_the_decompilers_limits_are_only_ever_lowered():
 LAMBDA_FIXTURES = ROOT / "fixtures" / "lambdas"
 LAMBDA_MANIFEST = json.loads((LAMBDA_FIXTURES / "manifest.json").read_text()) \
     if (LAMBDA_FIXTURES / "manifest.json").exists() else []
+#: The Keras 1/2 era's (Python 2.7, 3.6-3.8: fixtures/generate/lambdas/run.sh) and today's notebooks' (Python
+#: 3.9-3.12, tf.keras 2.8-2.15 and tf_keras 2.16: run_modern.sh).
+ERA_MANIFEST = [e for e in LAMBDA_MANIFEST if "power" in e["user_functions"]]
+MODERN_MANIFEST = [e for e in LAMBDA_MANIFEST if "cond" in e["user_functions"]]
 
 
 def _batch(entry):
@@ -265,7 +290,14 @@ def _batch(entry):
     return data["x0"], data["y0"]
 
 
-@pytest.mark.parametrize("entry", LAMBDA_MANIFEST, ids=lambda e: e["file"])
+def _ulps(ys, count=16):
+    """The bound for the era's fixtures, whose outputs reach about 55: 1e-5, or ``count`` float32 units in the last
+    place of the largest output (1.9e-6 each near 26, 3.8e-6 near 55), where TF 1.15's or Theano's kernels and today's TensorFlow
+    round differently (measured: up to 1.7e-5, on one machine's CPU and not on another's)."""
+    return max(1e-5, count * float(np.spacing(np.float32(np.abs(ys).max()))))
+
+
+@pytest.mark.parametrize("entry", ERA_MANIFEST, ids=lambda e: e["file"])
 def test_each_pythons_lambdas_are_recovered_as_written(entry):
     report = mgpu_io.inspect(LAMBDA_FIXTURES / entry["file"])
     recovered = {lam["layer"]: lam["recovered"] for lam in report.lambdas}
@@ -279,7 +311,7 @@ def test_each_pythons_lambdas_are_recovered_as_written(entry):
     assert recovered["clip_scale"]["defaults"] == [-2.0, 2.0]
 
 
-@pytest.mark.parametrize("entry", LAMBDA_MANIFEST, ids=lambda e: e["file"])
+@pytest.mark.parametrize("entry", ERA_MANIFEST, ids=lambda e: e["file"])
 def test_each_pythons_lambdas_run_when_trusted_given_the_names_the_file_lacks(entry):
     path = LAMBDA_FIXTURES / entry["file"]
     with pytest.raises(InvalidArgument, match=r"Expected a value for each of \['SCALE', 'OFFSET'\]\. Received: affine "
@@ -289,10 +321,10 @@ def test_each_pythons_lambdas_run_when_trusted_given_the_names_the_file_lacks(en
         warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
         model = mgpu_io.load_model(path, safe_mode=False, custom_objects=entry["globals"])
     xs, ys = _batch(entry)
-    assert_predictions_match(predict(model, [xs]), [ys])
+    assert_predictions_match(predict(model, [xs]), [ys], tolerance=_ulps(ys))
 
 
-@pytest.mark.parametrize("entry", LAMBDA_MANIFEST, ids=lambda e: e["file"])
+@pytest.mark.parametrize("entry", ERA_MANIFEST, ids=lambda e: e["file"])
 def test_each_pythons_lambdas_module_once_reviewed_loads_like_the_old_keras(entry, tmp_path):
     path, module = LAMBDA_FIXTURES / entry["file"], tmp_path / "my_lambdas.py"
     mgpu_io.lambda_sources(path, module)
@@ -304,12 +336,50 @@ def test_each_pythons_lambdas_module_once_reviewed_loads_like_the_old_keras(entr
     module.write_text(text)
     model = mgpu_io.load_model(path, lambdas=str(module))
     xs, ys = _batch(entry)
+    assert_predictions_match(predict(model, [xs]), [ys], tolerance=_ulps(ys))
+
+
+@pytest.mark.parametrize("entry", MODERN_MANIFEST, ids=lambda e: e["file"])
+def test_todays_notebooks_lambdas_are_recovered_as_written_on_python_3_9_to_3_12(entry):
+    """tf.keras 2.8 (Python 3.9), 2.10 (3.10), 2.15 (3.11) and tf_keras 2.16 (3.12) wrote them: conditional
+    expressions, `in` / `is not None` tests, slices, [*a, *b], a closure, defaults, */** calls, comprehensions."""
+    report = mgpu_io.inspect(LAMBDA_FIXTURES / entry["file"])
+    recovered = {lam["layer"]: lam["recovered"] for lam in report.lambdas}
+    assert sorted(recovered) == sorted(entry["user_functions"])
+    version = entry["python"].rsplit(".", 1)[0]
+    for layer, source in entry["user_functions"].items():
+        assert _same_code(recovered[layer]["source"], source), (layer, recovered[layer]["source"])
+        assert version in recovered[layer]["python"].split(" or "), recovered[layer]["python"]
+        assert recovered[layer]["free_names"] == entry["free_names"].get(layer, []), layer
+    assert recovered["scaled"]["closure_values"] == {"s": 0.5}
+    assert recovered["gate"]["defaults"] == [0.0]
+
+
+@pytest.mark.parametrize("entry", MODERN_MANIFEST, ids=lambda e: e["file"])
+def test_todays_notebooks_lambdas_run_when_trusted_and_predict_like_their_writer(entry):
+    path = LAMBDA_FIXTURES / entry["file"]
+    with pytest.raises(InvalidArgument, match=r"Expected a value for each of \['OFFSET', 'AXES', 'KEEP'\]"):
+        mgpu_io.load_model(path, safe_mode=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
+        model = mgpu_io.load_model(path, safe_mode=False, custom_objects=entry["globals"])
+    xs, ys = _batch(entry)
+    assert_predictions_match(predict(model, [xs]), [ys])
+
+
+def test_a_keras1_lambda_feeding_batchnormalization_builds_and_predicts_like_keras1_when_trusted():
+    """Keras 1.2.2 stored no output shape for the Lambda; Keras 3 infers it, so BatchNormalization builds."""
+    [entry] = [e for e in LAMBDA_MANIFEST if e["file"].startswith("keras122_")]
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'affine' runs its function recovered"):
+        model = mgpu_io.load_model(LAMBDA_FIXTURES / entry["file"], safe_mode=False)
+    assert model.get_layer("norm").built
+    xs, ys = _batch(entry)
     assert_predictions_match(predict(model, [xs]), [ys])
 
 
 def test_a_lambda_whose_stored_function_is_damaged_is_the_callers_to_supply_even_when_trusted(tmp_path):
     # Found by the fuzzer: a number where Keras stores [code, defaults, closure] reached Keras ("unsupported callable")
-    entry = LAMBDA_MANIFEST[1]
+    entry = ERA_MANIFEST[1]
     path = tmp_path / "damaged.h5"
     shutil.copyfile(LAMBDA_FIXTURES / entry["file"], path)
     with h5py.File(path, "r+") as h5:
@@ -327,7 +397,7 @@ def test_a_lambda_whose_stored_function_is_damaged_is_the_callers_to_supply_even
         model = mgpu_io.load_model(path, safe_mode=False, custom_objects=entry["globals"],
                                    lambdas={"times_factor": lambda x, factor: x * factor})
     xs, ys = _batch(entry)
-    assert_predictions_match(predict(model, [xs]), [ys])
+    assert_predictions_match(predict(model, [xs]), [ys], tolerance=_ulps(ys))
 
 
 def test_keras2s_backend_functions_compute_what_keras2s_did():
@@ -363,7 +433,7 @@ SWEEP_SOURCES = {"<lambda>": "lambda x: x * 2.0 + 1.0",
 @pytest.mark.parametrize("writer,case,entry", _sweep_lambda_cases(), ids=lambda v: v if isinstance(v, str) else "")
 def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_when_trusted(writer, case, entry):
     """fixtures/layers: Keras 1.2.2 to tf.keras 2.3 on Python 3.7 (raw_unicode_escape and base64 payloads), and
-    tf_keras on today's Python, whose bytecode no decompiler reads: even trusted, it is refused, never unmarshalled."""
+    tf_keras on today's Python, whose bytecode mgpu-io's own decompiler reads (Python 3.9-3.12)."""
     from layer_sweep import SWEEP, _batch
 
     path = SWEEP / writer / entry["file"]
@@ -371,15 +441,11 @@ def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_wh
     assert lambdas
     for lam in lambdas:
         recovered = lam["recovered"]
+        assert _same_code(recovered["source"], SWEEP_SOURCES[lam["code"]["function_name"]]), recovered["source"]
         if writer != "tfkeras":
-            assert _same_code(recovered["source"], SWEEP_SOURCES[lam["code"]["function_name"]]), recovered["source"]
             assert "3.7" in recovered["python"]
         else:
-            assert recovered["error"].startswith("no Python of 2.7 and 3.5-3.8 reads it")
-    if writer == "tfkeras":
-        with pytest.raises(mgpu_io.InvalidArgument, match="never unmarshals stored bytecode"):
-            mgpu_io.load_model(path, compile=False, safe_mode=False)
-        return
+            assert f"{sys.version_info[0]}.{sys.version_info[1]}" in recovered["python"].split(" or ")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
         model = mgpu_io.load_model(path, compile=False, safe_mode=False)
@@ -445,6 +511,6 @@ def test_seeded_bit_flips_of_real_bytecode_give_source_or_a_clear_error_within_t
         mutants.append(bytes(mutant))
     start = time.monotonic()
     answers = recover.decompile(mutants)
-    assert time.monotonic() - start < recover.TIMEOUT + 5
+    assert time.monotonic() - start < recover.TIMEOUT + recover.PER_FUNCTION * len(mutants) + 5
     assert len(answers) == 20 and all(("error" in a) != ("body" in a) for a in answers)
     assert any("error" in a for a in answers)  # the damage is seen

@@ -382,10 +382,40 @@ np.savez(sys.argv[2], mean=mean, std=std)
 
 
 def test_keras_own_test_saving_lambda_with_mgpu_io_load_model(tmp_path):
-    """keras/src/legacy/saving/legacy_h5_format_test.py's test_saving_lambda, tf_keras writing the file on this very
-    Python. The default half passes as in Keras (a ValueError that names the risk). The trusted half cannot run as
-    Keras runs it: the bytecode is Python 3.11's, which no decompiler reads, and mgpu-io never unmarshals stored
-    bytecode, trusted or not; the refusal names lambdas=, and the caller's own function gives Keras' numbers."""
+    """Keras' own test, whole, with mgpu_io.load_model in place of Keras' loader: keras-team/keras,
+    keras/src/legacy/saving/legacy_h5_format_test.py, LegacyH5WholeModelTest.test_saving_lambda (Keras 3 writes the
+    file on this very Python; mgpu-io reads the 3.9-3.12 bytecode as data and rebuilds the function from its source
+    when the caller trusts the file). Only the loader and the assertion helpers differ."""
+    from keras import layers, models, ops, random
+    from keras.src.legacy.saving import legacy_h5_format
+
+    mean = random.uniform((4, 2, 3))  # Keras' test: ops.random.uniform (its `ops` is keras.src's, with `random`)
+    std = ops.abs(random.uniform((4, 2, 3))) + 1e-5
+    inputs = layers.Input(shape=(4, 2, 3))
+    output = layers.Lambda(
+        lambda image, mu, std: (image - mu) / std,
+        arguments={"mu": mean, "std": std},
+    )(inputs)
+    model = models.Model(inputs, output)
+    model.compile(loss="mean_squared_error", optimizer="sgd", metrics=["acc"])
+
+    temp_filepath = str(tmp_path / "lambda_model.h5")
+    legacy_h5_format.save_model_to_hdf5(model, temp_filepath)
+
+    with pytest.raises(ValueError, match="arbitrary code execution"):
+        mgpu_io.load_model(temp_filepath)
+
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="runs its function recovered from the file"):
+        loaded = mgpu_io.load_model(temp_filepath, safe_mode=False)
+    np.testing.assert_allclose(ops.convert_to_numpy(mean), loaded.layers[1].arguments["mu"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ops.convert_to_numpy(std), loaded.layers[1].arguments["std"], rtol=1e-6, atol=1e-6)
+    x = np.random.random((2, 4, 2, 3)).astype("float32")  # and the function is the one Keras wrote
+    want = (x - ops.convert_to_numpy(mean)) / ops.convert_to_numpy(std)
+    np.testing.assert_allclose(predict(loaded, [x]), want, rtol=1e-5, atol=1e-5)
+
+
+def test_keras_own_test_saving_lambda_as_tf_keras_writes_it(tmp_path):
+    """The same test with tf_keras writing the file (what users of TF 2.16+ hold), on this very Python."""
     pytest.importorskip("tf_keras")
     path, arrays = tmp_path / "lambda_model.h5", tmp_path / "arrays.npz"
     subprocess.run([sys.executable, "-c", KERAS_TEST_SAVING_LAMBDA, str(path), str(arrays)], check=True,
@@ -394,13 +424,45 @@ def test_keras_own_test_saving_lambda_with_mgpu_io_load_model(tmp_path):
 
     with pytest.raises(ValueError, match="arbitrary code execution"):  # Keras: ValueError, same words
         mgpu_io.load_model(path)
-    with pytest.raises(ValueError, match="never unmarshals stored bytecode.*lambdas=\\{'lambda': fn\\}"):
-        mgpu_io.load_model(path, safe_mode=False)
-    loaded = mgpu_io.load_model(path, lambdas={"lambda": lambda image, mu, std: (image - mu) / std})
+    with pytest.warns(mgpu_io.MgpuIOWarning, match="runs its function recovered from the file"):
+        loaded = mgpu_io.load_model(path, safe_mode=False)
     np.testing.assert_allclose(mean, loaded.layers[1].arguments["mu"])
     np.testing.assert_allclose(std, loaded.layers[1].arguments["std"])
     x = np.random.random((2, 4, 2, 3)).astype("float32")
     np.testing.assert_allclose(predict(loaded, [x]), (x - mean) / std, rtol=1e-5, atol=1e-5)
+
+
+def test_bytecode_this_python_wrote_that_no_decompiler_reads_runs_as_keras_runs_it_when_trusted(tmp_path):
+    """A function mgpu-io's decompiler does not read (a loop), written by this very Python: with safe_mode=False it
+    is loaded as Keras' own safe_mode=False loads it, with a warning; without trust, nothing of it runs."""
+    pytest.importorskip("tf_keras")
+    path = tmp_path / "loop.h5"
+    subprocess.run([sys.executable, "-c", KERAS_LOOP_LAMBDA, str(path)], check=True, capture_output=True,
+                   cwd=tmp_path, timeout=300)
+    [lam] = mgpu_io.inspect(path).lambdas
+    assert "WHILE" not in lam["recovered"]["error"] and "mgpu-io's decompiler stopped at" in lam["recovered"]["error"]
+    with pytest.raises(MissingLambda):
+        mgpu_io.load_model(path)
+    with pytest.warns(mgpu_io.MgpuIOWarning, match=r"runs the bytecode stored in the file, as Keras does: this "
+                                                   rf"Python \({sys.version_info[0]}\.{sys.version_info[1]}\) wrote it"):
+        loaded = mgpu_io.load_model(path, safe_mode=False)
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_allclose(predict(loaded, [x]), x * 8.0, rtol=1e-6)
+
+
+KERAS_LOOP_LAMBDA = r"""
+import sys, tf_keras
+
+
+def times_eight(x):
+    for _ in range(3):
+        x = x * 2.0
+    return x
+
+
+inputs = tf_keras.layers.Input(shape=(3,))
+tf_keras.Model(inputs, tf_keras.layers.Lambda(times_eight, name="loop")(inputs)).save(sys.argv[1])
+"""
 
 
 def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monkeypatch):
@@ -413,3 +475,16 @@ def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monke
     monkeypatch.setenv("MGPU_IO_PROBE", "0")  # inspect in this process, where `available` is patched
     report = mgpu_io.inspect(path)
     assert all('pip install "mgpu-io[lambdas]"' in lam["recovered"]["error"] for lam in report.lambdas)
+
+
+def test_a_loop_that_is_not_a_for_loop_is_never_loaded_as_keras_would_even_when_trusted(tmp_path):
+    """A `while` loop (or crafted bytes that jump to themselves) could run forever: it is the caller's to supply."""
+    pytest.importorskip("tf_keras")
+    path = tmp_path / "while.h5"
+    writer = KERAS_LOOP_LAMBDA.replace("    for _ in range(3):\n        x = x * 2.0\n",
+                                       "    n = 0\n    while n < 3:\n        x, n = x * 2.0, n + 1\n")
+    assert "while n < 3" in writer
+    subprocess.run([sys.executable, "-c", writer, str(path)], check=True, capture_output=True, cwd=tmp_path,
+                   timeout=300)
+    with pytest.raises(InvalidArgument, match=r"Lambda layer 'loop''s source cannot be recovered from its bytecode"):
+        mgpu_io.load_model(path, safe_mode=False)

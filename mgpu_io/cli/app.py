@@ -448,6 +448,14 @@ def lambdas(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace PY if it exists.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Prove each source: compile it again on the writer's Python (pyenv or pythonX.Y on PATH) and "
+            "compare its code with the stored one.",
+        ),
+    ] = False,
 ):
     """Recover the source of the template's own Lambda functions from their stored bytecode (read as data, never
     run) and write them as a module to review: one function per Lambda layer, named after it.
@@ -459,10 +467,12 @@ def lambdas(
 
       mgpu-io lambdas parallel_model.h5 -o my_lambdas.py
 
+      mgpu-io lambdas parallel_model.h5 -o my_lambdas.py --check
+
       mgpu-io unwrap parallel_model.h5 model.keras --lambda-module my_lambdas.py
     """
     with one_line_errors(as_json):
-        report = mgpu_io.lambda_sources(file, output, overwrite=force)
+        report = mgpu_io.lambda_sources(file, output, overwrite=force, check=check)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

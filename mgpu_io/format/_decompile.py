@@ -12,7 +12,14 @@ The bytecode is read by xdis' own unmarshaller, a pure-Python reader of any Pyth
 (it builds xdis' data objects, never a code object of this interpreter), for each candidate writer's Python in
 turn; the first one whose reading consumes exactly the stored bytes and whose decompiling succeeds is the writer's.
 The decompilers are uncompyle6 (Python 2.7-3.8) and decompyle3 (3.7-3.8, preferred there), both GPL-3.0, installed
-with ``pip install "mgpu-io[lambdas]"``. Nothing read is ever compiled, evaluated or run here.
+with ``pip install "mgpu-io[lambdas]"``, and mgpu-io's own ``_rebuild.py`` for 3.9-3.12 (no maintained decompiler
+reads those). Nothing read is ever compiled, evaluated or run here.
+
+Which Python wrote the bytes is proven, not guessed: every candidate is tried; a reading counts only where the marshal
+format consumes exactly the stored bytes, every opcode is one of that Python's, and the source it gives is what such
+code can be (a lambda is one expression). The parent may narrow the candidates to the Pythons the writer ran on
+(``pythons``). Where more than one reading is left, they must give the same source (the label is then e.g.
+"3.9 or 3.10"); otherwise the function is refused, naming the versions.
 """
 
 import base64
@@ -20,8 +27,10 @@ import io
 import json
 import sys
 
-#: The writers' Pythons of the Keras 1/2 era, in the order they are tried.
-CANDIDATES = ("3.8", "3.7", "3.6", "3.5", "2.7")
+#: The writers' Pythons, in the order they are tried: 3.9-3.12 by mgpu-io's own decompiler, the rest by the others.
+CANDIDATES = ("3.12", "3.11", "3.10", "3.9", "3.8", "3.7", "3.6", "3.5", "2.7")
+#: The first Python that mgpu-io's own decompiler (``_rebuild.py``) reads.
+OWN_FROM = (3, 9)
 #: Names every Python 2.7-3.8 provides without an import (never reported as names the user must supply).
 PY2_BUILTINS = {
     "xrange", "unicode", "long", "basestring", "reduce", "unichr", "raw_input", "file", "cmp", "execfile", "apply",
@@ -63,9 +72,197 @@ def _load(data, version):
     return code
 
 
-def _deparse(code, version):
-    """The source of ``code``'s body, by decompyle3 (3.7, 3.8) or uncompyle6."""
+def _opcode_module(version):
+    from xdis.op_imports import get_opcode_module
+
+    return get_opcode_module(tuple(int(part) for part in version.split(".")))
+
+
+def _instructions(code, version):
+    from xdis.bytecode import Bytecode
+
+    return list(Bytecode(code, _opcode_module(version)))
+
+
+def _unknown_opcode(code, version):
+    """The first opcode of ``code`` (or a code nested in it) that ``version`` does not have, else ``None``."""
+    from xdis import iscode
+
+    opc = _opcode_module(version)
+    jumps = set(getattr(opc, "hasjrel", [])) | set(getattr(opc, "hasjabs", []))
+    stack, seen = [code], 0
+    while stack and seen < 1000:
+        current = stack.pop()
+        seen += 1
+        found = _instructions(current, version)
+        offsets = {instruction.offset for instruction in found}
+        for instruction in found:
+            if instruction.opname.startswith(("<", "INSTRUMENTED_")):
+                return f"opcode {instruction.opname.strip('<>')} at offset {instruction.offset}"
+            if instruction.opcode in jumps and instruction.argval not in offsets:  # a jump into no instruction
+                return f"a jump of {instruction.opname} at offset {instruction.offset} to {instruction.argval}"
+        stack.extend(const for const in current.co_consts if iscode(const))
+    return None
+
+
+def _loops_other_than_for(code, version):
+    """Whether ``code`` (or a code nested in it) jumps backwards other than to a ``for`` loop's FOR_ITER."""
+    from xdis import iscode
+
+    stack, seen = [code], 0
+    while stack and seen < 1000:
+        current = stack.pop()
+        seen += 1
+        found = _instructions(current, version)
+        starts = {ins.offset for ins in found if ins.opname == "FOR_ITER"}
+        for ins in found:
+            backwards = "JUMP" in ins.opname and isinstance(ins.argval, int) and ins.argval <= ins.offset
+            if backwards and ins.argval not in starts:
+                return True
+        stack.extend(const for const in current.co_consts if iscode(const))
+    return False
+
+
+def _line_table_misfit(code, version):
+    """Why ``code``'s line table is not ``version``'s, else ``None``: 3.10's covers every byte of the code (its
+    byte steps add up to the code's length), 3.6-3.9's ``lnotab`` steps to the start of the last line only."""
+    from xdis import iscode
+
     triple = tuple(int(part) for part in version.split("."))
+    if not (3, 6) <= triple <= (3, 10):
+        return None
+    stack, seen = [code], 0
+    while stack and seen < 1000:
+        current = stack.pop()
+        seen += 1
+        table = getattr(current, "co_linetable" if triple == (3, 10) else "co_lnotab", None)
+        if isinstance(table, (bytes, bytearray)):
+            steps, length = sum(table[0::2]), len(current.co_code)
+            if triple == (3, 10) and steps != length:
+                return f"its line table does not cover its code ({steps} of {length} bytes), as 3.10's does"
+            if triple < (3, 10) and length and steps >= length:
+                return f"its line table covers all its code ({steps} of {length} bytes), as 3.10's does"
+        stack.extend(const for const in current.co_consts if iscode(const))
+    return None
+
+
+_REBUILD: list = []
+
+
+def _rebuild_module():
+    """``_rebuild.py`` (next to this file), loaded once."""
+    if not _REBUILD:
+        import importlib.util
+        import os
+
+        where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_rebuild.py")
+        spec = importlib.util.spec_from_file_location("_rebuild", where)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _REBUILD.append(module)
+    return _REBUILD[0]
+
+
+def _own(code, version):
+    """mgpu-io's own decompiler for 3.9-3.12 (``_rebuild.py``, next to this file), as the source of the body."""
+    rebuild = _rebuild_module()
+    triple = tuple(int(part) for part in version.split("."))
+    try:
+        return rebuild.decompile(code, triple, _instructions(code, version), lambda c: _instructions(c, version)), []
+    except rebuild.Unreadable as error:
+        return None, [f"mgpu-io's decompiler stopped at {error}"]
+
+
+def _expression(statements):
+    """The one expression that ``if``/``return`` statements (returning on every path) compute, else ``None``.
+
+    uncompyle6 and decompyle3 read a lambda's conditional expression as ``if c: return a`` / ``return b``; a body
+    with a path that falls off its end (a misreading: a lambda always returns) gives ``None``.
+    """
+    import ast
+
+    if not statements:
+        return None
+    first, rest = statements[0], statements[1:]
+    if isinstance(first, ast.Return) and first.value is not None:
+        return first.value
+    if isinstance(first, ast.If):
+        then = _expression(first.body)
+        other = _expression(list(first.orelse) + rest)
+        if then is not None and other is not None:
+            return ast.IfExp(first.test, then, other)
+    return None
+
+
+def _as_lambda_body(body):
+    """``body`` as ``return <one expression>`` (what a lambda is), or ``None`` where it is not one."""
+    import ast
+
+    tree = ast.parse(body)
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Return) and tree.body[0].value is not None:
+        return body
+    expression = _expression(tree.body)
+    if expression is None:
+        return None
+    return ast.unparse(ast.fix_missing_locations(ast.Module([ast.Return(expression)], []))) + "\n"
+
+
+def _ellipsis(body, code):
+    """``body`` with uncompyle6/decompyle3's ``Ellipsis`` (a name) written ``...`` where the code loads the constant."""
+    import ast
+
+    if "Ellipsis" not in body or "Ellipsis" in [str(n) for n in code.co_names]:
+        return body
+    tree = ast.parse(body)
+
+    class Constants(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.copy_location(ast.Constant(Ellipsis), node) if node.id == "Ellipsis" else node
+
+    return ast.unparse(ast.fix_missing_locations(Constants().visit(tree))) + "\n"
+
+
+def _problem(body, code):
+    """Why ``body`` cannot be the source of ``code`` (a lambda is one expression), else ``None``."""
+    import ast
+
+    try:
+        ast.parse(body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        return f"its reading is not Python ({type(error).__name__})"
+    if str(code.co_name) == "<lambda>" and _as_lambda_body(body) is None:
+        return "its reading of a lambda is not one expression"
+    return None
+
+
+def _same(a, b):
+    """Whether two readings are the same source (uncompyle6/decompyle3 spell `...` as `Ellipsis`)."""
+    import ast
+
+    def normal(text):
+        tree = ast.parse(text)
+        expression = _expression(tree.body)
+        if expression is not None:  # `if c: return a` / `return b` and `return a if c else b` are one function
+            tree = ast.Module([ast.Return(expression)], [])
+        for node in ast.walk(tree):
+            for field, value in ast.iter_fields(node):
+                if isinstance(value, ast.Name) and value.id == "Ellipsis":
+                    setattr(node, field, ast.Constant(Ellipsis))
+                elif isinstance(value, list):
+                    value[:] = [
+                        ast.Constant(Ellipsis) if isinstance(v, ast.Name) and v.id == "Ellipsis" else v for v in value
+                    ]
+        return ast.dump(tree)
+
+    return normal(a) == normal(b)
+
+
+def _deparse(code, version):
+    """The source of ``code``'s body, by mgpu-io's own decompiler (3.9-3.12), decompyle3 (3.7, 3.8) or uncompyle6."""
+    triple = tuple(int(part) for part in version.split("."))
+    if triple >= OWN_FROM:
+        text, errors = _own(code, version)
+        return text, ("mgpu-io" if text is not None else None), errors
     errors = []
     decompilers = ["decompyle3", "uncompyle6"] if triple >= (3, 7) else ["uncompyle6"]
     for name in decompilers:
@@ -111,17 +308,23 @@ def _names(code, version):
     return list(dict.fromkeys(found))
 
 
-def recover(data):
+def recover(data, pythons=None):
     """What the stored function ``data`` (its marshalled code's bytes) was, as source.
 
+    ``pythons``: the Pythons the writer ran on (``["3.9", "3.10", ...]``), where the file says; ``None``: any.
+
     Returns a dict: ``python`` (the writer's Python, e.g. ``"3.7"``; ``"3.6 or 3.7"`` where both read the same),
+    ``formats`` (the Pythons whose marshal format, opcodes, jumps and line table the bytes fit, decompiled or not,
+    with no loop but ``for`` loops: where no decompiler reads the bytes, those the running Python may load as Keras
+    does),
     ``name`` (the code's name: ``<lambda>`` or the ``def``'s), ``args``, ``kwonly``, ``varargs``, ``varkw``,
     ``body`` (the decompiled body), ``globals`` (names it takes from its module, builtins left out), ``freevars``
     (names from an enclosing function: Keras stored their values as the closure), ``decompiler``; or ``error``.
     """
     import builtins
 
-    attempts, found = [], []
+    attempts, readings, formats = [], [], []
+    allowed = [str(v) for v in pythons] if isinstance(pythons, list) and pythons else None
     for version in CANDIDATES:
         try:
             code = _load(data, version)
@@ -131,18 +334,53 @@ def recover(data):
         if code is None:
             attempts.append(f"{version}: not its marshal format")
             continue
-        body, decompiler, errors = _deparse(code, version)
+        try:
+            unknown = _unknown_opcode(code, version)
+        except (Exception, RecursionError) as error:
+            attempts.append(f"{version}: not its instructions ({type(error).__name__})")
+            continue
+        if unknown:
+            attempts.append(f"{version}: {unknown} is not one of its")
+            continue
+        misfit = _line_table_misfit(code, version)
+        if misfit:
+            attempts.append(f"{version}: {misfit}")
+            continue
+        if not _loops_other_than_for(code, version):  # a `while` (or a crafted jump to itself) never runs as Keras'
+            formats.append(version)
+        try:
+            body, decompiler, errors = _deparse(code, version)
+        except (Exception, RecursionError) as error:
+            attempts.append(f"{version}: {type(error).__name__}: {str(error)[:200]}")
+            continue
         if body is None:
             attempts.append(f"{version}: {'; '.join(errors)}")
             continue
-        if found and body == found[0][1]:
-            found.append((version, body, decompiler, code))
+        problem = _problem(body, code)
+        if problem:
+            attempts.append(f"{version}: {problem}")
             continue
-        if found:
-            break
-        found.append((version, body, decompiler, code))
+        if str(code.co_name) == "<lambda>":
+            body = _as_lambda_body(body)
+        if decompiler != "mgpu-io":
+            body = _ellipsis(body, code)
+        readings.append((version, body, decompiler, code))
+    found = [r for r in readings if allowed is None or r[0] in allowed]
+    if readings and not found:
+        return {
+            "error": f"it reads only as Python {' or '.join(r[0] for r in readings)}, on which its writer did not "
+            f"run (the writer ran on Python {', '.join(allowed)})",
+            "formats": formats,
+        }
     if not found:
-        return {"error": "no Python of 2.7 and 3.5-3.8 reads it: " + " | ".join(attempts)[:2000]}
+        return {"error": "no Python of 2.7 and 3.5-3.12 reads it: " + " | ".join(attempts)[:2000], "formats": formats}
+    differing = [r for r in found if not _same(r[1], found[0][1])]
+    if differing:
+        return {
+            "error": f"it reads differently as Python {found[0][0]} and {differing[0][0]}, which its writer both "
+            f"may have run on: the writer's Python is not proven, so neither reading is taken",
+            "formats": formats,
+        }
     version, body, decompiler, code = found[0]
     argcount = code.co_argcount  # 3.8 counts the positional-only ones in it
     kwonly = getattr(code, "co_kwonlyargcount", 0) or 0
@@ -154,9 +392,9 @@ def recover(data):
     builtin = set(dir(builtins)) | PY2_BUILTINS
     consts = list(code.co_consts)
     if code.co_name != "<lambda>" and consts and isinstance(consts[0], str) and consts[0] and '"""' not in consts[0]:
-        body = f'"""{consts[0]}"""\n' + body  # a def's docstring is its first constant (2.7-3.8)
+        body = f'"""{consts[0]}"""\n' + body  # a def's docstring is its first constant (2.7-3.12)
     return {
-        "python": " or ".join(sorted(v for v, *_ in found)),
+        "python": " or ".join(sorted((v for v, *_ in found), key=lambda v: tuple(int(p) for p in v.split(".")))),
         "name": str(code.co_name),
         "args": [str(n) for n in names[:argcount]],
         "kwonly": [str(n) for n in names[argcount:position]],
@@ -166,6 +404,7 @@ def recover(data):
         "globals": [n for n in _names(code, version) if n not in builtin],
         "freevars": [str(n) for n in code.co_freevars],
         "decompiler": decompiler,
+        "formats": formats,
     }
 
 
@@ -178,7 +417,7 @@ def main():
     answers = []
     for item in request["functions"]:
         try:
-            answers.append(recover(base64.b64decode(item["code"])))
+            answers.append(recover(base64.b64decode(item["code"]), item.get("pythons")))
         except MemoryError:
             answers.append({"error": "the decompiler ran out of its memory limit"})
         except (Exception, RecursionError) as error:

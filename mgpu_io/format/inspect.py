@@ -328,7 +328,9 @@ def _inspect(stored, scan_weights):
         weights=sum(len(layer.names) for layer in layers),
         layer_count=len(model_layers(template)) if template is not None else sum(1 for layer in layers if layer.names),
         parameters=sum(layer.group[name].size or 0 for layer in layers for name in layer.names),
-        lambdas=[lam.to_dict() for lam in recover_lambdas(template_lambdas(template))] if template is not None else [],
+        lambdas=[lam.to_dict() for lam in recover_lambdas(template_lambdas(template), stored.keras_version)]
+        if template is not None
+        else [],
         template_class=template.get("class_name") if template is not None else None,
     )
 

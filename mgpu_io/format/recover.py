@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from mgpu_io.format.lambdas import SCAN_LIMIT, decode_payload
+from mgpu_io.format.pythons import writer_pythons
 
 #: What gets the decompilers.
 INSTALL_HINT = 'pip install "mgpu-io[lambdas]"'
@@ -30,6 +31,10 @@ INSTALL_HINT = 'pip install "mgpu-io[lambdas]"'
 TIMEOUT = float(os.environ.get("MGPU_IO_DECOMPILE_TIMEOUT", "15"))
 #: CPU seconds and address space the decompiler program may use (only ever lowered below the current limits).
 CPU_SECONDS = 10
+#: Seconds (CPU and wall clock) added to both limits per function: every candidate Python is tried on each.
+PER_FUNCTION = 1.0
+#: The most seconds one file's functions may take, however many there are.
+MOST_SECONDS = 300
 MEMORY = 1 << 30
 _PROGRAM = Path(__file__).with_name("_decompile.py")
 _NEEDED = ("xdis", "uncompyle6", "spark_parser")
@@ -43,8 +48,10 @@ def available():
         return False
 
 
-def decompile(payloads, *, timeout=None):
+def decompile(payloads, *, timeout=None, pythons=None):
     """Recover each stored function in ``payloads`` (the bytes of its marshalled code) in the decompiler program.
+
+    ``pythons``: the Pythons the writer ran on (:func:`~mgpu_io.format.pythons.writer_pythons`), or ``None``.
 
     Returns one dict per payload: what ``_decompile.recover`` found (``python``, ``name``, ``args``, ``body``,
     ``globals``, ``freevars``, ...), or ``{"error": "..."}``.
@@ -55,11 +62,11 @@ def decompile(payloads, *, timeout=None):
         return [{"error": f"the decompilers are not installed: {INSTALL_HINT} recovers the source"}] * len(payloads)
     request = {
         "path": [entry for entry in sys.path if entry and Path(entry).is_absolute()],
-        "seconds": CPU_SECONDS,
+        "seconds": min(CPU_SECONDS + PER_FUNCTION * len(payloads), MOST_SECONDS),
         "memory": MEMORY,
-        "functions": [{"code": base64.b64encode(data).decode("ascii")} for data in payloads],
+        "functions": [{"code": base64.b64encode(data).decode("ascii"), "pythons": pythons} for data in payloads],
     }
-    limit = TIMEOUT if timeout is None else timeout
+    limit = min(TIMEOUT + PER_FUNCTION * len(payloads), MOST_SECONDS) if timeout is None else timeout
     try:
         done = subprocess.run(
             [sys.executable, "-I", str(_PROGRAM)],
@@ -82,17 +89,20 @@ def decompile(payloads, *, timeout=None):
     return [answer if isinstance(answer, dict) else {"error": "no answer"} for answer in answers]
 
 
-def recover_lambdas(lambdas):
+def recover_lambdas(lambdas, keras_version=None):
     """Set ``recovered`` on each of ``lambdas`` (:class:`~mgpu_io.format.lambdas.LambdaLayer`) that stores the
     user's bytecode: ``python``, ``source`` (``lambda x: ...`` or ``def name(...): ...``, defaults included),
     ``free_names`` (module globals it needs, e.g. ``K``, ``np``, the user's own), ``closure`` (names from an
-    enclosing function), or ``error``. Lambdas written by Keras itself (``known``) are left as they are."""
+    enclosing function), or ``error``. Lambdas written by Keras itself (``known``) are left as they are.
+
+    ``keras_version``: the file's; the Python proven from the bytes must be one its writer ran on."""
     todo = [lam for lam in lambdas if lam.kind == "user" and lam.payload is not None]
     payloads, shapes = [], []
     for lam in todo:
         payloads.append(_bytes(lam.payload))
         shapes.append(_bytes(lam.output_shape_payload))
-    answers = iter(decompile([data for data in payloads + shapes if data]))  # one program for all of them
+    pythons = writer_pythons(keras_version)
+    answers = iter(decompile([data for data in payloads + shapes if data], pythons=pythons))  # one program for all
     for lam, data in zip(todo, payloads):
         if data:
             lam.recovered = _recovered(next(answers), lam.defaults, lam.closure)
@@ -113,7 +123,11 @@ def _bytes(payload):
 
 def _recovered(answer, defaults, closure=None):
     if "error" in answer or "body" not in answer:
-        return {"error": str(answer.get("error", "no source"))}
+        formats = answer.get("formats")
+        found = {"error": str(answer.get("error", "no source"))}
+        if isinstance(formats, list):
+            found["formats"] = [str(f) for f in formats]
+        return found
     freevars = list(answer.get("freevars") or [])
     return {
         "closure_values": dict(zip(freevars, closure)) if closure and len(closure) == len(freevars) else None,
@@ -190,6 +204,19 @@ def python_name(layer):
     return name + "_" if keyword.iskeyword(name) else name
 
 
+def check_text(check):
+    """What ``mgpu-io lambdas --check`` found for one function, as a clause (``""`` when not asked)."""
+    if not check:
+        return ""
+    if "needs" in check:
+        return f"; not checked: recompiling it needs {check['needs']}, which is not installed"
+    if check.get("same"):
+        return f"; proven: recompiled on Python {check['python']}, its code is the stored code"
+    if "error" in check:
+        return f"; not checked on Python {check['python']}: {check['error']}"
+    return f"; DIFFERS when recompiled on Python {check['python']}: {check.get('difference')}"
+
+
 def recovered_lines(recovered):
     """What ``inspect`` prints under a Lambda about its recovered source (nothing for Keras' own functions)."""
     if not recovered:
@@ -258,6 +285,7 @@ def module_source(path, lambdas, output="my_lambdas.py"):
             note += f"; called with arguments {sorted(lam['arguments'])}"
         if recovered.get("output_shape"):
             note += f"; output_shape was {recovered['output_shape'].strip()} (Keras 3 traces the function for it)"
+        note += check_text(recovered.get("check"))
         body.append(note)
         function = function_source(recovered, recovered.get("defaults"), name=name).rstrip("\n")
         stored = recovered.get("closure_values") or {}

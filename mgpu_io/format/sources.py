@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from mgpu_io.errors import InvalidArgument
-from mgpu_io.format.recover import INSTALL_HINT, available, module_source
+from mgpu_io.format.recover import INSTALL_HINT, available, check_text, module_source
 
 
 @dataclass
@@ -45,20 +45,22 @@ class LambdaSources:
                 if "source" in recovered
                 else f"not recovered ({recovered.get('error')})"
             )
-            lines.append(f"  {lam['layer']}: {what}")
+            lines.append(f"  {lam['layer']}: {what}{check_text(recovered.get('check'))}")
         if not self.decompilers:
             lines.append(f"  The decompilers are not installed: {INSTALL_HINT} recovers the sources.")
         lines.append("  Review it, define the names its header lists, then pass it: --lambda-module / lambdas=")
         return "\n".join(lines)
 
 
-def lambda_sources(path, output=None, *, overwrite=False) -> LambdaSources:
+def lambda_sources(path, output=None, *, overwrite=False, check=False) -> LambdaSources:
     """Recover the source of the template's own Lambda functions in ``path`` and write them as a module.
 
     Args:
         path: a legacy model file or config (anything ``inspect`` reads).
         output: the ``.py`` file to write (complete or not at all); ``None``: only return the text.
         overwrite: replace an existing ``output``.
+        check: also prove each source: compile it again on the writer's Python, where installed (pyenv or
+            ``pythonX.Y`` on PATH), and compare its code with the stored one (``recovered["check"]``).
 
     Raises:
         InvalidArgument: the template holds no Lambda of the user's own.
@@ -78,6 +80,10 @@ def lambda_sources(path, output=None, *, overwrite=False) -> LambdaSources:
             f"functions as bytecode. Received: filepath={path} "
             f"({len(report.lambdas)} Lambda layers, none of them yours). Nothing to recover: load it as it is."
         )
+    if check:
+        from mgpu_io.format.recompile import check_recovered
+
+        check_recovered(path, user)
     text = module_source(path, user, Path(output).name if output is not None else "my_lambdas.py")
     if output is not None:
         with atomic_path(Path(output)) as temporary:

@@ -185,6 +185,16 @@ def _planned(path, weights, checked=False):
 _UNKNOWN_CLASS = re.compile(r"Unknown (?:layer|object|class)[^:']*: '([^']+)'|Could not locate class '([^']+)'")
 
 
+def _ours_within(error):
+    """The first of mgpu-io's own errors in ``error``'s chain of causes (Keras re-raises some as its own)."""
+    seen, current = 0, error
+    while current is not None and seen < 20:
+        if isinstance(current, MgpuIOError):
+            return current
+        current, seen = current.__cause__ or current.__context__, seen + 1
+    return None
+
+
 def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True, lambdas=None):
     """Build a :class:`~mgpu_io.format.plan.Plan` as a Keras 3 model: config, weights, training setup, optimizer.
 
@@ -205,6 +215,9 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
         raise
     except BUILD_ERRORS as error:
+        ours = _ours_within(error)
+        if ours is not None:  # Keras re-raised ours as its own (a Lambda's shape inference): ours names the cause
+            raise ours from None
         first = first_line(error)
         unknown = _UNKNOWN_CLASS.search(str(error))
         if unknown:

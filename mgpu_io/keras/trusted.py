@@ -5,8 +5,10 @@ This is Keras' own ``safe_mode=False``, done so that it works on today's Python:
 hostile file holds), mgpu-io recovers the function's *source* from the bytecode as data
 (:mod:`mgpu_io.format.recover`), then compiles that source fresh here and runs it as the model runs. Each function
 rebuilt is named in a warning. It is the only place in mgpu-io that compiles anything, and only ever with
-``safe_mode=False`` from the caller. The stored bytecode itself is never unmarshalled in this process, trusted or
-not: bytecode that no decompiler reads (Python 3.9 and later) is refused, naming ``lambdas=``.
+``safe_mode=False`` from the caller. Bytecode that no decompiler reads is run as Keras' own ``safe_mode=False`` runs
+it (``marshal.loads``, with a warning) only where the running Python itself wrote it (the decompiler program found
+its marshal format, opcodes and line table to be this Python's): anywhere else Keras' way fails too ("bad marshal
+data"), and it is refused, naming ``lambdas=``.
 
 The function's module globals are what Keras 2 code of the era expected: ``K`` (Keras 2's backend API,
 :mod:`mgpu_io.keras.backend2`), ``np`` and, on the TensorFlow backend, ``tf``; then the caller's
@@ -44,16 +46,18 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
             lam.recovered = lam.recovered or {"error": f"the decompilers are not installed ({INSTALL_HINT})"}
     namespace = base_globals()
     namespace.update(custom_objects or {})
-    functions, missing, ready = {}, {}, []
+    functions, missing, ready, keras_way = {}, {}, [], []
     for lam in todo:
         recovered = lam.recovered or {}
-        if "error" in recovered:  # the stored bytecode itself is never loaded here, trusted or not
+        if "error" in recovered and _this_python() in (recovered.get("formats") or []):
+            keras_way.append(lam)  # this very Python wrote it and no decompiler reads it: as Keras loads it
+            continue
+        if "error" in recovered:
             raise InvalidArgument(
                 f"Lambda layer {lam.layer!r}'s source cannot be recovered from its bytecode "
-                f"({_short(recovered['error'])}). Expected bytecode of Python 2.7 or 3.5-3.8 (decompiled with "
-                f"{INSTALL_HINT}); mgpu-io never unmarshals stored bytecode, so that of Python 3.9 and later (which "
-                f"no decompiler reads) is not run even with safe_mode=False. Received: the layer's stored function. "
-                f"Pass your own function: lambdas={{{lam.layer!r}: fn}}."
+                f"({_short(recovered['error'])}). Expected bytecode of Python 2.7 or 3.5-3.12 that a decompiler "
+                f"reads ({INSTALL_HINT}), or that this very Python ({_this_python()}) wrote, which runs as Keras runs "
+                f"it. Received: the layer's stored function. Pass your own function: lambdas={{{lam.layer!r}: fn}}."
             )
         if "tf" in (recovered.get("free_names") or []) and "tf" not in namespace:
             calls = sorted(set(re.findall(r"\btf(?:\.\w+)+", recovered.get("body") or ""))) or ["tf"]
@@ -80,7 +84,52 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
         )
     for lam, recovered, scope in ready:  # nothing is compiled before every name is known
         functions[lam.layer] = _compiled(lam, recovered, scope)
+    for lam in keras_way:
+        functions[lam.layer] = _as_keras_loads_it(lam, namespace)
     return functions
+
+
+def _this_python():
+    import sys
+
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _as_keras_loads_it(lam, namespace):
+    """The stored function as Keras' ``safe_mode=False`` builds it (``python_utils.func_load``): its bytecode
+    unmarshalled, with the stored defaults and closure and the globals Keras 2 code expects. Only for bytecode this
+    very Python wrote, which no decompiler reads, and only for a caller who trusts the file."""
+    import marshal
+    import types
+
+    from mgpu_io.format.lambdas import decode_payload
+
+    data = decode_payload(lam.payload)
+    warnings.warn(
+        MgpuIOWarning(
+            f"safe_mode=False: Lambda layer {lam.layer!r} runs the bytecode stored in the file, as Keras does: this "
+            f"Python ({_this_python()}) wrote it and no decompiler reads it ({_short(lam.recovered['error'])})"
+        ),
+        stacklevel=4,
+    )
+    try:
+        code = marshal.loads(data)  # the caller trusts the file (safe_mode=False), as Keras' own func_load
+        if not isinstance(code, types.CodeType):
+            raise TypeError(f"a {type(code).__name__}, not code")
+        closure = None
+        if code.co_freevars:
+            values = list(lam.closure or [])
+            if len(values) != len(code.co_freevars):
+                raise ValueError(f"{len(values)} closure values for {len(code.co_freevars)} free names")
+            closure = tuple(types.CellType(value) for value in values)
+        defaults = tuple(lam.defaults) if isinstance(lam.defaults, (list, tuple)) else None
+        return types.FunctionType(code, dict(namespace), code.co_name, defaults, closure)
+    except (ValueError, TypeError, EOFError) as error:
+        raise InvalidArgument(
+            f"Lambda layer {lam.layer!r}'s stored bytecode does not load on this Python ({error}). Expected the "
+            f"bytecode Keras wrote. Received: the layer's stored function. Pass your own function: "
+            f"lambdas={{{lam.layer!r}: fn}}."
+        ) from None
 
 
 def base_backend():
@@ -90,13 +139,19 @@ def base_backend():
 
 
 def base_globals():
-    """The globals Keras 2 code expects: ``K`` (Keras 2's backend on Keras 3), ``np``, ``keras``, and ``tf`` on
-    the TensorFlow backend."""
+    """The globals Keras 2 code expects: ``K`` and ``backend`` (Keras 2's backend on Keras 3), ``np``, ``keras``,
+    ``layers`` (Keras 3's, which has Keras 2's layers and merge functions), ``math``, and ``tf`` on the TensorFlow
+    backend."""
+    import math
+
     import numpy as np
 
     from mgpu_io.keras import backend2
 
-    namespace = {"K": backend2, "np": np, "numpy": np, "keras": backend2.keras, "backend": backend2}
+    # the module aliases Keras 2 code imported, onto what they meant for the writer: `from keras import backend as K`,
+    # `from keras import layers` (Keras 2's layers and merge functions are Keras 3's), `import math`
+    namespace = {"K": backend2, "np": np, "numpy": np, "keras": backend2.keras, "backend": backend2, "math": math,
+                 "layers": backend2.keras.layers}  # fmt: skip
     if backend2.backend() == "tensorflow":
         import tensorflow as tf
 
@@ -124,7 +179,40 @@ def _compiled(lam, recovered, namespace):
         ) from None
     scope = dict(namespace)
     exec(code, scope)  # the caller trusts the file (safe_mode=False); this is the recovered source, compiled here
-    return scope[name]
+    return _naming_errors(scope[name], lam.layer, _one_line(recovered))
+
+
+def _naming_errors(function, layer, what):
+    """``function``, raising one error that names the layer, the function and the call where it raises."""
+    import functools
+
+    @functools.wraps(function)
+    def called(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except InvalidArgument:
+            raise
+        except Exception as error:  # the user's code: any error it raises, named
+            shapes = ", ".join(_describe(a) for a in args)
+            keywords = ", ".join(f"{k}={_describe(v)}" for k, v in kwargs.items())
+            raise InvalidArgument(
+                f"Lambda layer {layer!r}'s function raised {type(error).__name__}: {str(error).strip()[:300]}. "
+                f"Expected it to run on Keras 3 as it ran for its writer. Received: the call {what} with "
+                f"({', '.join(p for p in (shapes, keywords) if p)}). Port it to Keras 3 (keras.ops) and pass it: "
+                f"lambdas={{{layer!r}: fn}}."
+            ) from error
+
+    return called
+
+
+def _describe(value):
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"a tensor of shape {tuple(shape)}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_describe(v) for v in value) + "]"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _short(error):

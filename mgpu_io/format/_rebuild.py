@@ -1,0 +1,760 @@
+"""A small decompiler for the bytecode of Python 3.9-3.12, for the shapes Keras Lambda functions take.
+
+Loaded only by the decompiler program (``_decompile.py``, a separate process under lowered limits), never imported by
+mgpu-io itself. It reads xdis' portable code objects (xdis unmarshals any Python's format in pure Python, as data) and
+their instruction stream, runs a symbolic stack machine over it that rebuilds a Python AST, and writes it out with
+``ast.unparse``. Nothing is compiled, evaluated or run.
+
+What it reads: straight-line functions and lambdas (expressions; assignments, tuple unpacking and augmented
+assignments; calls with keyword, ``*`` and ``**`` arguments; attributes; subscripts and slices; ``[*a, *b]``;
+list, tuple, set and dict displays), conditional expressions (nested too), ``if`` statements in a ``def``, comparisons
+(``in``, ``not in``, ``is``, ``is not``), ``and``/``or``/``not``, nested lambdas, and comprehensions and generator
+expressions with one ``for`` and ``if`` filters. Anything else is refused by name, with the opcode it stopped at
+(:class:`Unreadable`). Whether a reading is right is proven by recompiling it on the writer's Python
+(``tests/test_lambda_recompile.py``, ``mgpu-io lambdas --check``).
+
+Example:
+    >>> Unreadable("SETUP_FINALLY", 12).args[0]
+    'SETUP_FINALLY at offset 12'
+"""
+
+import ast
+
+#: The Pythons whose bytecode this module reads.
+VERSIONS = ((3, 9), (3, 10), (3, 11), (3, 12))
+#: At most this many instructions are interpreted per function (a hostile stream cannot loop it).
+STEP_LIMIT = 20_000
+
+_BINARY = {
+    "ADD": ast.Add, "SUBTRACT": ast.Sub, "MULTIPLY": ast.Mult, "TRUE_DIVIDE": ast.Div, "FLOOR_DIVIDE": ast.FloorDiv,
+    "MODULO": ast.Mod, "POWER": ast.Pow, "MATRIX_MULTIPLY": ast.MatMult, "LSHIFT": ast.LShift, "RSHIFT": ast.RShift,
+    "AND": ast.BitAnd, "OR": ast.BitOr, "XOR": ast.BitXor,
+}  # fmt: skip
+#: BINARY_OP's argument (3.11+): the operator, in CPython's NB_* order; 13 and above are the in-place forms.
+_BINARY_OP = [ast.Add, ast.BitAnd, ast.FloorDiv, ast.LShift, ast.MatMult, ast.Mult, ast.Mod, ast.BitOr, ast.Pow,
+              ast.RShift, ast.Sub, ast.Div, ast.BitXor]  # fmt: skip
+_UNARY = {"UNARY_NEGATIVE": ast.USub, "UNARY_POSITIVE": ast.UAdd, "UNARY_NOT": ast.Not, "UNARY_INVERT": ast.Invert}
+_COMPARE = {"<": ast.Lt, "<=": ast.LtE, "==": ast.Eq, "!=": ast.NotEq, ">": ast.Gt, ">=": ast.GtE}
+_SKIP = {"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL", "GEN_START",
+         "RETURN_GENERATOR"}  # fmt: skip
+_COMPREHENSIONS = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}
+#: What a 3.12 inlined comprehension's exception handler holds (it restores the local it saved, and re-raises).
+_CLEANUP = {"SWAP", "POP_TOP", "STORE_FAST", "RERAISE", "END_FOR"}
+
+
+class Unreadable(Exception):
+    """Bytecode this decompiler does not read: the opcode and offset where it stopped."""
+
+    def __init__(self, opname, offset, why=""):
+        super().__init__(f"{opname} at offset {offset}" + (f" ({why})" if why else ""))
+
+
+class _Null:
+    """The NULL that 3.11+ pushes below a callable (and LOAD_METHOD's marker below a method)."""
+
+
+class _Saved:
+    """A local that a 3.12 inlined comprehension saved (LOAD_FAST_AND_CLEAR) and restores after it."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class _Iter:
+    """GET_ITER's result: the iterable of a comprehension."""
+
+    def __init__(self, node):
+        self.node = node
+
+
+class _Function:
+    """MAKE_FUNCTION's result: a comprehension's code or a nested lambda."""
+
+    def __init__(self, code, defaults):
+        self.code, self.defaults = code, defaults
+
+
+class _Unpacked:
+    """One target of UNPACK_SEQUENCE, waiting for its store."""
+
+    def __init__(self, group, index):
+        self.group, self.index = group, index
+
+
+class _InPlace:
+    """An in-place operation (``x += y``), waiting for its store."""
+
+    def __init__(self, op, left, right):
+        self.op, self.left, self.right = op, left, right
+
+
+class _Reached:
+    """A block ran into its limit (the point where the branches meet)."""
+
+    def __init__(self, stack, body):
+        self.stack, self.body = stack, body
+
+
+class _Returned:
+    """A block ended in ``return``."""
+
+    def __init__(self, body):
+        self.body = body
+
+
+class _Jumped:
+    """A block ended by jumping to ``target`` (``kind``: ``jump``, ``or``, ``and``, ``false``)."""
+
+    def __init__(self, kind, target, stack, body, value=None, index=None):
+        self.kind, self.target, self.stack, self.body, self.value, self.index = kind, target, stack, body, value, index
+
+
+class _Appended:
+    """A comprehension's body reached its append (or yield)."""
+
+    def __init__(self, element, index, filters, key=None):
+        self.element, self.index, self.filters, self.key = element, index, filters, key
+
+
+def _const(value):
+    if isinstance(value, tuple):
+        return ast.Tuple([_const(item) for item in value], ast.Load())
+    if isinstance(value, frozenset):
+        return (
+            ast.Set([_const(item) for item in sorted(value, key=repr)])
+            if value
+            else ast.Call(ast.Name("frozenset", ast.Load()), [], [])
+        )
+    if value is Ellipsis or isinstance(value, (int, float, complex, str, bytes, bool)) or value is None:
+        return ast.Constant(value)
+    raise Unreadable("LOAD_CONST", -1, f"a constant of type {type(value).__name__}")
+
+
+def _none(node):
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+class Reader:
+    """The decompiler for one code object of Python ``version`` (a tuple), given xdis' ``instructions`` of it.
+
+    ``nested(code)`` returns the instructions of a nested code object (a comprehension's or a lambda's).
+    """
+
+    def __init__(self, code, version, instructions, nested):
+        self.code, self.version, self.nested = code, tuple(version), nested
+        self.ins = [i for i in instructions if i.opname not in ("CACHE", "EXTENDED_ARG")]
+        self.at = {i.offset: n for n, i in enumerate(self.ins)}
+        self.steps = 0
+        self.groups = {}
+        self.kw_names = ()
+        self.visited = set()
+        self.pending, self.order = [], {}
+
+    # --- the whole function ------------------------------------------------------------------------------------
+    def statements(self):
+        """The function's body as a list of AST statements."""
+        result = self.walk(0, None, [])
+        if not isinstance(result, _Returned):
+            raise self.fail(len(self.ins) - 1, "the function does not end in return")
+        body = result.body
+        if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and _none(body[-1].value):
+            body = body[:-1]  # the implicit `return None` of a def
+        if self.code.co_name == "<lambda>" and (len(body) != 1 or not isinstance(body[0], ast.Return)):
+            raise self.fail(0, "a lambda's body is one expression")
+        for n, ins in enumerate(self.ins):  # code never reached: only a 3.12 comprehension's clean-up may be
+            if n not in self.visited and ins.opname not in _CLEANUP and ins.opname not in _SKIP:
+                raise self.fail(n, "code that the function's flow does not reach: an exception handler or a loop")
+        return body or [ast.Pass()]
+
+    def expression(self):
+        """A lambda's expression."""
+        [ret] = self.statements()
+        return ret.value
+
+    def fail(self, index, why=""):
+        ins = self.ins[min(max(index, 0), len(self.ins) - 1)] if self.ins else None
+        return Unreadable(ins.opname if ins else "nothing", ins.offset if ins else 0, why)
+
+    # --- blocks -------------------------------------------------------------------------------------------------
+    def index(self, offset, at):
+        if offset not in self.at:
+            raise self.fail(at, f"a jump to offset {offset}, which starts no instruction")
+        return self.at[offset]
+
+    def walk(self, start, limit, stack, loop=None):
+        """Interpret from instruction ``start`` until offset ``limit`` (a meeting point), a return, or a jump out.
+
+        ``loop``: the offset of the enclosing comprehension's FOR_ITER (its filters jump back there).
+        """
+        body, i, filters = [], start, []
+        stack = list(stack)
+        while True:
+            if i >= len(self.ins):
+                raise self.fail(i, "the code runs past its end")
+            ins = self.ins[i]
+            if limit is not None and ins.offset == limit:
+                return _Reached(stack, body)
+            if limit is not None and ins.offset > limit:
+                raise self.fail(i, f"a block runs past offset {limit}")
+            self.steps += 1
+            self.visited.add(i)
+            if self.steps > STEP_LIMIT:
+                raise self.fail(i, "too many instructions")
+            op, arg, val = ins.opname, ins.arg, ins.argval
+            op = op.replace("_FORWARD", "").replace("_BACKWARD", "") if op.startswith("POP_JUMP") else op
+            if op in _SKIP or (op == "POP_TOP" and i > 0 and self.ins[i - 1].opname == "RETURN_GENERATOR"):
+                i += 1
+                continue
+            try:
+                outcome = self.step(i, op, arg, val, stack, body, limit, loop, filters)
+            except IndexError:
+                raise self.fail(i, "the stack runs empty") from None
+            if isinstance(outcome, int):
+                i = outcome
+                continue
+            return outcome
+
+    def step(self, i, op, arg, val, stack, body, limit, loop, filters):
+        """Run instruction ``i``; returns the next index, or how the block ended."""
+        pop = stack.pop
+
+        def push(node):
+            self.order[id(node)] = len(self.order)  # the order values were computed in (for `a, b = p, q`)
+            stack.append(node)
+
+        if op == "LOAD_CONST":
+            push(self._constant(val, i))
+        elif op in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_NAME", "LOAD_CLASSDEREF"):
+            push(ast.Name(str(val), ast.Load()))
+        elif op == "LOAD_FAST_AND_CLEAR":
+            push(_Saved(str(val)))
+        elif op == "LOAD_GLOBAL":
+            if self.version >= (3, 11) and arg & 1:
+                push(_Null())
+            push(ast.Name(str(val), ast.Load()))
+        elif op == "PUSH_NULL":
+            push(_Null())
+        elif op == "LOAD_ATTR":
+            owner = pop()
+            if self.version >= (3, 12) and arg & 1:
+                push(_Null())
+            push(ast.Attribute(self._value(owner, i), str(val), ast.Load()))
+        elif op == "LOAD_METHOD":
+            owner = pop()
+            push(_Null())
+            push(ast.Attribute(self._value(owner, i), str(val), ast.Load()))
+        elif op in ("STORE_FAST", "STORE_DEREF", "STORE_NAME", "STORE_GLOBAL"):
+            value = pop()
+            target = ast.Name(str(val), ast.Store())
+            if self.pending or (stack and isinstance(value, ast.AST) and all(isinstance(v, ast.AST) for v in stack)):
+                # `a, b = p, q`: the values were pushed in order, the compiler stores them in any order
+                self.pending.append((target, value))
+                if not stack:
+                    order = [self.order.get(id(value), -1) for _, value in self.pending]
+                    pairs = sorted(zip(order, self.pending), key=lambda pair: pair[0])
+                    targets = [target for _, (target, _) in pairs]
+                    values = [self._value(value, i) for _, (_, value) in pairs]
+                    body.append(ast.Assign([ast.Tuple(targets, ast.Store())], ast.Tuple(values, ast.Load())))
+                    self.pending = []
+            else:
+                self._store(target, value, body, i)
+        elif op == "STORE_ATTR":
+            owner, value = pop(), pop()
+            self._store(ast.Attribute(self._value(owner, i), str(val), ast.Store()), value, body, i)
+        elif op == "STORE_SUBSCR":
+            index, owner, value = pop(), pop(), pop()
+            target = ast.Subscript(self._value(owner, i), self._value(index, i), ast.Store())
+            self._store(target, value, body, i)
+        elif op == "UNPACK_SEQUENCE":
+            value = self._value(pop(), i)
+            group = len(self.groups)
+            self.groups[group] = [value, [None] * arg]
+            for index in reversed(range(arg)):
+                push(_Unpacked(group, index))
+        elif op.startswith("BINARY_") and op[7:] in _BINARY:
+            right, left = pop(), pop()
+            push(ast.BinOp(self._value(left, i), _BINARY[op[7:]](), self._value(right, i)))
+        elif op.startswith("INPLACE_") and op[8:] in _BINARY:
+            right, left = pop(), pop()
+            push(_InPlace(_BINARY[op[8:]](), self._value(left, i), self._value(right, i)))
+        elif op == "BINARY_OP":
+            right, left = pop(), pop()
+            if not isinstance(arg, int) or not 0 <= arg < 2 * len(_BINARY_OP):
+                raise self.fail(i, f"operator {arg}")
+            kind = _BINARY_OP[arg % len(_BINARY_OP)]()
+            if arg >= len(_BINARY_OP):
+                push(_InPlace(kind, self._value(left, i), self._value(right, i)))
+            else:
+                push(ast.BinOp(self._value(left, i), kind, self._value(right, i)))
+        elif op == "BINARY_SUBSCR":
+            index, owner = pop(), pop()
+            push(ast.Subscript(self._value(owner, i), self._value(index, i), ast.Load()))
+        elif op == "BINARY_SLICE":
+            end, begin, owner = pop(), pop(), pop()
+            piece = ast.Slice(self._optional(begin, i), self._optional(end, i), None)
+            push(ast.Subscript(self._value(owner, i), piece, ast.Load()))
+        elif op == "BUILD_SLICE":
+            parts = [pop() for _ in range(arg)][::-1]
+            push(ast.Slice(*[self._optional(part, i) for part in parts] + [None] * (3 - arg)))
+        elif op in _UNARY:
+            push(ast.UnaryOp(_UNARY[op](), self._value(pop(), i)))
+        elif op == "COMPARE_OP":
+            right, left = pop(), pop()
+            if val not in _COMPARE:
+                raise self.fail(i, f"comparison {val!r}")
+            push(ast.Compare(self._value(left, i), [_COMPARE[val]()], [self._value(right, i)]))
+        elif op == "IS_OP":
+            right, left = pop(), pop()
+            push(ast.Compare(self._value(left, i), [ast.IsNot() if arg else ast.Is()], [self._value(right, i)]))
+        elif op == "CONTAINS_OP":
+            right, left = pop(), pop()
+            push(ast.Compare(self._value(left, i), [ast.NotIn() if arg else ast.In()], [self._value(right, i)]))
+        elif op in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"):
+            items = [self._value(pop(), i) for _ in range(arg)][::-1] if arg else []
+            kind = {"BUILD_TUPLE": ast.Tuple, "BUILD_LIST": ast.List, "BUILD_SET": ast.Set}[op]
+            push(kind(items, ast.Load()) if kind is not ast.Set else ast.Set(items))
+        elif op in ("LIST_EXTEND", "SET_UPDATE"):
+            value = self._value(pop(), i)
+            target = stack[-arg]
+            if not isinstance(target, (ast.List, ast.Set)):
+                raise self.fail(i, "an extension of no list")
+            if (
+                isinstance(value, ast.Tuple)
+                and all(isinstance(e, ast.Constant) for e in value.elts)
+                and not target.elts
+            ):
+                target.elts.extend(value.elts)  # [1, 2, 3]: a constant tuple extended into an empty list
+            elif isinstance(value, ast.Set) and op == "SET_UPDATE" and not target.elts:
+                target.elts.extend(value.elts)
+            else:
+                target.elts.append(ast.Starred(value, ast.Load()))
+        elif op == "CALL_INTRINSIC_1" and arg == 5:  # 3.12: unary +
+            push(ast.UnaryOp(ast.UAdd(), self._value(pop(), i)))
+        elif op == "LIST_TO_TUPLE" or (op == "CALL_INTRINSIC_1" and arg == 6):
+            value = pop()
+            if not isinstance(value, ast.List):
+                raise self.fail(i, "a tuple of no list")
+            push(ast.Tuple(value.elts, ast.Load()))
+        elif op == "BUILD_MAP":
+            items = [pop() for _ in range(2 * arg)][::-1]
+            push(ast.Dict([self._value(k, i) for k in items[::2]], [self._value(v, i) for v in items[1::2]]))
+        elif op == "BUILD_CONST_KEY_MAP":
+            keys = pop()
+            values = [self._value(pop(), i) for _ in range(arg)][::-1]
+            if not isinstance(keys, ast.Tuple) or len(keys.elts) != arg:
+                raise self.fail(i, "keys that are no constant tuple")
+            push(ast.Dict(list(keys.elts), values))
+        elif op in ("DICT_MERGE", "DICT_UPDATE"):
+            value = self._value(pop(), i)
+            target = stack[-arg]
+            if not isinstance(target, ast.Dict):
+                raise self.fail(i, "an update of no dict")
+            target.keys.append(None)
+            target.values.append(value)
+        elif op == "MAP_ADD" or op in ("LIST_APPEND", "SET_ADD", "YIELD_VALUE"):
+            if loop is None:
+                raise self.fail(i, "an append outside a comprehension")
+            if op == "MAP_ADD":
+                value, key = pop(), pop()
+                return _Appended(self._value(value, i), i, filters, self._value(key, i))
+            return _Appended(self._value(pop(), i), i, filters)
+        elif op == "BUILD_STRING":
+            parts = [self._value(pop(), i) for _ in range(arg)][::-1]
+            values = []
+            for part in parts:
+                values.extend(part.values if isinstance(part, ast.JoinedStr) else [part])
+            push(ast.JoinedStr(values))
+        elif op == "FORMAT_VALUE":
+            spec = self._value(pop(), i) if arg & 0x04 else None
+            value = self._value(pop(), i)
+            conversion = {0: -1, 1: ord("s"), 2: ord("r"), 3: ord("a")}[arg & 0x03]
+            formatted = ast.FormattedValue(value, conversion, spec if spec is None else ast.JoinedStr([spec]))
+            push(ast.JoinedStr([formatted]))
+        elif op == "KW_NAMES":
+            self.kw_names = val if isinstance(val, tuple) else self.code.co_consts[arg]
+        elif op in ("CALL_FUNCTION", "CALL_METHOD", "CALL", "CALL_FUNCTION_KW"):
+            names = ()
+            if op == "CALL_FUNCTION_KW":
+                names_node = pop()
+                if not isinstance(names_node, ast.Tuple):
+                    raise self.fail(i, "keyword names that are no tuple")
+                names = tuple(e.value for e in names_node.elts)
+            elif op == "CALL":
+                names, self.kw_names = tuple(getattr(self, "kw_names", ()) or ()), ()
+            args = [pop() for _ in range(arg)][::-1]
+            function = pop()
+            if op == "CALL_METHOD" or (op == "CALL" and self.version >= (3, 11)):
+                below = pop()
+                if not isinstance(below, _Null):  # [callable, self, args...]: a call with one more argument
+                    function, args = below, [function, *args]
+            push(self._call(function, args, names, i))
+        elif op == "CALL_FUNCTION_EX":
+            keywords = self._value(pop(), i) if arg & 1 else None
+            positional = self._value(pop(), i)
+            function = pop()
+            if self.version >= (3, 11) and stack and isinstance(stack[-1], _Null):
+                pop()
+            args = positional.elts if isinstance(positional, ast.Tuple) else [ast.Starred(positional, ast.Load())]
+            kws = []
+            if isinstance(keywords, ast.Dict):
+                for key, value in zip(keywords.keys, keywords.values):
+                    if key is None:
+                        kws.append(ast.keyword(None, value))
+                    elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        kws.append(ast.keyword(key.value, value))
+                    else:
+                        raise self.fail(i, "a keyword that is not a name")
+            elif keywords is not None:
+                kws.append(ast.keyword(None, keywords))
+            push(ast.Call(self._value(function, i), list(args), kws))
+        elif op == "MAKE_FUNCTION":
+            if self.version < (3, 11):
+                pop()  # the qualified name
+            code = pop()
+            parts = {}
+            for flag, name in ((0x08, "closure"), (0x04, "annotations"), (0x02, "kwdefaults"), (0x01, "defaults")):
+                if arg & flag:
+                    parts[name] = pop()
+            if "annotations" in parts or "kwdefaults" in parts:
+                raise self.fail(i, "a nested function with annotations or keyword-only defaults")
+            if not isinstance(code, _Function):
+                raise self.fail(i, "a function of no code")
+            push(_Function(code.code, parts.get("defaults")))
+        elif op == "GET_ITER":
+            push(_Iter(self._value(pop(), i)))
+        elif op == "FOR_ITER":
+            return self._inline_comprehension(i, val, stack, body, limit, loop)
+        elif op == "END_FOR":
+            pass
+        elif op == "SWAP":
+            stack[-1], stack[-arg] = stack[-arg], stack[-1]
+        elif op == "ROT_TWO":
+            stack[-1], stack[-2] = stack[-2], stack[-1]
+        elif op == "ROT_THREE":
+            stack[-3:] = [stack[-1], stack[-3], stack[-2]]
+        elif op == "POP_TOP":
+            value = pop()
+            if isinstance(value, _Saved):
+                return i + 1
+            body.append(ast.Expr(self._value(value, i)))
+        elif op == "RETURN_VALUE":
+            body.append(ast.Return(self._value(pop(), i)))
+            return _Returned(body)
+        elif op == "RETURN_CONST":
+            body.append(ast.Return(self._constant(val, i)))
+            return _Returned(body)
+        elif op in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP", "JUMP_NO_INTERRUPT"):
+            if val == limit:
+                return _Reached(stack, body)
+            landing = self.ins[self.at[val]] if val in self.at else None
+            if landing is not None and landing.opname in ("RETURN_VALUE", "RETURN_CONST") and loop is None:
+                # a jump to a shared `return` (the optimizer's): that return, here
+                value = self._value(pop(), i) if landing.opname == "RETURN_VALUE" else self._constant(landing.argval, i)
+                body.append(ast.Return(value))
+                return _Returned(body)
+            if loop is not None and val == loop:
+                raise self.fail(i, "a comprehension body that ends before its append")
+            return _Jumped("jump", val, stack, body)
+        elif op in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"):
+            if limit is not None and val > limit:  # 3.9-3.11's (a and b) or c: the caller joins it
+                value = self._value(pop(), i)
+                return _Jumped("or" if "TRUE" in op else "and", val, stack, body, value=value, index=i + 1)
+            return self._boolean(i, i + 1, val, ast.And if "FALSE" in op else ast.Or, stack, body, limit, loop)
+        elif (
+            op == "COPY"
+            and arg == 1
+            and i + 2 < len(self.ins)
+            and self.ins[i + 2].opname == "POP_TOP"
+            and self.ins[i + 1].opname in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE")
+        ):  # 3.12's `and` / `or`
+            kind = ast.And if self.ins[i + 1].opname.endswith("FALSE") else ast.Or
+            self.visited.update((i + 1, i + 2))
+            return self._boolean(i, i + 3, self.ins[i + 1].argval, kind, stack, body, limit, loop)
+        elif op.startswith("POP_JUMP_IF_"):
+            return self._conditional(i, op[len("POP_JUMP_IF_") :], val, stack, body, limit, loop, filters)
+        else:
+            raise self.fail(i, "not read by mgpu-io's decompiler")
+        return i + 1
+
+    # --- pieces -------------------------------------------------------------------------------------------------
+    def _constant(self, value, i):
+        if hasattr(value, "co_code"):
+            return _Function(value, None)
+        try:
+            return _const(value)
+        except Unreadable as error:
+            raise self.fail(i, str(error).split("(", 1)[-1].rstrip(")")) from None
+
+    def _value(self, node, i):
+        if isinstance(node, ast.AST):
+            return node
+        if isinstance(node, _Function) and node.code.co_name == "<lambda>":
+            return self._lambda(node, i)
+        raise self.fail(i, f"a value that is no expression ({type(node).__name__.strip('_')})")
+
+    def _optional(self, node, i):
+        value = self._value(node, i)
+        return None if _none(value) else value
+
+    def _store(self, target, value, body, i):
+        if isinstance(value, _Saved):
+            return  # a 3.12 comprehension restores the local it saved
+        if isinstance(value, _InPlace):
+            if not isinstance(target, ast.Name) or not isinstance(value.left, ast.Name) or value.left.id != target.id:
+                raise self.fail(i, "an in-place operation stored elsewhere")
+            body.append(ast.AugAssign(target, value.op, value.right))
+            return
+        if isinstance(value, _Unpacked):
+            group = self.groups[value.group]
+            group[1][value.index] = target
+            if all(t is not None for t in group[1]):
+                body.append(ast.Assign([ast.Tuple(group[1], ast.Store())], group[0]))
+            return
+        body.append(ast.Assign([target], self._value(value, i)))
+
+    def _call(self, function, args, names, i):
+        if isinstance(function, _Function) and function.code.co_name in _COMPREHENSIONS:
+            if len(args) != 1 or not isinstance(args[0], _Iter) or names:
+                raise self.fail(i, "a comprehension called unusually")
+            return self._comprehension(function.code, args[0].node, i)
+        function = self._value(function, i)
+        args = [self._value(a, i) for a in args]
+        split = len(args) - len(names)
+        keywords = [ast.keyword(str(name), value) for name, value in zip(names, args[split:])]
+        return ast.Call(function, args[:split], keywords)
+
+    def _lambda(self, function, i):
+        reader = Reader(function.code, self.version, self.nested(function.code), self.nested)
+        code = function.code
+        names = list(code.co_varnames)
+        count, kwonly = code.co_argcount, getattr(code, "co_kwonlyargcount", 0) or 0
+        position = count + kwonly
+        varargs = names[position] if code.co_flags & 0x04 else None
+        varkw = names[position + (1 if varargs else 0)] if code.co_flags & 0x08 else None
+        defaults = function.defaults
+        values = list(defaults.elts) if isinstance(defaults, ast.Tuple) else []
+        posonly = getattr(code, "co_posonlyargcount", 0) or 0
+        arguments = ast.arguments(
+            posonlyargs=[ast.arg(n) for n in names[:posonly]],
+            args=[ast.arg(n) for n in names[posonly:count]],
+            vararg=ast.arg(varargs) if varargs else None,
+            kwonlyargs=[ast.arg(n) for n in names[count:position]],
+            kw_defaults=[None] * kwonly,
+            kwarg=ast.arg(varkw) if varkw else None,
+            defaults=values,
+        )
+        return ast.Lambda(arguments, reader.expression())
+
+    def _boolean(self, i, start, target, kind, stack, body, limit, loop):
+        """``left and right`` / ``left or right``: the right side runs from ``start`` to ``target``."""
+        left = self._value(stack.pop(), i)
+        right = self.walk(start, target, stack, loop)
+        if not isinstance(right, _Reached) or right.body or len(right.stack) != len(stack) + 1:
+            raise self.fail(i, "a boolean operation of an unusual shape")
+        value = self._value(right.stack[-1], i)
+        values = [left] + (value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, kind) else [value])
+        stack.append(ast.BoolOp(kind(), values))
+        self.order[id(stack[-1])] = len(self.order)
+        return self.index(target, i)
+
+    def _condition(self, kind, value):
+        if kind == "FALSE":
+            return value
+        if kind == "TRUE":
+            return ast.UnaryOp(ast.Not(), value)
+        if kind == "NONE":  # jumps when None: the block that follows runs when it is not
+            return ast.Compare(value, [ast.IsNot()], [ast.Constant(None)])
+        if kind == "NOT_NONE":
+            return ast.Compare(value, [ast.Is()], [ast.Constant(None)])
+        raise Unreadable("POP_JUMP_IF_" + kind, -1)
+
+    def _conditional(self, i, kind, target, stack, body, limit, loop, filters):
+        value = self._value(stack.pop(), i)
+        if loop is not None and self._to_loop(target, loop):
+            filters.append(self._condition(kind, value))  # a comprehension's `if`
+            return i + 1
+        if loop is not None and kind in ("TRUE", "FALSE", "NONE", "NOT_NONE") and i + 2 < len(self.ins):
+            after = self.ins[i + 1]  # 3.12: POP_JUMP_IF_TRUE past a jump back: the filter's test is the value
+            if (
+                after.opname in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
+                and after.argval == loop
+                and self.ins[i + 2].offset == target
+            ):
+                inverse = {"TRUE": "FALSE", "FALSE": "TRUE", "NONE": "NOT_NONE", "NOT_NONE": "NONE"}[kind]
+                self.visited.add(i + 1)
+                filters.append(self._condition(inverse, value))
+                return i + 2
+        condition = self._condition(kind, value)
+        if kind == "TRUE" and target > self.ins[i].offset:  # `a or b` as a condition: a jump past the second test
+            first = self.walk(i + 1, target, stack, loop)
+            if (
+                isinstance(first, _Jumped)
+                and first.kind == "false"
+                and not first.body
+                and len(first.stack) == len(stack)
+            ):
+                either = ast.BoolOp(ast.Or(), [value, first.value])
+                return self._fork(i, either, self.index(target, i), first.target, stack, body, limit, loop)
+        if limit is not None and target >= limit and kind in ("FALSE", "TRUE", "NONE", "NOT_NONE") and not body:
+            # a second test that jumps where the first one does (`if a and b`), or past it (`if a or b`): joined
+            return _Jumped("false", target, stack, body, value=condition, index=i + 1)
+        return self._fork(i, condition, i + 1, target, stack, body, limit, loop)
+
+    def _fork(self, i, condition, start, target, stack, body, limit, loop):
+        """Code from ``start`` runs when ``condition`` holds; ``target`` is where it goes otherwise."""
+        if target <= self.ins[i].offset:
+            raise self.fail(i, "a jump backwards outside a comprehension")
+        while True:  # `if a and b`: more tests that jump to the same place
+            then = self.walk(start, target, stack, loop)
+            if (
+                isinstance(then, _Jumped)
+                and then.kind == "false"
+                and then.target == target
+                and not then.body
+                and len(then.stack) == len(stack)
+            ):
+                values = (
+                    condition.values
+                    if isinstance(condition, ast.BoolOp) and isinstance(condition.op, ast.And)
+                    else [condition]
+                )
+                condition, start = ast.BoolOp(ast.And(), [*values, then.value]), then.index
+                continue
+            break
+        if isinstance(then, _Reached):
+            if len(then.stack) != len(stack) or not then.body:
+                raise self.fail(i, "a conditional block of an unusual shape")
+            body.append(ast.If(condition, then.body, []))
+            return self.index(target, i)
+        if isinstance(then, _Jumped) and then.kind == "jump":
+            end = then.target
+            if limit is not None and end > limit:
+                raise self.fail(i, f"a jump to offset {end} leaves its block")
+            other = self.walk(self.index(target, i), end, stack, loop)
+            if not isinstance(other, _Reached):
+                raise self.fail(i, "an else branch of an unusual shape")
+            if len(then.stack) == len(stack) + 1 == len(other.stack) and not then.body and not other.body:
+                a, b = self._value(then.stack[-1], i), self._value(other.stack[-1], i)
+                stack.append(ast.IfExp(condition, a, b))
+                self.order[id(stack[-1])] = len(self.order)
+                return self.index(end, i)
+            if len(then.stack) == len(stack) == len(other.stack) and then.body:
+                body.append(ast.If(condition, then.body, other.body))
+                return self.index(end, i)
+            raise self.fail(i, "a conditional of an unusual shape")
+        if isinstance(then, _Jumped) and then.kind == "or" and not then.body:  # 3.9-3.11: (a and b) or c
+            other = self.walk(self.index(target, i), then.target, stack, loop)
+            if not isinstance(other, _Reached) or other.body or len(other.stack) != len(stack) + 1:
+                raise self.fail(i, "an `or` of an unusual shape")
+            both = ast.BoolOp(ast.And(), [condition, then.value])
+            stack.append(ast.BoolOp(ast.Or(), [both, self._value(other.stack[-1], i)]))
+            return self.index(then.target, i)
+        if isinstance(then, _Returned):
+            rest = self.walk(self.index(target, i), limit, stack, loop)
+            if self.code.co_name == "<lambda>":
+                if not isinstance(rest, _Returned) or len(then.body) != 1 or len(rest.body) != 1:
+                    raise self.fail(i, "a conditional return of an unusual shape")
+                value = ast.IfExp(condition, then.body[0].value, rest.body[0].value)
+                body.append(ast.Return(value))
+                return _Returned(body)
+            body.append(ast.If(condition, then.body, []))
+            body.extend(rest.body)
+            if isinstance(rest, _Returned):
+                return _Returned(body)
+            if isinstance(rest, _Reached):
+                return _Reached(rest.stack, body)
+            rest.body = body
+            return rest
+        raise self.fail(i, "a conditional of an unusual shape")
+
+    def _to_loop(self, target, loop):
+        if target == loop:
+            return True
+        n = self.at.get(target)
+        return n is not None and self.ins[n].opname in ("JUMP_BACKWARD", "JUMP_ABSOLUTE") and self.ins[n].argval == loop
+
+    # --- comprehensions -----------------------------------------------------------------------------------------
+    def _loop(self, reader, i, iterable):
+        """Read one ``for`` from FOR_ITER at ``reader.ins[i]``: ``(comprehension, element, key, index after)``."""
+        loop = reader.ins[i].offset
+        n = i + 1
+        ins = reader.ins[n]
+        if ins.opname in ("STORE_FAST", "STORE_DEREF", "STORE_NAME"):
+            target, n = ast.Name(str(ins.argval), ast.Store()), n + 1
+        elif ins.opname == "UNPACK_SEQUENCE":
+            count = ins.arg
+            names = reader.ins[n + 1 : n + 1 + count]
+            if len(names) != count or any(t.opname not in ("STORE_FAST", "STORE_DEREF") for t in names):
+                raise reader.fail(n, "a comprehension target that is not names")
+            target = ast.Tuple([ast.Name(str(t.argval), ast.Store()) for t in names], ast.Store())
+            n += 1 + count
+        else:
+            raise reader.fail(n, "a comprehension target that is not a name")
+        appended = reader.walk(n, None, [], loop=loop)
+        if not isinstance(appended, _Appended):
+            raise reader.fail(n, "a comprehension of an unusual shape")
+        k = appended.index + 1
+        while k < len(reader.ins) and reader.ins[k].opname in ("RESUME", "POP_TOP", "NOP"):
+            k += 1
+        if (
+            k >= len(reader.ins)
+            or reader.ins[k].opname not in ("JUMP_BACKWARD", "JUMP_ABSOLUTE")
+            or reader.ins[k].argval != loop
+        ):
+            raise reader.fail(min(k, len(reader.ins) - 1), "a comprehension with more than one `for`")
+        reader.visited.update(range(i, n))  # FOR_ITER and the target's stores
+        reader.visited.update(range(appended.index, k + 1))  # the append, and the jump back
+        generator = ast.comprehension(target, iterable, appended.filters, 0)
+        return generator, appended.element, appended.key, reader.index(reader.ins[i].argval, i)
+
+    def _build(self, kind, generator, element, key):
+        if kind == "<listcomp>":
+            return ast.ListComp(element, [generator])
+        if kind == "<setcomp>":
+            return ast.SetComp(element, [generator])
+        if kind == "<dictcomp>":
+            return ast.DictComp(key, element, [generator])
+        return ast.GeneratorExp(element, [generator])
+
+    def _comprehension(self, code, iterable, i):
+        reader = Reader(code, self.version, self.nested(code), self.nested)
+        [start] = [n for n, ins in enumerate(reader.ins) if ins.opname == "FOR_ITER"][:1] or [None]
+        if start is None:
+            raise self.fail(i, f"a {code.co_name} without a loop")
+        generator, element, key, _ = self._loop(reader, start, iterable)
+        return self._build(code.co_name, generator, element, key)
+
+    def _inline_comprehension(self, i, end, stack, body, limit, loop):
+        """3.12: a list, set or dict comprehension inlined into its function."""
+        if len(stack) < 2 or not isinstance(stack[-1], _Iter):
+            raise self.fail(i, "a `for` loop")
+        iterable, collector = stack.pop().node, stack.pop()
+        kinds = {ast.List: "<listcomp>", ast.Set: "<setcomp>", ast.Dict: "<dictcomp>"}
+        if type(collector) not in kinds or (getattr(collector, "elts", None) or getattr(collector, "keys", None)):
+            raise self.fail(i, "a `for` loop")
+        generator, element, key, after = self._loop(self, i, iterable)
+        stack.append(self._build(kinds[type(collector)], generator, element, key))
+        return after
+
+
+def parameters(code):
+    """``(args, kwonly, varargs, varkw)`` of a code object."""
+    names = list(code.co_varnames)
+    count, kwonly = code.co_argcount, getattr(code, "co_kwonlyargcount", 0) or 0
+    position = count + kwonly
+    varargs = names[position] if code.co_flags & 0x04 else None
+    varkw = names[position + (1 if varargs else 0)] if code.co_flags & 0x08 else None
+    return names[:count], names[count:position], varargs, varkw
+
+
+def decompile(code, version, instructions, nested):
+    """The source of ``code``'s body (a ``return ...`` for a lambda), as text.
+
+    Raises:
+        Unreadable: the bytecode holds something this decompiler does not read.
+    """
+    if tuple(version) not in VERSIONS:
+        raise Unreadable("version", 0, f"Python {version} is not one of 3.9-3.12")
+    reader = Reader(code, version, instructions, nested)
+    body = reader.statements()
+    return ast.unparse(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))) + "\n"
