@@ -33,6 +33,7 @@ from mgpu_io.keras._compat import (
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects
+from mgpu_io.keras.optimizers import legacy_classes, rebuilt_optimizer
 from mgpu_io.keras.wrapper import all_layers, non_finite_weights
 from mgpu_io.tf import SAVEDMODEL, TF_CHECKPOINT, detect, legacy_copy
 
@@ -169,10 +170,14 @@ def _planned(path, weights):
 _UNKNOWN_CLASS = re.compile(r"Unknown (?:layer|object|class)[^:']*: '([^']+)'|Could not locate class '([^']+)'")
 
 
-def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True, lambdas=None):
+def build(
+    plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True, lambdas=None, faithful=True
+):
     """Build a :class:`~mgpu_io.format.plan.Plan` as a Keras 3 model: config, weights, training setup, optimizer.
 
-    The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`).
+    The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`). ``faithful``: rebuild the
+    optimizer with its writer's update rule (:mod:`mgpu_io.keras.optimizers`); ``False``: with Keras 3's own class
+    (what a ``.keras`` output for plain Keras 3 holds).
     """
     lambdas = as_mapping(lambdas, [lam.layer for lam in plan.lambdas])
     if not safe_mode:  # the caller trusts the file, as Keras' safe_mode=False: rebuild its Lambdas from source
@@ -183,7 +188,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
     )
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
-    deferred = Deferred()
+    deferred, stored_names = Deferred(), {}
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
         model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
@@ -206,7 +211,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         ) from None
     try:
         with reading(plan.stored.path, "reading the weights"):
-            _assign_weights(model, plan, deferred)
+            _assign_weights(model, plan, deferred, stored_names)
     except BaseException:
         with contextlib.suppress(Exception):
             deferred.finish()
@@ -227,7 +232,8 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
             arrays = [
                 (name, _read(stored_optimizer[name])) for name in read_str_list(stored_optimizer.attrs, "weight_names")
             ]
-        _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version)
+        order = _writer_order(model, plan.config, plan.stored.keras_version, stored_names)
+        _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version, faithful, order)
         if (
             arrays is None
             and getattr(model, "optimizer", None) is not None
@@ -238,9 +244,10 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     return model
 
 
-def _assign_weights(model, plan, deferred=None):
+def _assign_weights(model, plan, deferred=None, stored_names=None):
     """Assign the planned weights to the built model's layers, checking every count and shape (as the initial
-    values of variables that ``deferred`` created without any)."""
+    values of variables that ``deferred`` created without any); ``stored_names`` gets each variable's stored name
+    (by ``id``)."""
     stored = {layer.layer: layer for layer in plan.layers if layer.names}
     for index, layer in enumerate(model.layers):
         variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
@@ -257,6 +264,8 @@ def _assign_weights(model, plan, deferred=None):
             )
         for variable, array, handed_over in zip(variables, arrays, fresh):
             _assign(variable, array, handed_over, deferred)
+        if source is not None and len(source.names) == len(variables) and stored_names is not None:
+            stored_names.update({id(variable): name for variable, name in zip(variables, source.names)})
     if stored:
         raise WeightsMismatch(
             f"Stored weights belong to no layer of the model. Expected one group per weighted layer. Received: "
@@ -316,7 +325,7 @@ def _assign(variable, array, handed_over=False, deferred=None):
         variable.assign(array)
 
 
-def _compile(model, training_config, arrays, custom_objects, keras_version=None):
+def _compile(model, training_config, arrays, custom_objects, keras_version=None, faithful=True, order=None):
     """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout.
 
     What Keras 3 cannot rebuild is said in a warning, never a failed load: an unknown optimizer gives Keras'
@@ -324,8 +333,14 @@ def _compile(model, training_config, arrays, custom_objects, keras_version=None)
     model uncompiled (:mod:`mgpu_io.keras.compile`).
     """
     optimizer_name = (training_config.get("optimizer_config") or {}).get("class_name")
+    legacy_classes()  # registered, for a file saved with one of them (mgpu_io>LegacyRMSprop)
+    optimizer, _ = rebuilt_optimizer(training_config.get("optimizer_config"), keras_version, faithful)
+    if optimizer is not None:  # the writer's update rule; Keras' reading of the same config would lose it
+        training_config = dict(training_config, optimizer_config={"class_name": "SGD", "config": {}})
     try:
         arguments, dropped = compile_arguments(model, training_config, custom_objects, keras_version)
+        if optimizer is not None:
+            arguments["optimizer"] = optimizer
     except Unresolved as error:
         return _uncompiled(error)
     except _COMPILE_ERRORS as error:
@@ -354,7 +369,7 @@ def _compile(model, training_config, arrays, custom_objects, keras_version=None)
             stacklevel=4,
         )
     if arrays is not None:
-        _restore_optimizer_state(model, optimizer_name, arrays)
+        _restore_optimizer_state(model, optimizer_name, arrays, order)
 
 
 _COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
@@ -370,17 +385,50 @@ def _uncompiled(error):
     )
 
 
-def _restore_optimizer_state(model, optimizer_name, stored):
+def _writer_order(model, config, keras_version=None, stored_names=None):
+    """Where each of the writer's trainable weights is in ``model.trainable_variables``, in the order its optimizer
+    state was stored; ``None`` where the file does not say. Keras 2 and tf.keras stored it in the order of the
+    model's layers as the config lists them, which Keras 3 may traverse in another order; Keras 1 (on TensorFlow)
+    sorted every trainable weight by its variable name (``collect_trainable_weights``): ``d1_W``, ``out_W``,
+    ``tiny_W``."""
     variables = model.trainable_variables
+    position = {id(variable): index for index, variable in enumerate(variables)}
+    if str(keras_version or "").startswith("1."):
+        names = [(stored_names or {}).get(id(variable)) for variable in variables]
+        if None in names or len(set(names)) != len(names):
+            return None
+        return sorted(range(len(variables)), key=lambda i: names[i])
+    layers = (config or {}).get("config") if isinstance(config, dict) else None
+    layers = layers.get("layers") if isinstance(layers, dict) else None
+    if not isinstance(layers, list):
+        return None
+    order = []
+    for layer in layers:
+        name = (layer.get("config") or {}).get("name") if isinstance(layer, dict) else None
+        try:
+            order += [position.get(id(variable)) for variable in model.get_layer(name).trainable_weights]
+        except (ValueError, TypeError, AttributeError):
+            return None
+    return order if sorted(order, key=lambda i: -1 if i is None else i) == list(range(len(position))) else None
+
+
+def _restore_optimizer_state(model, optimizer_name, stored, order=None):
+    variables = model.trainable_variables
+    order = order or list(range(len(variables)))
     state = read_optimizer_state(
         _translated_class(model.optimizer, optimizer_name),
         [array for _, array in stored],
-        [tuple(v.shape) for v in variables],
+        [tuple(variables[i].shape) for i in order],
         names=[name for name, _ in stored],
     )
+    for role, values in state.slots.items():  # from the writer's order to Keras 3's
+        state.slots[role] = [values[order.index(i)] for i in range(len(values))]
     if state.problem is None:
         optimizer, deferred = model.optimizer, Deferred()
-        deferred.create(lambda: optimizer.build(variables))  # the slots' zeros would only be overwritten
+        if isinstance(optimizer, import_keras().optimizers.Nadam):
+            optimizer.build(variables)  # its u_product is a value, which a deferred build cannot create
+        else:
+            deferred.create(lambda: optimizer.build(variables))  # the slots' zeros would only be overwritten
         try:
             restored = _fill_slots(optimizer, optimizer_name, state, deferred)
         finally:
@@ -388,6 +436,8 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         if restored:
             if state.iterations is not None:
                 optimizer.iterations.assign(state.iterations)
+            if "u_product" in state.scalars and hasattr(optimizer, "_u_product"):
+                optimizer._u_product.assign(state.scalars["u_product"])  # Nadam's product of momentum factors
             return
     warnings.warn(
         f"The saved optimizer state is not restored: {state.problem}. Training continues with a fresh "

@@ -46,6 +46,7 @@ def unwrap_to_keras(
             safe_mode=safe_mode,
             lambdas=lambdas,
             custom_objects=custom_objects,
+            faithful=False,  # Keras 3's own optimizer classes: the .keras file is for plain Keras 3
         )
         report = plan.report
     with atomic_path(output, suffix=".keras") as temporary:
