@@ -272,7 +272,9 @@ class UpdateRule:
         text = f"{self.optimizer} by {self.family}'s rule"
         if self.faithful and faithful:
             text += f" (mgpu_io>{self.faithful}: {_WHY[self.optimizer]})"
-        elif self.faithful:
+        elif not self.faithful:
+            text += f" (Keras 3's {self.optimizer} computes it)"
+        else:
             text = (
                 f"{self.optimizer} by Keras 3's rule, not the writer's ({self.family}: {_WHY[self.optimizer]}): "
                 f"Keras 3's own class is written so that plain Keras 3 loads it"

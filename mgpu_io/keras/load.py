@@ -436,8 +436,8 @@ def _restore_optimizer_state(model, optimizer_name, stored, order=None):
         if restored:
             if state.iterations is not None:
                 optimizer.iterations.assign(state.iterations)
-            if "u_product" in state.scalars and hasattr(optimizer, "_u_product"):
-                optimizer._u_product.assign(state.scalars["u_product"])  # Nadam's product of momentum factors
+            if hasattr(optimizer, "_u_product"):  # Nadam's product of momentum factors
+                _restore_u_product(optimizer, state)
             return
     warnings.warn(
         f"The saved optimizer state is not restored: {state.problem}. Training continues with a fresh "
@@ -445,6 +445,19 @@ def _restore_optimizer_state(model, optimizer_name, stored, order=None):
         MgpuIOWarning,
         stacklevel=4,
     )
+
+
+def _restore_u_product(optimizer, state):
+    """Nadam's running product of momentum factors: as stored (tf.keras' ``momentum_cache``, Keras 3's); where the
+    file lacks it, for Keras 3's rule the product over the stored steps (TF 2.11+ does not save it in a ``.h5``, and
+    its own reload of such a file compounds the product once per weight); for Keras 2's rule 1, as Keras 1/2 start
+    again from their own files (they save neither ``m_schedule``)."""
+    if "u_product" in state.scalars:
+        optimizer._u_product.assign(state.scalars["u_product"])
+    elif state.iterations and not hasattr(optimizer, "schedule_decay"):
+        steps = np.arange(1, state.iterations + 1, dtype="float64")
+        factors = float(optimizer.beta_1) * (1.0 - 0.5 * np.power(0.96, steps))
+        optimizer._u_product.assign(float(np.prod(factors)))
 
 
 def _translated_class(optimizer, optimizer_name):

@@ -33,14 +33,21 @@ def stored_batches(entry):
     return data, list(zip(data["x0_steps"], data["x1_steps"], data["y_steps"]))
 
 
+#: Fixtures whose writer's own reload is not the reference: TF 2.15's Nadam does not save its product of momentum
+#: factors in a .h5, and its reload recomputes it once per weight at every step (its counter starts again at 1);
+#: mgpu-io rebuilds the product from the stored step count, which is where the run that saved the file went on.
+CONTINUED = ("tfk215_nadam.h5",)
+
+
 def resume(model, entry):
     """Train ``model`` the writer's K steps; ``(relative difference, every tensor within the bound)``."""
     data, batches = stored_batches(entry)
+    reference = "continued" if entry["file"] in CONTINUED else "after"
     before = [np.asarray(w, "float64") for w in model.get_weights()]
     for x0, x1, y in batches:
         model.train_on_batch([x0, x1], y)
     after = [np.asarray(w, "float64") for w in model.get_weights()]
-    writer = [data["after_%03d" % i].astype("float64") for i in range(len(after))]
+    writer = [data["%s_%03d" % (reference, i)].astype("float64") for i in range(len(after))]
     worst, within = 0.0, True
     for ours, start, theirs in zip(after, before, writer):
         change = np.abs(theirs - start).max()
