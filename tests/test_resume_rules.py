@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "backends"))
-import resume_rules  # noqa: E402
-from resume_rules import entries, loaded, resume  # noqa: E402
+import resume_rules
+from resume_rules import entries, loaded, resume
 
-import mgpu_io  # noqa: E402
+import mgpu_io
 
 keras = pytest.importorskip("keras")
 ENTRIES = [pytest.param(entry, id=entry["file"]) for entry in entries()]

@@ -38,7 +38,10 @@ _POSITIONAL = {
     "SGD": ((1, ("momentum",)), (0, ("momentum",)), (1, ())),
     "RMSprop": ((0, ("velocity",)), (1, ("velocity",))),
     "Adagrad": ((0, ("accumulator",)), (1, ("accumulator",))),
-    "Adadelta": ((0, ("accumulated_grad", "accumulated_delta_var")), (1, ("accumulated_grad", "accumulated_delta_var"))),
+    "Adadelta": (
+        (0, ("accumulated_grad", "accumulated_delta_var")),
+        (1, ("accumulated_grad", "accumulated_delta_var")),
+    ),
     "Adamax": ((1, ("momentum", "norm")),),
     "Nadam": ((1, ("momentum", "velocity")), (2, ("momentum", "velocity"))),
     "Ftrl": ((1, ("accumulator", "linear")),),

@@ -27,7 +27,7 @@ from mgpu_io.keras._compat import import_keras
 _DROPPED = ("decay", "is_legacy_optimizer", "jit_compile", "lr", "schedule_decay")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def legacy_classes():
     """``{name: class}`` of the faithful optimizers, defined and registered with Keras on first use.
 
@@ -112,9 +112,7 @@ def legacy_classes():
 
         def _factor(self, step, dtype):
             power = ops.multiply(ops.cast(self.schedule_decay, dtype), ops.cast(step, dtype))
-            return ops.multiply(
-                ops.cast(self.beta_1, dtype), 1.0 - 0.5 * ops.power(ops.cast(0.96, dtype), power)
-            )
+            return ops.multiply(ops.cast(self.beta_1, dtype), 1.0 - 0.5 * ops.power(ops.cast(0.96, dtype), power))
 
         def _backend_update_step(self, grads, trainable_variables, learning_rate):
             dtype = self._u_product.dtype

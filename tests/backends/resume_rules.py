@@ -47,7 +47,7 @@ def resume(model, entry):
     for x0, x1, y in batches:
         model.train_on_batch([x0, x1], y)
     after = [np.asarray(w, "float64") for w in model.get_weights()]
-    writer = [data["%s_%03d" % (reference, i)].astype("float64") for i in range(len(after))]
+    writer = [data[f"{reference}_{i:03d}"].astype("float64") for i in range(len(after))]
     worst, within = 0.0, True
     for ours, start, theirs in zip(after, before, writer):
         change = np.abs(theirs - start).max()
