@@ -9,6 +9,7 @@ optimizer state in Keras 3's layout.
 
 import contextlib
 import copy
+import json
 import mmap
 import re
 import warnings
@@ -232,7 +233,7 @@ def build(
             arrays = [
                 (name, _read(stored_optimizer[name])) for name in read_str_list(stored_optimizer.attrs, "weight_names")
             ]
-        order = _writer_order(model, plan.config, plan.stored.keras_version, stored_names)
+        order = _writer_order(model, plan.config, _source_keras_version(plan.stored), stored_names)
         _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version, faithful, order)
         if (
             arrays is None
@@ -383,6 +384,19 @@ def _uncompiled(error):
         MgpuIOWarning,
         stacklevel=5,
     )
+
+
+def _source_keras_version(stored):
+    """The ``keras_version`` of the Keras that trained the file: a ``.h5`` that mgpu-io repaired says it in its
+    provenance (``mgpu_io`` attribute, ``source_keras_version``), where its ``keras_version`` is the one it is
+    written for (Keras 1 files become 2.2.4)."""
+    h5 = getattr(stored, "h5", None)
+    try:
+        provenance = json.loads(h5.attrs["mgpu_io"]) if h5 is not None and "mgpu_io" in h5.attrs else {}
+    except (TypeError, ValueError):
+        provenance = {}
+    source = provenance.get("source_keras_version") if isinstance(provenance, dict) else None
+    return source if isinstance(source, str) else stored.keras_version
 
 
 def _writer_order(model, config, keras_version=None, stored_names=None):
