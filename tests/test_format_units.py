@@ -283,6 +283,10 @@ def test_json_depth_reaches_any_depth_without_recursion():
     ("SGD", [np.int64(5)], 5, []),  # tf.keras v2 SGD without momentum
     ("RMSprop", [np.ones(2), np.ones(3)], None, ["velocity"]),  # Keras 2.2: accumulators only
     ("RMSprop", [np.int64(1), np.ones(2), np.ones(3)], 1, ["velocity"]),  # Keras 2.3: iterations first
+    ("Adadelta", [np.ones(2), np.ones(3), np.zeros(2), np.zeros(3)], None,
+     ["accumulated_grad", "accumulated_delta_var"]),  # Keras 1/2.2: accumulators, then delta accumulators
+    ("Adamax", [np.int64(4), np.ones(2), np.ones(3), np.zeros(2), np.zeros(3)], 4, ["momentum", "norm"]),
+    ("Nadam", [np.int64(4), np.ones(2), np.ones(3), np.zeros(2), np.zeros(3)], 4, ["momentum", "velocity"]),
 ])
 def test_each_stored_optimizer_layout_maps_to_keras3_roles(optimizer, arrays, iterations, roles):
     state = read_optimizer_state(optimizer, arrays, [(2,), (3,)])
@@ -292,7 +296,21 @@ def test_each_stored_optimizer_layout_maps_to_keras3_roles(optimizer, arrays, it
 def test_an_optimizer_state_that_fits_nothing_says_why():
     assert "fits no known layout" in read_optimizer_state("Adam", [np.ones(2)] * 5, [(2,)]).problem
     assert "has shape (3,)" in read_optimizer_state("SGD", [np.int64(1), np.ones(3)], [(2,)]).problem
-    assert "does not translate" in read_optimizer_state("Nadam", [], [(2,)]).problem
+    assert "does not translate" in read_optimizer_state("Lion", [], [(2,)]).problem
+
+
+def test_tf_keras_slot_names_say_each_role_per_optimizer():
+    adamax = read_optimizer_state("Adamax", [np.int64(2), np.ones(2), np.zeros(2)], [(2,)],
+                                  names=["Adamax/iter:0", "Adamax/d/kernel/m:0", "Adamax/d/kernel/v:0"])
+    assert (adamax.iterations, list(adamax.slots)) == (2, ["momentum", "norm"])  # tf.keras' Adamax: v is the norm
+    nadam = read_optimizer_state("Nadam", [np.int64(2), np.float32(0.5), np.ones(2), np.zeros(2)], [(2,)],
+                                 names=["Nadam/iter:0", "Nadam/momentum_cache:0", "Nadam/d/kernel/m:0",
+                                        "Nadam/d/kernel/v:0"])
+    assert (nadam.scalars, list(nadam.slots)) == ({"u_product": 0.5}, ["momentum", "velocity"])
+    rms = read_optimizer_state("RMSprop", [np.int64(2), np.ones(2), np.zeros(2), np.ones(2)], [(2,)],
+                               names=["RMSprop/iter:0", "RMSprop/d/kernel/rms:0", "RMSprop/d/kernel/momentum:0",
+                                      "RMSprop/d/kernel/mg:0"])
+    assert list(rms.slots) == ["velocity", "momentum", "average_gradient"]
 
 
 # --- re-keying, findings, flags ------------------------------------------------------------------------------

@@ -16,15 +16,41 @@ from typing import Optional
 
 import numpy as np
 
-# Keras 3 variable-name suffix of each Keras 2 per-weight slot, per optimizer class.
+# Keras 3 variable-name suffix of each per-weight slot, per optimizer class, in the order Keras 1/2 stored them
+# (legacy-format.md §3.1: Adam ``[iterations, m.., v.., vhat..]``, Adadelta ``[accumulators.., delta_accumulators..]``,
+# Adamax ``[iterations, m.., u..]``; keras/optimizers.py of 1.2.2 and 2.2.4).
 _SLOTS = {
-    "Adam": ("momentum", "velocity"),
+    "Adam": ("momentum", "velocity", "velocity_hat"),
     "SGD": ("momentum",),
-    "RMSprop": ("velocity",),
+    "RMSprop": ("velocity", "momentum", "average_gradient"),
     "Adagrad": ("accumulator",),
+    "Adadelta": ("accumulated_grad", "accumulated_delta_var"),
+    "Adamax": ("momentum", "norm"),
+    "Nadam": ("momentum", "velocity"),
+    "Ftrl": ("accumulator", "linear"),
+}
+#: Positional layouts (Keras 1/2 name their arrays ``Variable_N``): ``(arrays before the slots, slot roles)``, tried
+#: in turn. Keras 1.2.2 and 2.2.4 store no step count for RMSprop, Adagrad and Adadelta; Keras 2.2.4's Adam keeps a
+#: ``vhat`` per weight (shape ``(1,)`` dummies without amsgrad); Keras 2.3 puts ``iterations`` first everywhere and
+#: Nadam's ``m_schedule`` second.
+_POSITIONAL = {
+    "Adam": ((1, ("momentum", "velocity")), (1, ("momentum", "velocity", "velocity_hat"))),
+    "SGD": ((1, ("momentum",)), (0, ("momentum",)), (1, ())),
+    "RMSprop": ((0, ("velocity",)), (1, ("velocity",))),
+    "Adagrad": ((0, ("accumulator",)), (1, ("accumulator",))),
+    "Adadelta": (
+        (0, ("accumulated_grad", "accumulated_delta_var")),
+        (1, ("accumulated_grad", "accumulated_delta_var")),
+    ),
+    "Adamax": ((1, ("momentum", "norm")),),
+    "Nadam": ((1, ("momentum", "velocity")), (2, ("momentum", "velocity"))),
+    "Ftrl": ((1, ("accumulator", "linear")),),
 }
 #: The optimizer classes whose stored state is translated (a subclass keeps its base class's slots).
 TRANSLATED_OPTIMIZERS = tuple(_SLOTS)
+#: One-value states besides the slots, by Keras 3 name: Nadam's product of momentum factors (Keras 2's
+#: ``m_schedule``, tf.keras' ``momentum_cache``, Keras 3's ``u_product``).
+_SCALARS = {"Nadam": "u_product"}
 
 
 @dataclass
@@ -35,6 +61,7 @@ class OptimizerState:
     iterations: Optional[int] = None
     slots: dict[str, list[np.ndarray]] = field(default_factory=dict)
     problem: Optional[str] = None
+    scalars: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,6 +72,7 @@ class SlotLayout:
     iterations: Optional[int] = None
     slots: dict[str, list[int]] = field(default_factory=dict)
     problem: Optional[str] = None
+    scalars: dict[str, int] = field(default_factory=dict)
 
 
 #: Slot names as the writers spelled them (tf.keras v2 ``…/kernel/m``, tf_keras ``Adam/m/…``, Keras 3
@@ -58,13 +86,31 @@ _NAMED = {
     "velocity_hat": "velocity_hat",
     "accumulator": "accumulator",
     "rms": "velocity",
+    "mg": "average_gradient",
+    "average_gradient": "average_gradient",
+    "accum_grad": "accumulated_grad",
+    "accum_var": "accumulated_delta_var",
+    "accumulated_grad": "accumulated_grad",
+    "accumulated_delta_var": "accumulated_delta_var",
+    "linear": "linear",
+    "u": "norm",
+    "norm": "norm",
 }
+#: Where one optimizer's slot names mean another role: tf.keras' Adamax keeps its norm as ``v``.
+_NAMED_BY_OPTIMIZER = {"Adamax": {"v": "norm"}}
+#: Names of one-value states (tf.keras' Nadam ``momentum_cache``, Keras 3's ``u_product``).
+_SCALAR_NAMES = {"momentum_cache": "u_product", "u_product": "u_product", "m_schedule": "u_product"}
 _COUNTERS = ("iteration", "iterations", "iter")
+#: Keras 3 suffixes, longest first (``…_velocity_hat`` before ``…_velocity``).
+_SUFFIXES = tuple(sorted(set(_NAMED.values()), key=len, reverse=True))
 
 
-def _named_roles(names):
-    """The role of each stored optimizer array by its name (``"iterations"``, a Keras 3 role, or ``None`` for a
-    learning-rate variable), or ``None`` when the names do not say (Keras 2's ``training/Adam/Variable_3:0``)."""
+def _named_roles(names, optimizer=None):
+    """The role of each stored optimizer array by its name (``"iterations"``, a Keras 3 role, ``"scalar:<name>"``
+    or ``None`` for a learning-rate variable), or ``None`` when the names do not say (Keras 2's
+    ``training/Adam/Variable_3:0``)."""
+    overrides = _NAMED_BY_OPTIMIZER.get(optimizer, {})
+    named = {**_NAMED, **overrides}
     roles = []
     for name in names:
         parts = re.sub(r":\d+$", "", name).split("/")
@@ -73,14 +119,16 @@ def _named_roles(names):
             roles.append("iterations")
         elif leaf == "learning_rate":
             roles.append(None)
-        elif len(parts) >= 3 and leaf in _NAMED:  # tf.keras v2: Adam/dense/kernel/m
-            roles.append(_NAMED[leaf])
-        elif len(parts) >= 3 and parts[1] in _NAMED:  # tf_keras: Adam/m/dense/kernel
-            roles.append(_NAMED[parts[1]])
+        elif leaf in _SCALAR_NAMES:
+            roles.append("scalar:" + _SCALAR_NAMES[leaf])
+        elif optimizer in _SCALARS and re.fullmatch(r"variable(_\d+)?", leaf):  # Keras 3 leaves Nadam's unnamed
+            roles.append("scalar:" + _SCALARS[optimizer])
+        elif len(parts) >= 3 and leaf in named:  # tf.keras v2: Adam/dense/kernel/m
+            roles.append(named[leaf])
+        elif len(parts) >= 3 and parts[1] in named:  # tf_keras: Adam/m/dense/kernel
+            roles.append(named[parts[1]])
         else:  # Keras 3: adam/dense_kernel_momentum
-            role = next(
-                (r for r in ("velocity_hat", "momentum", "velocity", "accumulator") if leaf.endswith("_" + r)), False
-            )
+            role = next((r for r in _SUFFIXES if leaf.endswith("_" + r)), False)
             if not role:
                 return None
             roles.append(role)
@@ -98,6 +146,8 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
         >>> slot_layout("Adam", [(), (), (2,), (2,)], [(2,)], ["iteration", "learning_rate", "d_k_momentum",
         ...                                                      "d_k_velocity"]).slots
         {'momentum': [2], 'velocity': [3]}
+        >>> slot_layout("Adadelta", [(2,), (2,)], [(2,)]).slots
+        {'accumulated_grad': [0], 'accumulated_delta_var': [1]}
     """
     layout = SlotLayout()
     if optimizer not in _SLOTS:
@@ -107,10 +157,17 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
         )
         return layout
     n, roles = len(trainable_shapes), _SLOTS[optimizer]
-    named = _named_roles(names) if names is not None and len(names) == len(shapes) else None
+    named = _named_roles(names, optimizer) if names is not None and len(names) == len(shapes) else None
     if named is not None:
         counters = [i for i, role in enumerate(named) if role == "iterations"]
         layout.iterations = counters[0] if counters else None
+        for i, role in enumerate(named):
+            if role and role.startswith("scalar:") and _SCALARS.get(optimizer) == role[len("scalar:") :]:
+                layout.scalars[role[len("scalar:") :]] = i
+        unknown = sorted({r for r in named if r and r != "iterations" and not r.startswith("scalar:")} - set(roles))
+        if unknown:
+            layout.problem = f"the stored {optimizer} state has slots that {optimizer} does not keep ({unknown})"
+            return layout
         for role in roles:
             indices = [i for i, r in enumerate(named) if r == role]
             if indices and len(indices) != n:
@@ -121,13 +178,8 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
             if indices:
                 layout.slots[role] = indices
     else:
-        layouts = [(1, len(roles)), (0, len(roles))]  # [iterations] + slots, or slots alone (Keras 2.2 RMSprop)
-        if optimizer == "Adam":
-            layouts.insert(1, (1, len(roles) + 1))  # + vhat (kept as shape-(1,) dummies when amsgrad is off)
-        if optimizer == "SGD":
-            layouts.append((1, 0))  # tf.keras v2 SGD without momentum: [iter]
-        for head, slot_count in layouts:
-            if len(shapes) == head + slot_count * n:
+        for head, slot_roles in _POSITIONAL[optimizer]:
+            if len(shapes) == head + len(slot_roles) * n:
                 break
         else:
             layout.problem = (
@@ -136,8 +188,13 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
             )
             return layout
         layout.iterations = 0 if head else None
-        for index, role in enumerate(roles[:slot_count]):
-            layout.slots[role] = list(range(head + index * n, head + (index + 1) * n))
+        if head == 2 and optimizer in _SCALARS:
+            layout.scalars[_SCALARS[optimizer]] = 1
+        for index, role in enumerate(slot_roles):
+            indices = list(range(head + index * n, head + (index + 1) * n))
+            if role == "velocity_hat" and any(tuple(shapes[j]) != tuple(s) for j, s in zip(indices, trainable_shapes)):
+                continue  # Keras 2.2.4 without amsgrad: shape-(1,) placeholders, no state
+            layout.slots[role] = indices
     for role, indices in layout.slots.items():
         mismatched = [
             (i, tuple(shapes[j]), tuple(s))
@@ -177,4 +234,99 @@ def read_optimizer_state(optimizer, arrays, trainable_shapes, names=None):
         if layout.iterations is not None:
             state.iterations = int(np.asarray(arrays[layout.iterations]).reshape(-1)[0])
         state.slots = {role: [np.asarray(arrays[i]) for i in indices] for role, indices in layout.slots.items()}
+        state.scalars = {
+            name: float(np.asarray(arrays[i]).reshape(-1)[0])
+            for name, i in layout.scalars.items()
+            if np.asarray(arrays[i]).size == 1
+        }
     return state
+
+
+#: The classes whose update rule the writers of Keras 1/2 and tf.keras up to TF 2.10 computed differently from
+#: Keras 3, and the faithful class mgpu-io builds for each (``mgpu_io>Legacy…``, :mod:`mgpu_io.keras.optimizers`).
+LEGACY_CLASSES = {"RMSprop": "LegacyRMSprop", "Adagrad": "LegacyAdagrad", "Nadam": "LegacyNadam"}
+_WHY = {
+    "RMSprop": "epsilon outside the square root",
+    "Adagrad": "epsilon outside the square root",
+    "Nadam": "the momentum schedule 0.96^(0.004·t)",
+}
+KERAS2_RULES, KERAS3_RULES = "Keras 2", "Keras 3"
+
+
+@dataclass
+class UpdateRule:
+    """Which update rule a stored optimizer trained by, and how mgpu-io rebuilds it in Keras 3.
+
+    Attributes:
+        optimizer: the stored class name (``"RMSprop"``).
+        family: :data:`KERAS2_RULES` (Keras 1/2, tf.keras up to TF 2.10, tf_keras' legacy optimizers) or
+            :data:`KERAS3_RULES` (tf.keras 2.11+'s optimizers, tf_keras' default ones, Keras 3).
+        faithful: the ``mgpu_io>`` class that computes the writer's rule, or ``None`` where Keras 3's own class does.
+        decay: Keras 2's time-based ``decay`` (``lr / (1 + decay·t)``), rebuilt as Keras 3's ``InverseTimeDecay``.
+    """
+
+    optimizer: str
+    family: str
+    faithful: Optional[str] = None
+    decay: Optional[float] = None
+
+    def describe(self, faithful=True):
+        """One line for a report: the rule kept (``faithful=False``: where Keras 3's own class is written)."""
+        text = f"{self.optimizer} by {self.family}'s rule"
+        if self.faithful and faithful:
+            text += f" (mgpu_io>{self.faithful}: {_WHY[self.optimizer]})"
+        elif not self.faithful:
+            text += f" (Keras 3's {self.optimizer} computes it)"
+        else:
+            text = (
+                f"{self.optimizer} by Keras 3's rule, not the writer's ({self.family}: {_WHY[self.optimizer]}): "
+                f"Keras 3's own class is written so that plain Keras 3 loads it"
+            )
+        if self.decay:
+            text += f"; decay={self.decay:g} as InverseTimeDecay from the stored step"
+        return text
+
+
+def _writer_version(keras_version):
+    try:
+        return tuple(int(part) for part in str(keras_version or "").split("-")[0].split(".")[:2])
+    except ValueError:
+        return None
+
+
+def update_rule(optimizer_config, keras_version):
+    """The update rule the writer of ``keras_version`` trained ``optimizer_config`` by (``None`` for a class that is
+    not one of Keras' own). Before TF 2.11 every optimizer of Keras and tf.keras is the legacy kind; from TF 2.11
+    the new optimizers (TF 2.11+, tf_keras' default, Keras 3) store ``use_ema`` and ``weight_decay`` (and TF 2.11+
+    ``is_legacy_optimizer``), the legacy ones (``tf_keras.optimizers.legacy``) neither.
+
+    Example:
+        >>> update_rule({"class_name": "RMSprop", "config": {"lr": 0.001, "decay": 1e-3}}, "2.2.4").describe()
+        "RMSprop by Keras 2's rule (mgpu_io>LegacyRMSprop: epsilon outside the square root); decay=0.001 as InverseTimeDecay from the stored step"
+        >>> update_rule({"class_name": "Adam", "config": {"use_ema": False}}, "2.15.0").family
+        'Keras 3'
+        >>> update_rule({"class_name": "Adam", "config": {"learning_rate": 0.1}}, "2.21.0").family  # tf_keras' legacy
+        'Keras 2'
+    """
+    if not isinstance(optimizer_config, dict):
+        return None
+    name = str(optimizer_config.get("class_name") or "")
+    name = name[len("Custom>") :] if name.startswith("Custom>") else name
+    if name not in _SLOTS:
+        return None
+    config = optimizer_config.get("config") if isinstance(optimizer_config.get("config"), dict) else {}
+    legacy = config.get("is_legacy_optimizer")
+    if legacy is None:  # the optimizers of TF 2.11+, tf_keras and Keras 3 all store `use_ema`; the legacy ones never
+        version = _writer_version(keras_version)
+        legacy = (version is not None and version < (2, 11)) or not ({"use_ema", "weight_decay"} & set(config))
+    if not legacy:
+        return UpdateRule(name, KERAS3_RULES)
+    faithful = LEGACY_CLASSES.get(name)
+    if name == "RMSprop" and float(config.get("momentum") or 0) > 0:
+        faithful = None  # tf.keras' RMSprop with momentum: TF's ApplyRMSProp, epsilon inside, as Keras 3
+    decay = config.get("decay") if name != "Nadam" else None  # tf.keras' Nadam stores its schedule_decay as decay
+    try:
+        decay = float(decay) if decay else None
+    except (TypeError, ValueError):
+        decay = None
+    return UpdateRule(name, KERAS2_RULES, faithful, decay or None)

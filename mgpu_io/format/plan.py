@@ -23,6 +23,7 @@ from mgpu_io.format.conversions.lambdas import template_lambdas
 from mgpu_io.format.conversions.training_config import metrics_per_output, rekey_training_config
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.extract import Extraction, extract, template_outputs
+from mgpu_io.format.optimizer import update_rule
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
 from mgpu_io.format.text import names, plural, printable
@@ -56,6 +57,7 @@ class UnwrapReport:
     weights: int = 0
     weight_bytes: int = 0
     optimizer: str = ABSENT
+    optimizer_rule: Optional[str] = None
     renamed_outputs: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     lambdas: list[dict] = field(default_factory=list)
@@ -100,6 +102,8 @@ class UnwrapReport:
                     else ""
                 )
             )
+        if self.optimizer_rule:
+            lines.append(f"  optimizer rule: {printable(self.optimizer_rule)}")
         if self.renamed_outputs:
             lines.append(
                 "  training config re-keyed: "
@@ -242,6 +246,11 @@ def make_plan(
         and (output is None or Path(output).suffix != ".keras")
     ):
         optimizer = COPIED_ASIDE  # Keras 3's own load_model would build its optimizer on no variables
+    optimizer_rule = None
+    if training is not None and stored.file_type == MODEL:
+        rule = update_rule(training.get("optimizer_config"), stored.keras_version)
+        keras_output = output is not None and Path(output).suffix == ".keras"
+        optimizer_rule = rule.describe(faithful=not keras_output) if rule is not None else None
     levels = extraction.levels
     lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
     for lam in lambdas:
@@ -263,6 +272,7 @@ def make_plan(
         weights=sum(len(layer.names) for layer in layers),
         weight_bytes=sum(_nbytes(layer.group[n]) for layer in layers for n in layer.names),
         optimizer=optimizer,
+        optimizer_rule=optimizer_rule,
         renamed_outputs=renamed,
         warnings=warnings,
         lambdas=[lam.to_dict() for lam in lambdas],

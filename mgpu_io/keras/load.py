@@ -9,6 +9,7 @@ optimizer state in Keras 3's layout.
 
 import contextlib
 import copy
+import json
 import mmap
 import re
 import warnings
@@ -42,6 +43,7 @@ from mgpu_io.keras._compat import (
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects
+from mgpu_io.keras.optimizers import legacy_classes, rebuilt_optimizer
 from mgpu_io.tf import read_converted
 
 
@@ -195,10 +197,14 @@ def _ours_within(error):
     return None
 
 
-def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True, lambdas=None):
+def build(
+    plan, *, custom_objects=None, compile=True, include_optimizer=True, safe_mode=True, lambdas=None, faithful=True
+):
     """Build a :class:`~mgpu_io.format.plan.Plan` as a Keras 3 model: config, weights, training setup, optimizer.
 
-    The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`).
+    The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`). ``faithful``: rebuild the
+    optimizer with its writer's update rule (:mod:`mgpu_io.keras.optimizers`); ``False``: with Keras 3's own class
+    (what a ``.keras`` output for plain Keras 3 holds).
     """
     lambdas = as_mapping(lambdas, [lam.layer for lam in plan.lambdas])
     if not safe_mode:  # the caller trusts the file, as Keras' safe_mode=False: rebuild its Lambdas from source
@@ -209,7 +215,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
     )
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
-    deferred = Deferred()
+    deferred, stored_names = Deferred(), {}
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
         model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
@@ -237,7 +243,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         ) from None
     try:
         with reading(plan.stored.path, "reading the weights"):
-            _assign_weights(model, plan, deferred)
+            _assign_weights(model, plan, deferred, stored_names)
     except BaseException:
         with contextlib.suppress(Exception):
             deferred.finish()
@@ -258,7 +264,8 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
             arrays = [
                 (name, _read(stored_optimizer[name])) for name in read_str_list(stored_optimizer.attrs, "weight_names")
             ]
-        _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version)
+        order = _writer_order(model, plan.config, _source_keras_version(plan.stored), stored_names)
+        _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version, faithful, order)
         if (
             arrays is None
             and getattr(model, "optimizer", None) is not None
@@ -269,9 +276,10 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     return model
 
 
-def _assign_weights(model, plan, deferred=None):
+def _assign_weights(model, plan, deferred=None, stored_names=None):
     """Assign the planned weights to the built model's layers, checking every count and shape (as the initial
-    values of variables that ``deferred`` created without any)."""
+    values of variables that ``deferred`` created without any); ``stored_names`` gets each variable's stored name
+    (by ``id``)."""
     stored = {layer.layer: layer for layer in plan.layers if layer.names}
     for index, layer in enumerate(model.layers):
         variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
@@ -288,6 +296,8 @@ def _assign_weights(model, plan, deferred=None):
             )
         for variable, array, handed_over in zip(variables, arrays, fresh):
             _assign(variable, array, handed_over, deferred)
+        if source is not None and len(source.names) == len(variables) and stored_names is not None:
+            stored_names.update({id(variable): name for variable, name in zip(variables, source.names)})
     if stored:
         raise WeightsMismatch(
             f"Stored weights belong to no layer of the model. Expected one group per weighted layer. Received: "
@@ -347,7 +357,7 @@ def _assign(variable, array, handed_over=False, deferred=None):
         variable.assign(array)
 
 
-def _compile(model, training_config, arrays, custom_objects, keras_version=None):
+def _compile(model, training_config, arrays, custom_objects, keras_version=None, faithful=True, order=None):
     """Compile from the repaired training config, then restore the optimizer state in Keras 3's layout.
 
     What Keras 3 cannot rebuild is said in a warning, never a failed load: an unknown optimizer gives Keras'
@@ -355,8 +365,14 @@ def _compile(model, training_config, arrays, custom_objects, keras_version=None)
     model uncompiled (:mod:`mgpu_io.keras.compile`).
     """
     optimizer_name = (training_config.get("optimizer_config") or {}).get("class_name")
+    legacy_classes()  # registered, for a file saved with one of them (mgpu_io>LegacyRMSprop)
+    optimizer, _ = rebuilt_optimizer(training_config.get("optimizer_config"), keras_version, faithful)
+    if optimizer is not None:  # the writer's update rule; Keras' reading of the same config would lose it
+        training_config = dict(training_config, optimizer_config={"class_name": "SGD", "config": {}})
     try:
         arguments, dropped = compile_arguments(model, training_config, custom_objects, keras_version)
+        if optimizer is not None:
+            arguments["optimizer"] = optimizer
     except Unresolved as error:
         return _uncompiled(error)
     except _COMPILE_ERRORS as error:
@@ -385,7 +401,7 @@ def _compile(model, training_config, arrays, custom_objects, keras_version=None)
             stacklevel=4,
         )
     if arrays is not None:
-        _restore_optimizer_state(model, optimizer_name, arrays)
+        _restore_optimizer_state(model, optimizer_name, arrays, order)
 
 
 _COMPILE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
@@ -401,17 +417,63 @@ def _uncompiled(error):
     )
 
 
-def _restore_optimizer_state(model, optimizer_name, stored):
+def _source_keras_version(stored):
+    """The ``keras_version`` of the Keras that trained the file: a ``.h5`` that mgpu-io repaired says it in its
+    provenance (``mgpu_io`` attribute, ``source_keras_version``), where its ``keras_version`` is the one it is
+    written for (Keras 1 files become 2.2.4)."""
+    h5 = getattr(stored, "h5", None)
+    try:
+        provenance = json.loads(h5.attrs["mgpu_io"]) if h5 is not None and "mgpu_io" in h5.attrs else {}
+    except (TypeError, ValueError):
+        provenance = {}
+    source = provenance.get("source_keras_version") if isinstance(provenance, dict) else None
+    return source if isinstance(source, str) else stored.keras_version
+
+
+def _writer_order(model, config, keras_version=None, stored_names=None):
+    """Where each of the writer's trainable weights is in ``model.trainable_variables``, in the order its optimizer
+    state was stored; ``None`` where the file does not say. Keras 2 and tf.keras stored it in the order of the
+    model's layers as the config lists them, which Keras 3 may traverse in another order; Keras 1 (on TensorFlow)
+    sorted every trainable weight by its variable name (``collect_trainable_weights``): ``d1_W``, ``out_W``,
+    ``tiny_W``."""
     variables = model.trainable_variables
+    position = {id(variable): index for index, variable in enumerate(variables)}
+    if str(keras_version or "").startswith("1."):
+        names = [(stored_names or {}).get(id(variable)) for variable in variables]
+        if None in names or len(set(names)) != len(names):
+            return None
+        return sorted(range(len(variables)), key=lambda i: names[i])
+    layers = (config or {}).get("config") if isinstance(config, dict) else None
+    layers = layers.get("layers") if isinstance(layers, dict) else None
+    if not isinstance(layers, list):
+        return None
+    order = []
+    for layer in layers:
+        name = (layer.get("config") or {}).get("name") if isinstance(layer, dict) else None
+        try:
+            order += [position.get(id(variable)) for variable in model.get_layer(name).trainable_weights]
+        except (ValueError, TypeError, AttributeError):
+            return None
+    return order if sorted(order, key=lambda i: -1 if i is None else i) == list(range(len(position))) else None
+
+
+def _restore_optimizer_state(model, optimizer_name, stored, order=None):
+    variables = model.trainable_variables
+    order = order or list(range(len(variables)))
     state = read_optimizer_state(
         _translated_class(model.optimizer, optimizer_name),
         [array for _, array in stored],
-        [tuple(v.shape) for v in variables],
+        [tuple(variables[i].shape) for i in order],
         names=[name for name, _ in stored],
     )
+    for role, values in state.slots.items():  # from the writer's order to Keras 3's
+        state.slots[role] = [values[order.index(i)] for i in range(len(values))]
     if state.problem is None:
         optimizer, deferred = model.optimizer, Deferred()
-        deferred.create(lambda: optimizer.build(variables))  # the slots' zeros would only be overwritten
+        if isinstance(optimizer, import_keras().optimizers.Nadam):
+            optimizer.build(variables)  # its u_product is a value, which a deferred build cannot create
+        else:
+            deferred.create(lambda: optimizer.build(variables))  # the slots' zeros would only be overwritten
         try:
             restored = _fill_slots(optimizer, optimizer_name, state, deferred)
         finally:
@@ -419,6 +481,8 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         if restored:
             if state.iterations is not None:
                 optimizer.iterations.assign(state.iterations)
+            if hasattr(optimizer, "_u_product"):  # Nadam's product of momentum factors
+                _restore_u_product(optimizer, state)
             return
     warnings.warn(
         f"The saved optimizer state is not restored: {state.problem}. Training continues with a fresh "
@@ -426,6 +490,19 @@ def _restore_optimizer_state(model, optimizer_name, stored):
         MgpuIOWarning,
         stacklevel=4,
     )
+
+
+def _restore_u_product(optimizer, state):
+    """Nadam's running product of momentum factors: as stored (tf.keras' ``momentum_cache``, Keras 3's); where the
+    file lacks it, for Keras 3's rule the product over the stored steps (TF 2.11+ does not save it in a ``.h5``, and
+    its own reload of such a file compounds the product once per weight); for Keras 2's rule 1, as Keras 1/2 start
+    again from their own files (they save neither ``m_schedule``)."""
+    if "u_product" in state.scalars:
+        optimizer._u_product.assign(state.scalars["u_product"])
+    elif state.iterations and not hasattr(optimizer, "schedule_decay"):
+        steps = np.arange(1, state.iterations + 1, dtype="float64")
+        factors = float(optimizer.beta_1) * (1.0 - 0.5 * np.power(0.96, steps))
+        optimizer._u_product.assign(float(np.prod(factors)))
 
 
 def _translated_class(optimizer, optimizer_name):

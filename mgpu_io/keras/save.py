@@ -45,6 +45,7 @@ def unwrap_to_keras(source, output, options=None, *, checked=False, **fields):
             safe_mode=options.safe_mode,
             lambdas=options.lambdas,
             custom_objects=options.custom_objects,
+            faithful=False,  # Keras 3's own optimizer classes: the .keras file is for plain Keras 3
         )
         report = plan.report
     with atomic_path(output, suffix=".keras") as temporary:
