@@ -217,8 +217,7 @@ def custom_loss(y_true, y_pred):
 def test_sequential_model_saving_2(tmp_path):
     x = np.random.random((1, 3))
     y = np.random.random((1, 3))
-    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-        tk.backend.set_session(session)
+    with tf.Graph().as_default():  # tf_keras makes its session in the graph
 
         class CustomOp(optimizer_v1.RMSprop):  # noqa: F811  tf_keras' own, in the graph, as in the source
             pass
@@ -327,10 +326,12 @@ def test_saving_model_with_long_weights_names(tmp_path):
 
 
 def test_model_saving_to_pre_created_h5py_file(tmp_path):
+    """tf_keras saves in its graph (optimizer_v1.Adam) into a path, into an h5py.File the caller opened, and into
+    one that lives in memory only; Keras 3 (eager) loads each outside that graph."""
     x = np.random.random((1, 3))
     y = np.random.random((1, 3))
-    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-        tk.backend.set_session(session)
+    in_memory = h5py.File("_", driver="core", mode="w", backing_store=False)
+    with tf.Graph().as_default():
         inputs = tk.Input(shape=(3,))
         outputs = tk.layers.Dense(3)(tk.layers.Dense(2)(inputs))
         model = tk.Model(inputs, outputs)
@@ -339,17 +340,14 @@ def test_model_saving_to_pre_created_h5py_file(tmp_path):
         model.train_on_batch(x, y)
         out = model.predict(x)
         tk.models.save_model(model, str(tmp_path / "model.h5"))
-        np.testing.assert_allclose(mgpu_io.load_model(tmp_path / "model.h5").predict(x, verbose=0), out, atol=BOUND)
-        # an h5py.File the caller opened
         with h5py.File(tmp_path / "pre_created.h5", mode="w") as h5file:
             tk.models.save_model(model, h5file)
-            loaded_model = mgpu_io.load_model(h5file)
-            np.testing.assert_allclose(loaded_model.predict(x, verbose=0), out, atol=BOUND)
-        # an h5py.File that lives in memory only
-        with h5py.File("_", driver="core", mode="w", backing_store=False) as h5file:
-            tk.models.save_model(model, h5file)
-            loaded_model = mgpu_io.load_model(h5file)
-            np.testing.assert_allclose(loaded_model.predict(x, verbose=0), out, atol=BOUND)
+        tk.models.save_model(model, in_memory)
+    np.testing.assert_allclose(mgpu_io.load_model(tmp_path / "model.h5").predict(x, verbose=0), out, atol=BOUND)
+    with h5py.File(tmp_path / "pre_created.h5", mode="r+") as h5file:
+        np.testing.assert_allclose(mgpu_io.load_model(h5file).predict(x, verbose=0), out, atol=BOUND)
+    with in_memory:
+        np.testing.assert_allclose(mgpu_io.load_model(in_memory).predict(x, verbose=0), out, atol=BOUND)
 
 
 def test_model_saving_to_new_dir_path(tmp_path):

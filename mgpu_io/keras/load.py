@@ -23,7 +23,7 @@ from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan import planned
-from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, open_stored, reading
+from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
     Deferred,
@@ -73,6 +73,11 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         ('template', ['out_a', 'out_b'], 'Adam')
     """
     keras = import_keras()
+    if in_memory(path) or in_memory(weights):  # an h5py.File in memory only (driver='core'), as Keras takes one
+        with on_disk(path) as readable, on_disk(weights) as readable_weights:
+            return load_model(
+                readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
+            )
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
     described = door.describe(path)  # what the input is, decided once (format/door.py)
     if described.kind in (door.KERAS3_WEIGHTS, door.FOLDER):
