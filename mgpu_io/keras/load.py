@@ -29,7 +29,9 @@ from mgpu_io.keras._compat import (
     Deferred,
     import_keras,
     model_from_legacy_config,
+    with_names_given_after,
     with_registered_names,
+    with_scoped_objects,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects
@@ -187,7 +189,9 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     custom_objects = lambda_objects(
         plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
     )
+    custom_objects = with_scoped_objects(custom_objects)  # the caller's custom_object_scope, kept in nested scopes
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
+    custom_objects = with_names_given_after(custom_objects)  # a class whose __init__ takes no name
     deferred = Deferred()
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
         model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
