@@ -192,9 +192,17 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
     custom_objects = with_scoped_objects(custom_objects)  # the caller's custom_object_scope, kept in nested scopes
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
     custom_objects = with_names_given_after(custom_objects)  # a class whose __init__ takes no name
+    from mgpu_io.keras import tfops
+
     deferred = Deferred()
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
-        model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
+        with tfops.collecting() as ancillary:  # tf.keras' AddLoss/AddMetric, outside the path to the outputs
+            model = deferred.create(
+                lambda: (  # a second build (see Deferred.create) notes its own layers only
+                    ancillary.clear(),
+                    model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode),
+                )[1]
+            )
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
         raise
     except BUILD_ERRORS as error:
@@ -229,6 +237,8 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
             f"float32, float64). Received: filepath={plan.stored.path}. The file is damaged; inspect it with "
             f"`mgpu-io inspect`."
         ) from None
+    tfops.share_wrapped_layers(model)
+    tfops.attach_ancillary(model, ancillary)
     if compile and plan.training is not None:
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None
