@@ -221,6 +221,8 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
             f"filepath={plan.stored.path} ({type(error).__name__}). Inspect it with `mgpu-io inspect`; if a layer "
             f"is named, rebuild the template in code and load the weights with mgpu_io.transfer_weights."
         ) from None
+    tfops.share_wrapped_layers(model)
+    tfops.attach_ancillary(model, ancillary)
     try:
         with reading(plan.stored.path, "reading the weights"):
             _assign_weights(model, plan, deferred)
@@ -237,8 +239,6 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
             f"float32, float64). Received: filepath={plan.stored.path}. The file is damaged; inspect it with "
             f"`mgpu-io inspect`."
         ) from None
-    tfops.share_wrapped_layers(model)
-    tfops.attach_ancillary(model, ancillary)
     if compile and plan.training is not None:
         stored_optimizer = plan.optimizer_weights if include_optimizer else None
         arrays = None
@@ -261,7 +261,9 @@ def _assign_weights(model, plan, deferred=None):
     """Assign the planned weights to the built model's layers, checking every count and shape (as the initial
     values of variables that ``deferred`` created without any)."""
     stored = {layer.layer: layer for layer in plan.layers if layer.names}
-    for index, layer in enumerate(model.layers):
+    from mgpu_io.keras.tfops import ancillary_layers
+
+    for index, layer in enumerate([*model.layers, *ancillary_layers(model)]):
         variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
         source = stored.pop(layer.name, None)
         values = [value for _, value in plan.converted(source)] if source is not None else []

@@ -162,6 +162,20 @@ def _gather(args, attrs):
     return _take_index(params, indices, axis)
 
 
+def _binary_crossentropy(args, attrs):
+    """tf.keras' backend ``binary_crossentropy``. Called in a model on a sigmoid layer's output, TensorFlow took the
+    logits under it (``sigmoid_cross_entropy_with_logits``); the same value from the probabilities is
+    ``-(t log p + (1 - t) log(1 - p))``, computed here with ``p`` clipped to [1e-7, 1 - 1e-7] as its other branch
+    clips it."""
+    target, output = args[0], args[1]
+    target = ops.cast(target, keras.backend.standardize_dtype(output.dtype))
+    if attrs.get("from_logits"):
+        output = ops.sigmoid(output)
+    epsilon = 1e-7
+    p = ops.clip(output, epsilon, 1.0 - epsilon)
+    return -(target * ops.log(p) + (1.0 - target) * ops.log(1.0 - p))
+
+
 def _axis_attr(attrs):
     axis = attrs.get("axis")
     return -1 if axis is None else int(axis)
@@ -350,6 +364,7 @@ COMPUTE = {
     ),
     "L2Normalize": _l2_normalize,
     "GetItem": _get_item,
+    "BinaryCrossentropy": _binary_crossentropy,
 }
 
 #: Op inputs whose stored constant is data of the op's type ``T`` (the others are shapes, axes, indices).
@@ -371,6 +386,8 @@ _DATA_INPUTS = (
     "params",
     "features",
     "logits",
+    "target",
+    "output",
 )
 
 
@@ -546,27 +563,25 @@ def attach_ancillary(model, layers):
 
     class WithAncillary(base):
         def call(self, inputs, training=None, mask=None, **kwargs):
-            self._mgpu_whole._clear_losses()
             results = self._mgpu_whole(inputs, training=training, mask=mask)
-            return keras.tree.pack_sequence_as(self._outputs_struct, list(results)[: len(outputs)])
-
-        @property
-        def losses(self):
-            return [*super().losses, *self._mgpu_whole._get_own_losses(), *_own_losses(called)]
-
-        @property
-        def metrics(self):
-            return [*super().metrics, *[layer.metric for layer in called if isinstance(layer, AddMetric)]]
+            packed = keras.tree.pack_sequence_as(self._outputs_struct, list(results)[: len(outputs)])
+            return packed[0] if isinstance(packed, (list, tuple)) and len(packed) == 1 else packed  # as Functional
 
     WithAncillary.__name__ = WithAncillary.__qualname__ = base.__name__
     WithAncillary.__module__ = base.__module__
     model.__class__ = WithAncillary
     object.__setattr__(model, "_mgpu_whole", whole)
+    model._layers.append(whole)  # a sublayer: its weights train, its losses and metrics count, as the model's own
     return model
 
 
-def _own_losses(layers):
-    return [loss for layer in layers for loss in layer._get_own_losses()]
+def ancillary_layers(model):
+    """The layers that only the AddLoss/AddMetric branches of ``model`` use (their weights are stored too)."""
+    whole = getattr(model, "_mgpu_whole", None)
+    if whole is None:
+        return []
+    own = {id(layer) for layer in model.layers}
+    return [layer for layer in whole.layers if id(layer) not in own]
 
 
 def share_wrapped_layers(model):

@@ -145,6 +145,13 @@ OPS = {
         (),
         "tf.math.l2_normalize: x * rsqrt(max(sum(x^2, axis, keepdims), epsilon))",
     ),
+    "BinaryCrossentropy": Op(
+        ("target", "output"),
+        (),
+        ("from_logits",),
+        "tf.keras.backend.binary_crossentropy: -(target * log(p) + (1 - target) * log(1 - p)) of the probabilities "
+        "p (the output, clipped to [1e-7, 1 - 1e-7], or sigmoid(output) from logits)",
+    ),
     "GetItem": Op(
         ("input", "*indices"),
         (),
@@ -239,6 +246,9 @@ FUNCTIONS = {
     "math.sign": _f("Sign", ["x"]),
     "math.argmax": _f("ArgMax", ["input", "axis"], [("output_type", "output_type")], axis=0, output_type="int64"),
     "math.l2_normalize": _f("L2Normalize", ["x", "axis", "epsilon"], axis=None, epsilon=1e-12),
+    "keras.backend.binary_crossentropy": _f(
+        "BinaryCrossentropy", ["target", "output"], [("from_logits", "from_logits")], from_logits=False
+    ),
     "nn.softmax": _f("Softmax", ["logits"], [("axis", "axis")], axis=None),
     "nn.log_softmax": _f("LogSoftmax", ["logits"], [("axis", "axis")], axis=None),
 }
