@@ -264,7 +264,8 @@ def _assign_weights(model, plan, deferred=None):
     from mgpu_io.keras.tfops import ancillary_layers
 
     for index, layer in enumerate([*model.layers, *ancillary_layers(model)]):
-        variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
+        state = {id(v) for v in getattr(layer, "state_variables", ())}  # an AddMetric's mean: never stored
+        variables = [v for v in [*layer.trainable_weights, *layer.non_trainable_weights] if id(v) not in state]
         source = stored.pop(layer.name, None)
         values = [value for _, value in plan.converted(source)] if source is not None else []
         fresh = [isinstance(value, h5py.Dataset) for value in values]  # read here, into arrays nothing else holds

@@ -489,6 +489,33 @@ class AddLoss(_Ancillary):
         return dict(super().get_config(), unconditional=self.unconditional)
 
 
+class _LayerMean(keras.metrics.Metric):
+    """The mean that an :class:`AddMetric` layer keeps in its own state (updated as the layer runs, so that every
+    backend's trainer keeps it: JAX's returns a layer's non-trainable state, not a metric's updated in a call)."""
+
+    def __init__(self, layer, name):
+        super().__init__(name=name)
+        object.__setattr__(self, "_layer", layer)
+
+    def update_state(self, *args, **kwargs):
+        return None
+
+    def result(self):
+        layer = self._layer
+        try:
+            total, count = ops.convert_to_tensor(layer.total), ops.convert_to_tensor(layer.count)
+        except (TypeError, AttributeError, ValueError):
+            # not built, or JAX's trainer holding the layer's state outside its variables during a loop: the
+            # logs it returns are read again once the state is back (its per-batch progress bar shows 0)
+            return ops.convert_to_tensor(0.0)
+        return ops.divide_no_nan(total, count)
+
+    def reset_state(self):
+        if self._layer.total is not None:
+            self._layer.total.assign(0.0)
+            self._layer.count.assign(0.0)
+
+
 @keras.saving.register_keras_serializable(package="mgpu_io", name="AddMetric")
 class AddMetric(_Ancillary):
     """tf.keras' ``AddMetric`` (``model.add_metric(tensor, name=..., aggregation="mean")``, TF 2.4+): the mean of
@@ -511,10 +538,19 @@ class AddMetric(_Ancillary):
         if aggregation not in (None, "mean"):
             raise ValueError(f"AddMetric computes aggregation='mean' only. Received: aggregation={aggregation!r}.")
         self.aggregation, self.metric_name = aggregation, metric_name
-        self.metric = keras.metrics.Mean(name=metric_name or self.name)
+        self.total = self.count = None
+        self.metric = _LayerMean(self, metric_name or self.name)
+
+    def build(self, input_shape):
+        self.total = self.add_weight(shape=(), initializer="zeros", trainable=False, name="total")
+        self.count = self.add_weight(shape=(), initializer="zeros", trainable=False, name="count")
+        #: the metric's state, which no file stores (mgpu-io's weight loading leaves it out)
+        self.state_variables = (self.total, self.count)
 
     def call(self, inputs):
-        self.metric.update_state(inputs)
+        values = ops.cast(inputs, "float32")
+        self.total.assign_add(ops.sum(values))
+        self.count.assign_add(ops.cast(ops.size(values), "float32"))
         return inputs
 
     def get_config(self):
