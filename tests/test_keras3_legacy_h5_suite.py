@@ -281,7 +281,7 @@ def test_tf_keras_custom_sequential_registered_no_scope(tmp_path):
     tf_keras_model = tf_keras.Sequential(layers=[tf_keras.layers.Input(shape=[1]), MyDense(1)])
 
     @object_registration.register_keras_serializable(package="my_package")  # re-implemented for Keras 3
-    class MyDense(layers.Dense):  # noqa: F811
+    class MyDense(layers.Dense):
         def __init__(self, units, **kwargs):
             super().__init__(units, **kwargs)
 
@@ -298,7 +298,7 @@ def test_tf_keras_custom_functional_registered_no_scope(tmp_path):
     tf_keras_model = tf_keras.Model(inputs, MyDense(1)(inputs))
 
     @object_registration.register_keras_serializable(package="my_package")
-    class MyDense(layers.Dense):  # noqa: F811
+    class MyDense(layers.Dense):
         def __init__(self, units, **kwargs):
             super().__init__(units, **kwargs)
 
@@ -341,7 +341,7 @@ def test_tf_keras_nested_layers(tmp_path):
     path = tmp_path / "model.h5"
     tf_keras_model.save(path)
 
-    class MyLayer(layers.Layer):  # noqa: F811  re-implemented in Keras 3
+    class MyLayer(layers.Layer):
         def __init__(self, sublayers, **kwargs):
             super().__init__(**kwargs)
             self.sublayers = sublayers
@@ -363,7 +363,7 @@ def test_tf_keras_nested_layers(tmp_path):
             return cls(**config)
 
     @object_registration.register_keras_serializable(package="Foo")
-    class RegisteredSubLayer(layers.Layer):  # noqa: F811
+    class RegisteredSubLayer(layers.Layer):
         def call(self, x):
             return x
 

@@ -77,7 +77,7 @@ def test_save_load_weights_hdf5_pathlib(tmp_path):
 
 def test_saving_h5_for_rnn_layers(tmp_path):
     inputs = tk.Input([10, 91], name="train_input")
-    rnn_layers = [tk.layers.LSTMCell(size, recurrent_dropout=0, name="rnn_cell%d" % i)
+    rnn_layers = [tk.layers.LSTMCell(size, recurrent_dropout=0, name=f"rnn_cell{i}")
                   for i, size in enumerate([512, 512])]
     rnn_output = tk.layers.RNN(rnn_layers, return_sequences=True, name="rnn_layer")(inputs)
     pred_feat = tk.layers.Dense(91, name="prediction_features")(rnn_output)
@@ -223,10 +223,10 @@ def test_sequential_model_saving_2(tmp_path):
     y = np.random.random((1, 3))
     with tf.Graph().as_default():  # tf_keras makes its session in the graph
 
-        class CustomOp(optimizer_v1.RMSprop):  # noqa: F811  tf_keras' own, in the graph, as in the source
+        class CustomOp(optimizer_v1.RMSprop):
             pass
 
-        def custom_loss(y_true, y_pred):  # noqa: F811
+        def custom_loss(y_true, y_pred):
             return tk.losses.mse(y_true, y_pred)
 
         model = tk.Sequential()
@@ -292,7 +292,7 @@ def test_saving_model_with_long_layer_names(tmp_path):
     x = tk.Input(shape=(2,), name="input_" + ("x" * (2**15)))
     f = x
     for i in range(4):
-        f = tk.layers.Dense(2, name="dense_%d" % (i,))(f)
+        f = tk.layers.Dense(2, name=f"dense_{i}")(f)
     model = tk.Model(inputs=[x], outputs=[f])
     model.compile("adam", loss=tk.losses.MeanSquaredError(), metrics=["acc"])
     x = np.random.random((1, 2))
@@ -310,7 +310,7 @@ def test_saving_model_with_long_weights_names(tmp_path):
     x = tk.Input(shape=(2,), name="nested_model_input")
     f = x
     for i in range(4):
-        f = tk.layers.Dense(2, name="nested_model_dense_%d" % (i,))(f)
+        f = tk.layers.Dense(2, name=f"nested_model_dense_{i}")(f)
     f = tk.layers.Dense(2, name="nested_model_output" + ("x" * (2**14)))(f)
     nested_model = tk.Model(inputs=[x], outputs=[f], name="nested_model")
     x = tk.Input(shape=(2,), name="outer_model_input")
@@ -473,7 +473,7 @@ def test_custom_sequential_registered_no_scope(tmp_path):
     model.save(tmp_path / "model.h5")
 
     @keras3.saving.register_keras_serializable(package="my_package")
-    class MyDense(keras3.layers.Dense):  # noqa: F811  the same class in the Keras 3 program
+    class MyDense(keras3.layers.Dense):
         def __init__(self, units, **kwargs):
             super().__init__(units, **kwargs)
 
@@ -493,7 +493,7 @@ def test_custom_functional_registered_no_scope(tmp_path):
     model.save(tmp_path / "model.h5")
 
     @keras3.saving.register_keras_serializable(package="my_package")
-    class MyDense(keras3.layers.Dense):  # noqa: F811
+    class MyDense(keras3.layers.Dense):
         def __init__(self, units, **kwargs):
             super().__init__(units, **kwargs)
 
@@ -638,7 +638,7 @@ def _make_sequential_input_shape(input_size, output_size):
                           tk.layers.Dense(output_size)])
 
 
-class _make_subclassed(tk.Model):  # noqa: N801  the source's names
+class _make_subclassed(tk.Model):
     def __init__(self, input_size, output_size):
         super().__init__()
         self._config = {"input_size": input_size, "output_size": output_size}
@@ -656,7 +656,7 @@ class _make_subclassed(tk.Model):  # noqa: N801  the source's names
         return cls(**config)
 
 
-class _make_subclassed_built(_make_subclassed):  # noqa: N801
+class _make_subclassed_built(_make_subclassed):
     def __init__(self, input_size, output_size):
         super().__init__(input_size, output_size)
         self.build((None, input_size))

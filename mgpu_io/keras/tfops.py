@@ -15,8 +15,10 @@ from mgpu_io.keras._compat import import_keras
 keras = import_keras()
 if TYPE_CHECKING:
     from keras.layers import Layer
+    from keras.layers import Wrapper as KerasWrapper
+    from keras.metrics import Metric
 else:
-    Layer = keras.layers.Layer
+    Layer, KerasWrapper, Metric = keras.layers.Layer, keras.layers.Wrapper, keras.metrics.Metric
 ops = keras.ops
 
 
@@ -489,7 +491,7 @@ class AddLoss(_Ancillary):
         return dict(super().get_config(), unconditional=self.unconditional)
 
 
-class _LayerMean(keras.metrics.Metric):
+class _LayerMean(Metric):
     """The mean that an :class:`AddMetric` layer keeps in its own state (updated as the layer runs, so that every
     backend's trainer keeps it: JAX's returns a layer's non-trainable state, not a metric's updated in a call)."""
 
@@ -558,7 +560,7 @@ class AddMetric(_Ancillary):
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="Wrapper")
-class Wrapper(keras.layers.Wrapper):
+class Wrapper(KerasWrapper):
     """tf.keras' base ``Wrapper``, which returns its inputs (its ``call`` is tf.keras' ``Layer.call``).
 
     Example:

@@ -20,7 +20,6 @@ from lambda_functions import USER_FUNCTIONS  # noqa: E402
 
 import mgpu_io  # noqa: E402
 
-
 #: JAX's float32 kernels vs TF 1.15's: 1.4e-5 measured at most (tests/test_backends.py states the same bound).
 BOUND = 2e-5
 
@@ -67,7 +66,7 @@ def tf_ops():
                 model.fit(xs[0], labels, batch_size=len(xs[0]), epochs=1, shuffle=False, verbose=0)
                 worst = max(worst, largest_difference(model.predict(xs[0], verbose=0), [data["step_y0"]]))
             measured[entry["file"]] = worst
-        except Exception as error:  # noqa: BLE001 - reported, and the test fails on it
+        except Exception as error:
             measured[entry["file"]] = f"{type(error).__name__}: {error}"[:300]
     return measured
 
@@ -83,7 +82,7 @@ def main():
                 model = mgpu_io.load_model(fixture_path(entry), lambdas=functions(entry))
             xs, ys = fixture_batch(entry)
             result["models"][entry["file"]] = largest_difference(predict(model, xs), ys)
-        except Exception as error:  # noqa: BLE001 - reported, and the test fails on it
+        except Exception as error:
             result["failures"][entry["file"]] = f"{type(error).__name__}: {error}"[:300]
     result["tfops"] = tf_ops()
     folder = Path(tempfile.mkdtemp())
