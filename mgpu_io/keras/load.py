@@ -43,7 +43,8 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """Load the innermost template of a wrapper file (or a plain legacy file) as a Keras 3 model.
 
     Args:
-        path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model), a
+        path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model; a path
+            or an open ``h5py.File``, one held in memory included), a
             TF 2.x SavedModel folder of one (read as data), a JSON or YAML config (``model.to_json()``) together
             with ``weights``, or a Keras 3 ``.keras`` file (loaded by Keras as it is).
         custom_objects: passed to Keras for the template's own custom layers.
