@@ -45,3 +45,13 @@ def test_loading_on_jax_says_nothing_of_the_child_that_reads_the_file(measured):
 def test_a_keras_output_and_transferred_weights_work_on_jax(measured):
     assert measured["keras_output"] <= JAX_TOLERANCE
     assert measured["transfer_ok"] and measured["transfer"] <= JAX_TOLERANCE
+
+
+def test_tf_keras_2_4_to_2_15_files_predict_evaluate_and_train_on_jax(measured):
+    """SlicingOpLambda, TFOpLambda, AddLoss and AddMetric of TF 2.5, 2.8 and 2.15's files: the writer's predictions,
+    evaluate numbers (relative to values above 1) and predictions after one SGD step."""
+    tfops = measured["tfops"]
+    assert len(tfops) == 15
+    failed = {name: value for name, value in tfops.items() if isinstance(value, str)}
+    assert failed == {}
+    assert max(tfops.values()) <= JAX_TOLERANCE

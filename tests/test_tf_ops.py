@@ -32,7 +32,8 @@ def test_a_model_calling_tensorflow_ops_loads_with_the_writers_predictions(entry
     weights = {"weights": FIXTURES / entry["weights"]} if entry["kind"] == "config" else {}
     model = mgpu_io.load_model(path, compile=False, **weights)
     data = np.load(FIXTURES / entry["data"])
-    predicted = model.predict(data["x0"], verbose=0)
+    inputs = _inputs(data)
+    predicted = model.predict(inputs, verbose=0, batch_size=len(data["x0"]))
     predicted = predicted if isinstance(predicted, list) else [predicted]
     expected = [data[f"y{i}"] for i in range(len([k for k in data.files if k.startswith("y")]))]
     assert len(predicted) == len(expected)
@@ -40,12 +41,62 @@ def test_a_model_calling_tensorflow_ops_loads_with_the_writers_predictions(entry
         assert np.max(np.abs(np.asarray(ours) - theirs)) <= BOUND
 
 
+def _inputs(data):
+    inputs = [data[f"x{i}"] for i in range(len([k for k in data.files if k.startswith("x")]))]
+    return inputs if len(inputs) > 1 else inputs[0]
+
+
+COMPILED = [entry for entry in MANIFEST if entry.get("compiled")]
+
+
+@pytest.mark.parametrize("entry", COMPILED, ids=_ids)
+def test_add_loss_and_add_metric_evaluate_and_train_as_the_writer_did(entry):
+    """tf.keras 2.4+'s AddLoss and AddMetric (a VAE's add_loss graph; model.add_loss/add_metric of a tensor): the
+    loaded model's evaluate gives the writer's loss and metrics by name, and one step of SGD on the same batch gives
+    the writer's predictions after its step."""
+    pytest.importorskip("keras")
+    import mgpu_io
+
+    model = mgpu_io.load_model(FIXTURES / entry["file"])
+    data = np.load(FIXTURES / entry["data"])
+    x, labels = data["x0"], data["t0"] if "t0" in data.files else None
+    theirs = {key[len("eval_"):]: float(data[key]) for key in data.files if key.startswith("eval_")}
+    ours = model.evaluate(x, labels, batch_size=len(x), verbose=0, return_dict=True)
+    assert sorted(ours) == sorted(theirs)
+    for name, value in theirs.items():
+        assert abs(float(ours[name]) - value) <= BOUND * max(1.0, abs(value)), name
+    model.fit(x, labels, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+    assert np.max(np.abs(model.predict(x, verbose=0) - data["step_y0"])) <= BOUND
+
+
+#: The writers whose manifest lists TensorFlow functions (TFOpLambda) rather than ops (TensorFlowOpLayer).
+FUNCTION_WRITERS = ("tfkeras", "tf25", "tf28", "tf215")
+
+
+def _functions(entry):
+    """The functions of a TFOpLambda writer's entry (tf_keras' manifest names them bare, the others `tf.NAME`)."""
+    if entry["writer"] == "tfkeras":
+        return set(entry["ops"])
+    return {op[len("tf."):] for op in entry["ops"] if op.startswith("tf.")}
+
+
 def test_every_op_of_the_table_is_proven_on_a_real_writers_file():
-    written = {op for entry in MANIFEST if entry["writer"] != "tfkeras" for op in entry["ops"]}
-    assert set(OPS) - written == set(), "ops of the table that no fixture calls"
+    written = {op for entry in MANIFEST if entry["writer"] not in FUNCTION_WRITERS for op in entry["ops"]}
+    functions = {name for entry in MANIFEST if entry["writer"] in FUNCTION_WRITERS for name in _functions(entry)}
+    assert functions <= set(FUNCTIONS), "functions in the fixtures that the table lacks"
     assert written - set(OPS) == set(), "ops in the fixtures that the table lacks"
-    functions = {op for entry in MANIFEST if entry["writer"] == "tfkeras" for op in entry["ops"]}
-    assert functions <= set(FUNCTIONS) and len(functions) > 30
+    sliced = {"GetItem"} if any("SlicingOpLambda" in entry["ops"] for entry in MANIFEST) else set()
+    proven = written | {FUNCTIONS[name].op for name in functions} | sliced
+    assert set(OPS) - proven == set(), "ops of the table that no fixture calls"
+    assert len(functions) > 45
+
+
+def test_the_tf_2_4_to_2_15_writers_store_each_new_class():
+    classes = {(entry["writer"], op) for entry in MANIFEST for op in entry["ops"]}
+    for writer in ("tf25", "tf28", "tf215"):
+        for cls in ("SlicingOpLambda", "TFOpLambda", "AddLoss", "AddMetric", "tf.compat.v1.gather",
+                    "tf.math.l2_normalize", "tf.nn.leaky_relu", "tf.convert_to_tensor"):
+            assert (writer, cls) in classes, (writer, cls)
 
 
 def test_the_keras_side_computes_exactly_the_ops_of_the_table():

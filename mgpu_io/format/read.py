@@ -248,6 +248,51 @@ def file_of(source, parameter="filepath"):
     return path
 
 
+def in_memory(source):
+    """Whether ``source`` is an open ``h5py.File`` that lives in memory only (``driver='core'`` without a file on
+    disk, or a Python file object), which has no path to read.
+
+    Example:
+        >>> with h5py.File("scratch.h5", "w", driver="core", backing_store=False) as h5:
+        ...     in_memory(h5)
+        True
+    """
+    return (
+        isinstance(source, h5py.File)
+        and source.id.valid
+        and (source.driver in ("core", "fileobj") or not Path(source.filename).is_file())
+    )
+
+
+@contextlib.contextmanager
+def on_disk(source):
+    """The path of an HDF5 file that holds what the in-memory ``h5py.File`` ``source`` holds, for as long as the
+    context lasts (a private temporary file, removed after); any other ``source`` comes back as it is.
+
+    Keras' own loader takes such a file (``h5py.File(..., driver='core', backing_store=False)``); mgpu-io reads
+    files read-only by their path, so it reads a copy of the file's image, written once. The caller's handle is
+    flushed, neither changed nor closed.
+
+    Example:
+        >>> with h5py.File("scratch.h5", "w", driver="core", backing_store=False) as h5:
+        ...     h5.attrs["keras_version"] = "2.15.0"
+        ...     with on_disk(h5) as path:
+        ...         h5py.File(path, "r").attrs["keras_version"]
+        '2.15.0'
+    """
+    if not in_memory(source):
+        yield source
+        return
+    import tempfile
+
+    source.flush()
+    image = source.id.get_file_image()
+    with tempfile.TemporaryDirectory(prefix="mgpu-io-") as folder:
+        path = Path(folder) / (Path(source.filename).name or "in_memory.h5")
+        path.write_bytes(image)
+        yield path
+
+
 @contextlib.contextmanager
 def open_stored(path):
     """Open ``path`` read-only and yield a :class:`StoredModel`.

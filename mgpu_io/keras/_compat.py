@@ -108,7 +108,13 @@ def model_from_legacy_config(config, custom_objects, safe_mode):
     from keras.src.legacy.saving import saving_utils
     from keras.src.legacy.saving.serialization import SharedObjectLoadingScope as shared_objects
 
-    with legacy_scope(safe_mode), shared_objects(), _one_build_per_sequential() as sequentials:
+    keras = import_keras()
+    with (
+        legacy_scope(safe_mode),
+        shared_objects(),
+        _one_build_per_sequential() as sequentials,
+        keras.saving.custom_object_scope(custom_objects or {}),  # found first: before the caller's own scope
+    ):
         model = saving_utils.model_from_config(config, custom_objects=custom_objects)
     for sequential in sequentials:  # inner ones first: they were filled first
         if not sequential.built or getattr(sequential, "_functional", None) is None:
@@ -261,3 +267,79 @@ def with_registered_names(custom_objects, config):
         if name not in objects and len(found) == 1:
             objects[name] = found[0]
     return objects
+
+
+def _takes_name(cls):
+    """Whether ``cls(...)`` takes a ``name`` (by name, or through ``**kwargs``)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(cls.__init__).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == "name" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+class _NamedAfter:
+    """A user's layer class, built from its config and then given the name of its config where it came out with
+    another: its ``__init__`` may take no ``name`` (its ``get_config`` leaves it out, as in tf_keras' own test of a
+    subclassed model nested in a functional one), or its ``from_config`` may drop it (``cls(config["inner"])``).
+    tf_keras then names the layer as its functional node does; mgpu-io gives it that name (the rule
+    ``layer-name-from-node`` puts it in the config), by which its stored weights are found."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.__name__ = getattr(cls, "__name__", "class")
+
+    def from_config(self, config, custom_objects=None):
+        name = config.get("name") if isinstance(config, dict) else None
+        if name is not None and not _takes_name(self.cls):
+            config = {key: value for key, value in config.items() if key != "name"}
+        built = self.cls.from_config(config)
+        if isinstance(name, str) and getattr(built, "name", name) != name:
+            built.name = name
+        return built
+
+    def __call__(self, *args, **kwargs):
+        return self.cls(*args, **kwargs)
+
+
+def with_names_given_after(custom_objects):
+    """``custom_objects`` where each layer class gets, once built, the name its config gives it (see
+    :class:`_NamedAfter`); other objects as they are.
+
+    Example:
+        >>> import keras
+        >>> class Plain(keras.layers.Layer):
+        ...     def __init__(self, units):
+        ...         super().__init__()
+        ...         self.units = units
+        ...     def get_config(self):
+        ...         return {"units": self.units}
+        >>> built = with_names_given_after({"Plain": Plain})["Plain"].from_config({"units": 2, "name": "dense_7"})
+        >>> type(built).__name__, built.units, built.name
+        ('Plain', 2, 'dense_7')
+    """
+    keras = import_keras()
+    return {
+        key: _NamedAfter(value)
+        if isinstance(value, type) and issubclass(value, keras.layers.Layer) and hasattr(value, "from_config")
+        else value
+        for key, value in (custom_objects or {}).items()
+    }
+
+
+def with_scoped_objects(custom_objects):
+    """``custom_objects`` plus the classes of the caller's ``keras.utils.custom_object_scope`` (``custom_objects``
+    win): Keras 3's legacy deserializer enters a ``CustomObjectScope`` of the ``custom_objects`` it was given around
+    each ``from_config``, and Keras 3's scope replaces the one around it (tf_keras' adds to it), so a user's
+    ``from_config`` that deserializes a nested object (``deserialize_keras_object(config["inner_layer"])``) would
+    no longer find the classes of the caller's scope."""
+    import_keras()
+    try:
+        from keras.src.backend.common import global_state
+
+        scoped = dict(global_state.get_global_attribute("custom_objects_scope_dict", {}) or {})
+    except ImportError:  # pragma: no cover - a Keras that moved it
+        scoped = {}
+    return {**scoped, **(custom_objects or {})}

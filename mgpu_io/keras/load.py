@@ -33,13 +33,15 @@ from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.findings import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan import plan_only, planned
-from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, open_stored, reading
+from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
     Deferred,
     import_keras,
     model_from_legacy_config,
+    with_names_given_after,
     with_registered_names,
+    with_scoped_objects,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.lambdas import as_mapping, lambda_objects
@@ -51,7 +53,8 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     """Load the innermost template of a wrapper file (or a plain legacy file) as a Keras 3 model.
 
     Args:
-        path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model), a
+        path: a full-model ``.h5`` of any supported writer (wrapper, nested wrapper, or plain legacy model; a path
+            or an open ``h5py.File``, one held in memory included), a
             TF 2.x SavedModel folder of one (read as data), a JSON or YAML config (``model.to_json()``) together
             with ``weights``, or a Keras 3 ``.keras`` file (loaded by Keras as it is).
         custom_objects: passed to Keras for the template's own custom layers.
@@ -83,6 +86,11 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         ('template', ['out_a', 'out_b'], 'Adam')
     """
     keras = import_keras()
+    if in_memory(path) or in_memory(weights):  # an h5py.File in memory only (driver='core'), as Keras takes one
+        with on_disk(path) as readable, on_disk(weights) as readable_weights:
+            return load_model(
+                readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
+            )
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
     # What the input is, decided once (format/door.py); a legacy file is planned in the same child that looked at it.
     described, outcome = door.describe_then(path, lambda d: _plan_in_child(path, weights, d))
@@ -214,10 +222,20 @@ def build(
     custom_objects = lambda_objects(
         plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
     )
+    custom_objects = with_scoped_objects(custom_objects)  # the caller's custom_object_scope, kept in nested scopes
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
+    custom_objects = with_names_given_after(custom_objects)  # a class whose __init__ takes no name
+    from mgpu_io.keras import tfops
+
     deferred, stored_names = Deferred(), {}
     try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
-        model = deferred.create(lambda: model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode))
+        with tfops.collecting() as ancillary:  # tf.keras' AddLoss/AddMetric, outside the path to the outputs
+            model = deferred.create(
+                lambda: (  # a second build (see Deferred.create) notes its own layers only
+                    ancillary.clear(),
+                    model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode),
+                )[1]
+            )
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
         raise
     except BUILD_ERRORS as error:
@@ -241,6 +259,8 @@ def build(
             f"filepath={plan.stored.path} ({type(error).__name__}). Inspect it with `mgpu-io inspect`; if a layer "
             f"is named, rebuild the template in code and load the weights with mgpu_io.transfer_weights."
         ) from None
+    tfops.share_wrapped_layers(model)
+    tfops.attach_ancillary(model, ancillary)
     try:
         with reading(plan.stored.path, "reading the weights"):
             _assign_weights(model, plan, deferred, stored_names)
@@ -281,8 +301,11 @@ def _assign_weights(model, plan, deferred=None, stored_names=None):
     values of variables that ``deferred`` created without any); ``stored_names`` gets each variable's stored name
     (by ``id``)."""
     stored = {layer.layer: layer for layer in plan.layers if layer.names}
-    for index, layer in enumerate(model.layers):
-        variables = list(layer.trainable_weights) + list(layer.non_trainable_weights)
+    from mgpu_io.keras.tfops import ancillary_layers
+
+    for index, layer in enumerate([*model.layers, *ancillary_layers(model)]):
+        state = {id(v) for v in getattr(layer, "state_variables", ())}  # an AddMetric's mean: never stored
+        variables = [v for v in [*layer.trainable_weights, *layer.non_trainable_weights] if id(v) not in state]
         source = stored.pop(layer.name, None)
         values = [value for _, value in plan.converted(source)] if source is not None else []
         fresh = [isinstance(value, h5py.Dataset) for value in values]  # read here, into arrays nothing else holds

@@ -15,8 +15,10 @@ from mgpu_io.keras._compat import import_keras
 keras = import_keras()
 if TYPE_CHECKING:
     from keras.layers import Layer
+    from keras.layers import Wrapper as KerasWrapper
+    from keras.metrics import Metric
 else:
-    Layer = keras.layers.Layer
+    Layer, KerasWrapper, Metric = keras.layers.Layer, keras.layers.Wrapper, keras.metrics.Metric
 ops = keras.ops
 
 
@@ -27,6 +29,8 @@ def _binary(function):
 def _reduce(function):
     def reduce(args, attrs):
         axis = args[1]
+        if axis is None or (isinstance(axis, np.ndarray) and axis.dtype == object):  # axis=None: every axis
+            return function(args[0], axis=None, keepdims=bool(attrs.get("keep_dims", False)))
         axes = [int(axis)] if np.ndim(axis) == 0 else [int(a) for a in np.ravel(axis)]
         if not axes:
             return args[0]
@@ -80,6 +84,103 @@ def _index(x, spec):
         if isinstance(item, slice):
             axis += 1
     return x
+
+
+def _take_index(x, index, axis):
+    """``x[..., index, ...]`` on ``axis`` for an integer tensor ``index`` (TensorFlow: a negative index counts
+    from the end)."""
+    size = x.shape[axis]
+    index = ops.cast(index, "int32")
+    if isinstance(size, int):
+        index = ops.where(index < 0, index + size, index)
+    return ops.take(x, index, axis=axis)
+
+
+def _get_item(args, attrs):
+    """``x[spec]`` as tf.keras' ``SlicingOpLambda`` stored it: slices, ``"..."``, ``None``, integers and
+    ``{"input": k}`` (the k-th index tensor, an input of the layer)."""
+    x, spec, tensors = args[0], [], []
+    for item in attrs["spec"]:
+        if item == "...":
+            spec.append(Ellipsis)
+        elif isinstance(item, dict) and "input" in item:
+            tensors.append(len(spec))
+            spec.append(args[int(item["input"])])
+        elif isinstance(item, dict):
+            spec.append(slice(item.get("start"), item.get("stop"), item.get("step")))
+        else:
+            spec.append(item)
+    if not tensors:
+        return _index(x, spec)
+    consumed = sum(1 for item in spec if item is not None and item is not Ellipsis)
+    expanded = []
+    for item in spec:
+        expanded += [slice(None)] * (len(x.shape) - consumed) if item is Ellipsis else [item]
+    # the static items first (tensor indices held as full slices), then each tensor index on its own axis
+    static = [slice(None) if i in _positions(spec, expanded, tensors) else item for i, item in enumerate(expanded)]
+    x = _index(x, static)
+    axes = _axes_after(static)
+    for position in sorted(_positions(spec, expanded, tensors), reverse=True):
+        x = _take_index(x, expanded[position], axes[position])
+    return x
+
+
+def _positions(spec, expanded, tensors):
+    """The places in ``expanded`` (``spec`` with its ellipsis spelt out) of the items at ``tensors`` in ``spec``."""
+    places, offset = [], 0
+    for i, item in enumerate(spec):
+        if item is Ellipsis:
+            offset += len(expanded) - len(spec)
+        elif i in tensors:
+            places.append(i + offset)
+    return places
+
+
+def _axes_after(items):
+    """The axis of the result that each item's axis becomes after ``x[items]`` (integers drop theirs)."""
+    axes, axis = [], 0
+    for item in items:
+        axes.append(axis)
+        if item is None or isinstance(item, slice):
+            axis += 1
+    return axes
+
+
+def _l2_normalize(args, attrs):
+    x, axis, epsilon = args[0], args[1], float(np.ravel(args[2])[0])
+    axes = tuple(int(a) for a in np.ravel(axis))
+    square_sum = ops.sum(ops.square(x), axis=axes, keepdims=True)
+    return x * ops.rsqrt(ops.maximum(square_sum, np.asarray(epsilon, dtype=keras.backend.standardize_dtype(x.dtype))))
+
+
+def _gather(args, attrs):
+    if int(attrs.get("batch_dims") or 0) != 0:
+        raise ValueError("TFOp computes GatherV2 with batch_dims=0 only.")
+    params, indices, axis = args[0], args[1], int(np.ravel(args[2])[0])
+    if isinstance(indices, np.ndarray):
+        size = params.shape[axis]
+        indices = np.where(indices < 0, indices + size, indices).astype("int32") if isinstance(size, int) else indices
+        return ops.take(params, indices, axis=axis)
+    return _take_index(params, indices, axis)
+
+
+def _binary_crossentropy(args, attrs):
+    """tf.keras' backend ``binary_crossentropy``. Called in a model on a sigmoid layer's output, TensorFlow took the
+    logits under it (``sigmoid_cross_entropy_with_logits``); the same value from the probabilities is
+    ``-(t log p + (1 - t) log(1 - p))``, computed here with ``p`` clipped to [1e-7, 1 - 1e-7] as its other branch
+    clips it."""
+    target, output = args[0], args[1]
+    target = ops.cast(target, keras.backend.standardize_dtype(output.dtype))
+    if attrs.get("from_logits"):
+        output = ops.sigmoid(output)
+    epsilon = 1e-7
+    p = ops.clip(output, epsilon, 1.0 - epsilon)
+    return -(target * ops.log(p) + (1.0 - target) * ops.log(1.0 - p))
+
+
+def _axis_attr(attrs):
+    axis = attrs.get("axis")
+    return -1 if axis is None else int(axis)
 
 
 def _strided_slice(args, attrs):
@@ -229,8 +330,8 @@ COMPUTE = {
     "Relu6": lambda args, attrs: ops.relu6(args[0]),
     "Sigmoid": lambda args, attrs: ops.sigmoid(args[0]),
     "Tanh": lambda args, attrs: ops.tanh(args[0]),
-    "Softmax": lambda args, attrs: ops.softmax(args[0], axis=-1),
-    "LogSoftmax": lambda args, attrs: ops.log_softmax(args[0], axis=-1),
+    "Softmax": lambda args, attrs: ops.softmax(args[0], axis=_axis_attr(attrs)),
+    "LogSoftmax": lambda args, attrs: ops.log_softmax(args[0], axis=_axis_attr(attrs)),
     "Exp": lambda args, attrs: ops.exp(args[0]),
     "Log": lambda args, attrs: ops.log(args[0]),
     "Sqrt": lambda args, attrs: ops.sqrt(args[0]),
@@ -250,10 +351,46 @@ COMPUTE = {
     "Split": lambda args, attrs: ops.split(args[1], int(attrs["num_split"]), axis=int(np.ravel(args[0])[0])),
     "SplitV": _split_v,
     "Einsum": lambda args, attrs: ops.einsum(attrs["equation"], *args),
+    "GatherV2": _gather,
+    "LeakyRelu": lambda args, attrs: ops.leaky_relu(args[0], negative_slope=float(attrs.get("alpha", 0.2))),
+    "ClipByValue": lambda args, attrs: ops.minimum(ops.maximum(args[0], args[1]), args[2]),
+    "Softplus": lambda args, attrs: ops.softplus(args[0]),
+    "Elu": lambda args, attrs: ops.elu(args[0]),
+    "Selu": lambda args, attrs: ops.selu(args[0]),
+    "Log1p": lambda args, attrs: ops.log1p(args[0]),
+    "Reciprocal": lambda args, attrs: ops.reciprocal(args[0]),
+    "Floor": lambda args, attrs: ops.floor(args[0]),
+    "Sign": lambda args, attrs: ops.sign(args[0]),
+    "ArgMax": lambda args, attrs: ops.cast(
+        ops.argmax(args[0], axis=int(np.ravel(args[1])[0])), str(attrs.get("output_type") or "int64")
+    ),
+    "L2Normalize": _l2_normalize,
+    "GetItem": _get_item,
+    "BinaryCrossentropy": _binary_crossentropy,
 }
 
 #: Op inputs whose stored constant is data of the op's type ``T`` (the others are shapes, axes, indices).
-_DATA_INPUTS = ("x", "y", "values", "inputs", "value", "bias", "a", "b", "constant_values", "input", "tensor")
+_DATA_INPUTS = (
+    "x",
+    "y",
+    "values",
+    "inputs",
+    "value",
+    "bias",
+    "a",
+    "b",
+    "constant_values",
+    "input",
+    "tensor",
+    "t",
+    "clip_value_min",
+    "clip_value_max",
+    "params",
+    "features",
+    "logits",
+    "target",
+    "output",
+)
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="TFOp")
@@ -307,3 +444,199 @@ class TFOp(Layer):
             constants={str(key): value for key, value in self.constants.items()},
             inputs=self.inputs,
         )
+
+
+#: The AddLoss and AddMetric layers built while :func:`collecting` (the model under construction), in order.
+_BUILT: list = []
+_COLLECTING: list = []
+
+
+class _Ancillary(Layer):
+    """Noted while a model is built, so that :func:`attach_ancillary` runs it with the model's outputs."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if _COLLECTING:
+            _COLLECTING[-1].append(self)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(inputs.shape, dtype=inputs.dtype)
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="AddLoss")
+class AddLoss(_Ancillary):
+    """tf.keras' ``AddLoss`` (``model.add_loss(tensor)`` in a functional model, TF 2.4+): adds its input, a scalar
+    (or its mean), to the model's loss, and returns it.
+
+    Args:
+        unconditional: tf.keras' flag (a loss that does not depend on the inputs); kept as stored.
+
+    Example:
+        >>> import numpy as np
+        >>> layer = AddLoss()
+        >>> _ = layer(np.array(2.5, "float32"))
+        >>> [float(loss) for loss in layer.losses]
+        [2.5]
+    """
+
+    def __init__(self, unconditional=False, **kwargs):
+        super().__init__(**kwargs)
+        self.unconditional = bool(unconditional)
+
+    def call(self, inputs):
+        self.add_loss(inputs if len(inputs.shape) == 0 else ops.mean(inputs))
+        return inputs
+
+    def get_config(self):
+        return dict(super().get_config(), unconditional=self.unconditional)
+
+
+class _LayerMean(Metric):
+    """The mean that an :class:`AddMetric` layer keeps in its own state (updated as the layer runs, so that every
+    backend's trainer keeps it: JAX's returns a layer's non-trainable state, not a metric's updated in a call)."""
+
+    def __init__(self, layer, name):
+        super().__init__(name=name)
+        object.__setattr__(self, "_layer", layer)
+
+    def update_state(self, *args, **kwargs):
+        return None
+
+    def result(self):
+        layer = self._layer
+        try:
+            total, count = ops.convert_to_tensor(layer.total), ops.convert_to_tensor(layer.count)
+        except (TypeError, AttributeError, ValueError):
+            # not built, or JAX's trainer holding the layer's state outside its variables during a loop: the
+            # logs it returns are read again once the state is back (its per-batch progress bar shows 0)
+            return ops.convert_to_tensor(0.0)
+        return ops.divide_no_nan(total, count)
+
+    def reset_state(self):
+        if self._layer.total is not None:
+            self._layer.total.assign(0.0)
+            self._layer.count.assign(0.0)
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="AddMetric")
+class AddMetric(_Ancillary):
+    """tf.keras' ``AddMetric`` (``model.add_metric(tensor, name=..., aggregation="mean")``, TF 2.4+): the mean of
+    its input over the batches of ``fit`` and ``evaluate``, reported under ``metric_name``; returns its input.
+
+    Args:
+        aggregation: ``"mean"``, the one aggregation tf.keras 2.4+ takes.
+        metric_name: the name the metric is reported by.
+
+    Example:
+        >>> import numpy as np
+        >>> layer = AddMetric("mean", "custom")
+        >>> _ = layer(np.array([1.0, 3.0], "float32"))
+        >>> layer.metric.name, float(layer.metric.result())
+        ('custom', 2.0)
+    """
+
+    def __init__(self, aggregation=None, metric_name=None, **kwargs):
+        super().__init__(**kwargs)
+        if aggregation not in (None, "mean"):
+            raise ValueError(f"AddMetric computes aggregation='mean' only. Received: aggregation={aggregation!r}.")
+        self.aggregation, self.metric_name = aggregation, metric_name
+        self.total = self.count = None
+        self.metric = _LayerMean(self, metric_name or self.name)
+
+    def build(self, input_shape):
+        self.total = self.add_weight(shape=(), initializer="zeros", trainable=False, name="total")
+        self.count = self.add_weight(shape=(), initializer="zeros", trainable=False, name="count")
+        #: the metric's state, which no file stores (mgpu-io's weight loading leaves it out)
+        self.state_variables = (self.total, self.count)
+
+    def call(self, inputs):
+        values = ops.cast(inputs, "float32")
+        self.total.assign_add(ops.sum(values))
+        self.count.assign_add(ops.cast(ops.size(values), "float32"))
+        return inputs
+
+    def get_config(self):
+        return dict(super().get_config(), aggregation=self.aggregation, metric_name=self.metric_name)
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="Wrapper")
+class Wrapper(KerasWrapper):
+    """tf.keras' base ``Wrapper``, which returns its inputs (its ``call`` is tf.keras' ``Layer.call``).
+
+    Example:
+        >>> import numpy as np
+        >>> wrapper = Wrapper(keras.layers.Identity())
+        >>> np.asarray(wrapper(np.ones((1, 2), "float32"))).tolist()
+        [[1.0, 1.0]]
+    """
+
+    def call(self, inputs):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+class collecting:
+    """Note the AddLoss and AddMetric layers built inside the block (``with collecting() as built:``)."""
+
+    def __enter__(self):
+        _COLLECTING.append([])
+        return _COLLECTING[-1]
+
+    def __exit__(self, *exc):
+        _COLLECTING.pop()
+
+
+def attach_ancillary(model, layers):
+    """Run tf.keras' AddLoss and AddMetric ``layers`` (outside the path from the model's inputs to its outputs, as
+    tf.keras' ``connect_ancillary_layers`` kept them) whenever ``model`` runs: its losses then count in ``fit`` and
+    ``evaluate``, and its metrics are reported, as the writer's were. The model's outputs are unchanged."""
+    called = [layer for layer in layers if getattr(layer, "_inbound_nodes", None)]
+    if not called:
+        return model
+    outputs = keras.tree.flatten(model.outputs)
+    whole = keras.Model(model.inputs, [*outputs, *[layer.output for layer in called]], name=f"{model.name}_whole")
+    base = type(model)
+
+    class WithAncillary(base):
+        def call(self, inputs, training=None, mask=None, **kwargs):
+            results = self._mgpu_whole(inputs, training=training, mask=mask)
+            packed = keras.tree.pack_sequence_as(self._outputs_struct, list(results)[: len(outputs)])
+            return packed[0] if isinstance(packed, (list, tuple)) and len(packed) == 1 else packed  # as Functional
+
+    WithAncillary.__name__ = WithAncillary.__qualname__ = base.__name__
+    WithAncillary.__module__ = base.__module__
+    model.__class__ = WithAncillary
+    object.__setattr__(model, "_mgpu_whole", whole)
+    model._layers.append(whole)  # a sublayer: its weights train, its losses and metrics count, as the model's own
+    return model
+
+
+def ancillary_layers(model):
+    """The layers that only the AddLoss/AddMetric branches of ``model`` use (their weights are stored too)."""
+    whole = getattr(model, "_mgpu_whole", None)
+    if whole is None:
+        return []
+    own = {id(layer) for layer in model.layers}
+    return [layer for layer in whole.layers if id(layer) not in own]
+
+
+def share_wrapped_layers(model):
+    """Give each tf.keras base ``Wrapper`` the model's own layer where it wraps one (the same name, class and config,
+    and no weights of its own to lose), as tf.keras built it: one layer, not a copy."""
+    by_name = {layer.name: layer for layer in model.layers}
+    for layer in model.layers:
+        inner = getattr(layer, "layer", None) if isinstance(layer, Wrapper) else None
+        twin = by_name.get(getattr(inner, "name", None))
+        if (
+            inner is None
+            or twin is None
+            or twin is inner
+            or type(twin) is not type(inner)
+            or inner.weights
+            or twin.get_config() != inner.get_config()
+        ):
+            continue
+        object.__setattr__(layer, "layer", twin)
+        layer._layers[:] = [twin if item is inner else item for item in layer._layers]

@@ -20,7 +20,6 @@ from lambda_functions import USER_FUNCTIONS  # noqa: E402
 
 import mgpu_io  # noqa: E402
 
-
 #: JAX's float32 kernels vs TF 1.15's: 1.4e-5 measured at most (tests/test_backends.py states the same bound).
 BOUND = 2e-5
 
@@ -41,6 +40,37 @@ def largest_difference(outputs, expected):
     return worst
 
 
+def tf_ops():
+    """tf.keras 2.4+ files (fixtures/tfops, TF 2.5/2.8/2.15): the largest difference from the writer's predictions,
+    evaluate numbers and predictions after one SGD step, per file (or the error)."""
+    folder = HERE.parent.parent / "fixtures" / "tfops"
+    measured = {}
+    for entry in json.loads((folder / "manifest.json").read_text()):
+        if entry["writer"] not in ("tf25", "tf28", "tf215"):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = mgpu_io.load_model(folder / entry["file"])
+            data = np.load(folder / entry["data"])
+            xs = [data[f"x{i}"] for i in range(len([k for k in data.files if k.startswith("x")]))]
+            ys = [data[f"y{i}"] for i in range(len([k for k in data.files if k.startswith("y")]))]
+            worst = largest_difference(model.predict(xs if len(xs) > 1 else xs[0], verbose=0), ys)
+            if entry.get("compiled"):
+                labels = data["t0"] if "t0" in data.files else None
+                ours = model.evaluate(xs[0], labels, batch_size=len(xs[0]), verbose=0, return_dict=True)
+                theirs = {k[len("eval_"):]: float(data[k]) for k in data.files if k.startswith("eval_")}
+                if sorted(ours) != sorted(theirs):
+                    raise AssertionError(f"evaluate reports {sorted(ours)}, the writer {sorted(theirs)}")
+                worst = max([worst] + [abs(float(ours[k]) - v) / max(1.0, abs(v)) for k, v in theirs.items()])
+                model.fit(xs[0], labels, batch_size=len(xs[0]), epochs=1, shuffle=False, verbose=0)
+                worst = max(worst, largest_difference(model.predict(xs[0], verbose=0), [data["step_y0"]]))
+            measured[entry["file"]] = worst
+        except Exception as error:
+            measured[entry["file"]] = f"{type(error).__name__}: {error}"[:300]
+    return measured
+
+
 def main():
     result = {"backend": keras.backend.backend(), "keras": keras.__version__, "models": {}, "failures": {}}
     for entry in MANIFEST + APP_MANIFEST + TF2_MANIFEST:
@@ -52,8 +82,9 @@ def main():
                 model = mgpu_io.load_model(fixture_path(entry), lambdas=functions(entry))
             xs, ys = fixture_batch(entry)
             result["models"][entry["file"]] = largest_difference(predict(model, xs), ys)
-        except Exception as error:  # noqa: BLE001 - reported, and the test fails on it
+        except Exception as error:
             result["failures"][entry["file"]] = f"{type(error).__name__}: {error}"[:300]
+    result["tfops"] = tf_ops()
     folder = Path(tempfile.mkdtemp())
     wrapper = fixture_path({"file": "k224_functional_bn_x2_full.h5"})
     out = folder / "model.keras"

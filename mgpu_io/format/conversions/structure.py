@@ -126,7 +126,12 @@ _TF_KERAS_MODULES = ("keras.", "tf_keras.")
 
 def _tf_keras_modules(value, changes):
     """Take tf_keras' ``module`` and ``registered_name`` off its own classes' configs, nested ones included: Keras 3
-    then reads the config with its legacy reader, as it reads the same model's HDF5 config (which has neither)."""
+    then reads the config with its legacy reader, as it reads the same model's HDF5 config (which has neither).
+
+    Only the configs of tf_keras' own classes are entered: a class of the user's (a module of theirs, or none
+    named, as in tf_keras' HDF5 config) reads its config in its own ``from_config``, often with Keras 3's native
+    deserializer (``serialize_keras_object(self.sublayers)``), which finds Keras' own classes by their ``module``.
+    """
     stack = [value]
     while stack:
         item = stack.pop()
@@ -140,6 +145,8 @@ def _tf_keras_modules(value, changes):
                 del item["module"]
                 item.pop("registered_name", None)
                 changes.append("tf-keras-module")
+            elif "class_name" in item:
+                continue  # a class that is not tf_keras' own: its config is the user's
             stack.extend(v for k, v in item.items() if k != "layers")  # a model's layers: normalised one by one
         elif isinstance(item, list):
             stack.extend(item)
@@ -172,17 +179,17 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
     for key, value in config.items():
         if isinstance(value, dict) and "class_name" in value and isinstance(value.get("config"), dict):
             if key in WRAPPED_LAYER_KEYS:
-                value.setdefault("module", "keras.layers")
-                changes.append("nested-layer-module")
                 _normalize_layer(value, changes, in_functional=False, keras3=keras3)
+                value.setdefault("module", "keras.layers")  # after: the inner layer's own tf_keras module goes
+                changes.append("nested-layer-module")
             elif "dtype" in value["config"] and key.endswith(("_initializer", "_regularizer", "_constraint")):
                 del value["config"]["dtype"]
                 changes.append("initializer-dtype")
     for cell in config.get("cells") if isinstance(config.get("cells"), list) else []:  # StackedRNNCells
         if isinstance(cell, dict) and "class_name" in cell and isinstance(cell.get("config"), dict):
+            _normalize_layer(cell, changes, in_functional=False, keras3=keras3)
             cell.setdefault("module", "keras.layers")
             changes.append("nested-layer-module")
-            _normalize_layer(cell, changes, in_functional=False, keras3=keras3)
 
 
 def _rename_scoped_layers(model, changes):

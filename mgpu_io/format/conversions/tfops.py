@@ -126,6 +126,39 @@ OPS = {
     "Split": Op(("split_dim", "value"), ("split_dim",), ("num_split",), "value split in num_split equal parts"),
     "SplitV": Op(("value", "size_splits", "split_dim"), ("size_splits", "split_dim"), (), "value split by sizes"),
     "Einsum": Op(("*inputs",), (), ("equation",), "Einstein summation of the inputs by equation"),
+    "GatherV2": Op(("params", "indices", "axis"), ("axis",), ("batch_dims",), "params[..., indices, ...] on axis"),
+    "LeakyRelu": Op(("features",), (), ("alpha",), "x if x > 0 else alpha * x"),
+    "ClipByValue": Op(("t", "clip_value_min", "clip_value_max"), summary="min(max(t, min), max)"),
+    "Softplus": _unary("log(exp(x) + 1)"),
+    "Elu": _unary("x if x > 0 else exp(x) - 1"),
+    "Selu": _unary("scale * (x if x > 0 else alpha * (exp(x) - 1))"),
+    "Log1p": _unary("log(1 + x)"),
+    "Reciprocal": _unary("1 / x"),
+    "Floor": _unary("floor(x)"),
+    "Sign": _unary("-1, 0 or 1 by the sign of x"),
+    "ArgMax": Op(("input", "dimension"), ("dimension",), ("output_type",), "the index of the largest value on axis"),
+    # Not TensorFlow ops but the Python functions of TensorFlow that tf.keras 2.4+ records by name, each written
+    # as its TensorFlow source computes it from the ops above:
+    "L2Normalize": Op(
+        ("x", "axis", "epsilon"),
+        ("axis", "epsilon"),
+        (),
+        "tf.math.l2_normalize: x * rsqrt(max(sum(x^2, axis, keepdims), epsilon))",
+    ),
+    "BinaryCrossentropy": Op(
+        ("target", "output"),
+        (),
+        ("from_logits",),
+        "tf.keras.backend.binary_crossentropy: -(target * log(p) + (1 - target) * log(1 - p)) of the probabilities "
+        "p (the output, clipped to [1e-7, 1 - 1e-7], or sigmoid(output) from logits)",
+    ),
+    "GetItem": Op(
+        ("input", "*indices"),
+        (),
+        ("spec",),
+        "Python's x[spec] (tf.keras' SlicingOpLambda): slices, ellipsis, newaxis, integers and integer tensors, as "
+        "TensorFlow's _slice_helper turns them into StridedSlice",
+    ),
 }
 
 
@@ -193,6 +226,31 @@ FUNCTIONS = {
     "slice": _f("Slice", ["input_", "begin", "size"]),
     "tile": _f("Tile", ["input", "multiples"]),
     "einsum": _f("Einsum", ["*inputs"], [("equation", "equation")]),
+    "convert_to_tensor": _f("Identity", ["value"], [("dtype", "dtype_hint"), ("dtype_hint", "dtype_hint")]),
+    "gather": _f("GatherV2", ["params", "indices", "axis"], [("batch_dims", "batch_dims")], axis=0, batch_dims=0),
+    "compat.v1.gather": _f(
+        "GatherV2",
+        ["params", "indices", "axis"],
+        [("batch_dims", "batch_dims"), ("validate_indices", "validate_indices")],
+        axis=0,
+        batch_dims=0,
+    ),
+    "nn.leaky_relu": _f("LeakyRelu", ["features"], [("alpha", "alpha")], alpha=0.2),
+    "clip_by_value": _f("ClipByValue", ["t", "clip_value_min", "clip_value_max"]),
+    "math.softplus": _f("Softplus", ["features"]),
+    "nn.elu": _f("Elu", ["features"]),
+    "nn.selu": _f("Selu", ["features"]),
+    "math.log1p": _f("Log1p", ["x"]),
+    "math.reciprocal": _f("Reciprocal", ["x"]),
+    "math.floor": _f("Floor", ["x"]),
+    "math.sign": _f("Sign", ["x"]),
+    "math.argmax": _f("ArgMax", ["input", "axis"], [("output_type", "output_type")], axis=0, output_type="int64"),
+    "math.l2_normalize": _f("L2Normalize", ["x", "axis", "epsilon"], axis=None, epsilon=1e-12),
+    "keras.backend.binary_crossentropy": _f(
+        "BinaryCrossentropy", ["target", "output"], [("from_logits", "from_logits")], from_logits=False
+    ),
+    "nn.softmax": _f("Softmax", ["logits"], [("axis", "axis")], axis=None),
+    "nn.log_softmax": _f("LogSoftmax", ["logits"], [("axis", "axis")], axis=None),
 }
 
 #: Reductions whose ``axis=None`` means every axis.
@@ -370,8 +428,6 @@ def _op_lambda(layer, names):
     for argument, attr in spec.attrs:
         if argument in arguments:
             attrs[attr] = arguments.pop(argument)
-    if spec.op in _ALL_AXES and arguments.get("axis") is None:
-        _refuse(layer, "it reduces over every axis (axis=None), the batch axis included", "axis=None")
     if spec.op == "Squeeze" and attrs.get("squeeze_dims") is not None and not isinstance(attrs["squeeze_dims"], list):
         attrs["squeeze_dims"] = [attrs["squeeze_dims"]]
     if spec.op == "Cast":
@@ -382,7 +438,7 @@ def _op_lambda(layer, names):
             if _is_history(value, names):
                 tensors.append(value)
             else:
-                if value is None:
+                if value is None and not (spec.op in _ALL_AXES and argument == "axis"):  # None: every axis
                     _refuse(layer, f"its call leaves out the argument {argument!r}", f"{function}({kwargs})")
                 constants[index] = value
             index += 1
@@ -396,6 +452,59 @@ def _op_lambda(layer, names):
     _check_static(layer, spec.op, input_roles(spec.op, index), constants)
     layer["inbound_nodes"] = [[[*entry, {}] for entry in tensors]]
     return _op_config(layer, spec.op, attrs, constants, index)
+
+
+#: tf.keras' layers of ``model.add_loss(tensor)`` and ``model.add_metric(tensor)`` (TF 2.4+), as mgpu-io's own.
+ANCILLARY = {"AddLoss": "mgpu_io>AddLoss", "AddMetric": "mgpu_io>AddMetric"}
+#: tf.keras' base ``Wrapper``, which returns its inputs (its ``call`` is ``Layer.call``), as mgpu-io's own.
+WRAPPER_CLASS = "mgpu_io>Wrapper"
+
+
+def _keras_own(layer):
+    """Whether a layer entry is of tf.keras' own class (no module, as in HDF5, or tf.keras' own module)."""
+    module = layer.get("module")
+    return module is None or str(module).startswith(("keras.", "tf_keras.", "tensorflow."))
+
+
+def _slice_item(layer, item, names, tensors):
+    """One item of a stored ``slice_spec`` as data of the ``GetItem`` op: a slice ``{"start", "stop", "step"}``
+    (each an int or None), ``"..."``, ``None`` (newaxis), an int, or ``{"input": k}`` for the k-th index tensor."""
+    if isinstance(item, dict) and item.get("class_name") == "__ellipsis__":
+        return "..."
+    if isinstance(item, dict) and set(item) <= {"start", "stop", "step"}:
+        bounds = [item.get(key) for key in ("start", "stop", "step")]
+        if not all(value is None or (isinstance(value, int) and not isinstance(value, bool)) for value in bounds):
+            _refuse(
+                layer,
+                "its slice takes a bound from another layer's output, which mgpu-io computes only as a number "
+                "stored in the file",
+                f"slice_spec item {item!r}"[:120],
+            )
+        return dict(zip(("start", "stop", "step"), bounds))
+    if item is None or (isinstance(item, int) and not isinstance(item, bool)):
+        return item
+    if _is_history(item, names):
+        tensors.append(item)
+        return {"input": len(tensors)}
+    _refuse(layer, "its slice holds an index that mgpu-io does not read", f"slice_spec item {item!r}"[:120])
+    return None
+
+
+def _slicing(layer, names):
+    """A ``SlicingOpLambda`` (``x[...]`` on a Keras tensor, TF 2.4+) as ``mgpu_io>TFOp`` of the op ``GetItem``: the
+    stored ``slice_spec`` read as data, each index tensor an input of the layer."""
+    nodes = _nodes(layer)
+    if not nodes or len(nodes) != 1 or len(nodes[0][0]) != 1:
+        _refuse(layer, "it is called other than once on one tensor", f"inbound_nodes={nodes!r}"[:200])
+    (source,), kwargs, _ = nodes[0]
+    if layer["config"].get("function") != "__operators__.getitem" or set(kwargs) - {"slice_spec", "name"}:
+        _refuse(layer, "it is not a Python slice of a tensor", f"function={layer['config'].get('function')!r}")
+    spec = kwargs.get("slice_spec")
+    items = spec if isinstance(spec, list) else [spec]
+    tensors = []
+    spec = [_slice_item(layer, item, names, tensors) for item in items]
+    layer["inbound_nodes"] = [[[*entry, {}] for entry in [source, *tensors]]]
+    return _op_config(layer, "GetItem", {"spec": spec}, {}, 1 + len(tensors))
 
 
 def _registered(layer):
@@ -422,12 +531,29 @@ def _rewrite_config(config, context):
                 layer["config"] = _op_lambda(layer, names)
                 _registered(layer)
                 changes.append("tf-op-lambda")
+            elif cls == "SlicingOpLambda" and isinstance(layer.get("config"), dict):
+                layer["config"] = _slicing(layer, names)
+                _registered(layer)
+                changes.append("slicing-op-lambda")
+            elif cls in ANCILLARY and isinstance(layer.get("config"), dict):
+                layer["class_name"] = ANCILLARY[cls]
+                changes.append("add-loss-metric")
+            elif cls in ("Layer", "Wrapper") and isinstance(layer.get("config"), dict) and _keras_own(layer):
+                layer["class_name"] = "Identity" if cls == "Layer" else WRAPPER_CLASS
+                inner = layer["config"].get("layer")
+                if cls == "Wrapper" and isinstance(inner, dict) and inner.get("class_name") == "Layer":
+                    inner["class_name"] = "Identity"  # built as Keras 3's own: the module goes with the class
+                    inner["module"], inner["registered_name"] = "keras.layers", None
+                layer.pop("module", None)
+                layer.pop("registered_name", None)
+                changes.append("base-layer")
     return changes
 
 
 FAMILY = Family(
     name="tfops",
-    summary="TensorFlow ops called on Keras tensors (TensorFlowOpLayer, TFOpLambda), computed with keras.ops",
+    summary="TensorFlow ops called on Keras tensors (TensorFlowOpLayer, TFOpLambda, SlicingOpLambda), computed "
+    "with keras.ops, and tf.keras' AddLoss, AddMetric and base Layer and Wrapper",
     rules=(
         Rule(
             "tf-op-layer",
@@ -442,6 +568,28 @@ FAMILY = Family(
             "a `TFOpLambda` (tf.keras 2.4+, tf_keras: a TensorFlow function called on a Keras tensor) becomes "
             "`mgpu_io>TFOp` for the op the function emitted, its stored call arguments as the op's inputs",
             "Keras 3: `Unknown layer: 'TFOpLambda'`",
+            (),
+        ),
+        Rule(
+            "slicing-op-lambda",
+            "a `SlicingOpLambda` (tf.keras 2.4+: `x[:, 0]`, `x[..., 1:3]`, `x[:, None]`, strides, negative and "
+            "tensor indices) becomes `mgpu_io>TFOp` of the op `GetItem`, its stored `slice_spec` read as data",
+            "Keras 3: `Unknown layer: 'SlicingOpLambda'`",
+            (),
+        ),
+        Rule(
+            "add-loss-metric",
+            "tf.keras 2.4+'s `AddLoss` and `AddMetric` (`model.add_loss(tensor)`, `model.add_metric(tensor)` in a "
+            "functional model) become `mgpu_io>AddLoss` and `mgpu_io>AddMetric`, which the loaded model runs with "
+            "its outputs so that `fit` and `evaluate` count them as the writer did",
+            "Keras 3: `Unknown layer: 'AddLoss'`",
+            (),
+        ),
+        Rule(
+            "base-layer",
+            "tf.keras' base `Layer` (which returns its inputs) becomes Keras 3's `Identity`, and its base "
+            "`Wrapper` (which returns its inputs too) `mgpu_io>Wrapper`",
+            "Keras 3: `Exception encountered when calling Layer.call()` (NotImplementedError)",
             (),
         ),
     ),
