@@ -123,7 +123,7 @@ def test_compiled_model_with_various_layers(tmp_path):
     _check_reloading_model(np.random.random((1, 3)), model, tmp_path)
 
 
-@pytest.mark.skip(reason=LAMBDA_ISSUE)
+# un-skipped at the merge with issue 36: safe_mode=False loads what this Python wrote
 def test_saving_lambda():
     """The source checks that Keras refuses the Lambda's bytecode in safe mode and runs it with safe_mode=False."""
 
@@ -252,7 +252,7 @@ def test_tf_keras_compiled_model_with_various_layers(tmp_path):
     _check_tf_keras_file(np.random.random((1, 3)), tf_keras_model, tmp_path)
 
 
-@pytest.mark.skip(reason=LAMBDA_ISSUE)
+# un-skipped at the merge with issue 36: safe_mode=False loads what this Python wrote
 def test_tf_keras_saving_lambda():
     """The source: a tf_keras Lambda with NumPy arguments, refused in safe mode, loaded with safe_mode=False."""
 

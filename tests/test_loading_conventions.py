@@ -201,7 +201,8 @@ def test_an_optimizer_class_keras3_lacks_says_why_its_state_is_not_restored(tmp_
             variable.assign_sub(gradient * learning_rate)
 
     with pytest.warns(MgpuIOWarning, match=r"The saved optimizer state is not restored: mgpu-io does not translate "
-                                           r"the state of CustomOp \(only \['Adagrad', 'Adam', 'RMSprop', 'SGD'\] "
+                                           r"the state of CustomOp \(only \['Adadelta', 'Adagrad', 'Adam', 'Adamax', 'Ftrl', 'Nadam', 'RMSprop', "
+                                           r"'SGD'\] "
                                            r"and their subclasses"):
         model = mgpu_io.load_model(path, custom_objects={"CustomOp": CustomOp})
     assert type(model.optimizer) is CustomOp
