@@ -40,7 +40,8 @@ def _normalize_model(model, changes, top_level, keras3=True):
     _rename_scoped_layers(model, changes)
     if model["class_name"] == "Sequential":
         if isinstance(model["config"], list):
-            model["config"] = {"name": "sequential", "layers": model["config"]}
+            # A nested one (Keras 2.0-2.1 functional models) keeps the name its node gives it: its weights' group.
+            model["config"] = {"name": model.get("name") or "sequential", "layers": model["config"]}
             changes.append("sequential-list-config")
         _explicit_sequential_input(model, changes)
     for layer in model_layers(model):
@@ -166,6 +167,8 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
             layer["module"] = "keras.layers"  # Keras 3 then builds the layer with its native reader
             changes.append(rule)
             break
+    if keras3 and layer["class_name"] == "Bidirectional":
+        _backward_of_backwards(config, changes)
     if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
         del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
         changes.append("functional-drop-batch-input-shape")
@@ -183,6 +186,25 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
             cell.setdefault("module", "keras.layers")
             changes.append("nested-layer-module")
             _normalize_layer(cell, changes, in_functional=False, keras3=keras3)
+
+
+def _backward_of_backwards(config, changes):
+    """``Bidirectional(LSTM(..., go_backwards=True))``: Keras 2 and tf_keras ran the layer as given (backwards) and a
+    copy with ``go_backwards`` flipped (forwards) as the backward direction. Keras 3 sets ``go_backwards=True`` on
+    its copy and refuses the pair; given that copy as ``backward_layer``, it computes what Keras 2 did."""
+    inner = config.get("layer")
+    settings = inner.get("config") if isinstance(inner, dict) else None
+    if (
+        config.get("backward_layer") is not None
+        or not isinstance(settings, dict)
+        or settings.get("go_backwards") is not True
+    ):
+        return
+    backward = copy_config(inner)
+    backward["config"]["go_backwards"] = False
+    backward["config"]["name"] = f"backward_{settings.get('name', 'layer')}"
+    config["backward_layer"] = backward
+    changes.append("bidirectional-go-backwards")
 
 
 def _rename_scoped_layers(model, changes):
@@ -420,6 +442,13 @@ FAMILY = Family(
             "`RNN`'s cells) gets `module: keras.layers`",
             "Keras 3: `Could not locate class 'LSTM'`",
             ("keras224",),
+        ),
+        Rule(
+            "bidirectional-go-backwards",
+            "`Bidirectional` around a recurrent layer built with `go_backwards=True` gets its backward copy "
+            "(`go_backwards=False`, as Keras 2 and tf_keras made it) as `backward_layer`",
+            "Keras 3: `Forward layer and backward layer should have different `go_backwards` value`",
+            ("k205", "k212", "k224"),
         ),
         Rule(
             "several-axes",
