@@ -213,6 +213,7 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         raise
     try:
         deferred.finish()
+        _finalize_states(model)
     except (ValueError, TypeError) as error:  # Keras refuses a stored value (a dtype it has no type for)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise WeightsMismatch(
@@ -236,6 +237,15 @@ def build(plan, *, custom_objects=None, compile=True, include_optimizer=True, sa
         ):
             model.optimizer.build(model.trainable_variables)  # a fresh state that Keras saves and reloads whole
     return model
+
+
+def _finalize_states(model):
+    """What Keras' own loaders do after loading a layer's variables: an adapted ``Normalization`` computes its mean
+    and variance tensors from them (``finalize_state``); assigned by mgpu-io, they would keep the build's zeros and
+    ones (issue 32: tf.keras 2.4-2.15's adapted Normalization predicted otherwise)."""
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if hasattr(layer, "finalize_state") and layer.weights:
+            layer.finalize_state()
 
 
 def _assign_weights(model, plan, deferred=None):

@@ -169,6 +169,11 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
             break
     if keras3 and layer["class_name"] == "Bidirectional":
         _backward_of_backwards(config, changes)
+    if keras3 and layer["class_name"] in INFERENCE_IDENTITY:
+        layer["class_name"] = "Identity"
+        for key in [key for key in config if key not in _IDENTITY_KEYS]:
+            del config[key]
+        changes.append("augmentation-identity")
     if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
         del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
         changes.append("functional-drop-batch-input-shape")
@@ -186,6 +191,12 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
             cell.setdefault("module", "keras.layers")
             changes.append("nested-layer-module")
             _normalize_layer(cell, changes, in_functional=False, keras3=keras3)
+
+
+#: tf.keras 2.x augmentation layers that Keras 3 does not have and that are the identity at inference (their
+#: ``call`` returns the inputs unless ``training``).
+INFERENCE_IDENTITY = ("RandomHeight", "RandomWidth")
+_IDENTITY_KEYS = ("name", "trainable", "dtype", "batch_input_shape")
 
 
 def _backward_of_backwards(config, changes):
@@ -449,6 +460,13 @@ FAMILY = Family(
             "(`go_backwards=False`, as Keras 2 and tf_keras made it) as `backward_layer`",
             "Keras 3: `Forward layer and backward layer should have different `go_backwards` value`",
             ("k205", "k212", "k224"),
+        ),
+        Rule(
+            "augmentation-identity",
+            "tf.keras 2.x `RandomHeight`/`RandomWidth` (augmentations that return their inputs at inference) become "
+            "`Identity`: the same predictions; the augmentation is gone from training",
+            "Keras 3: `Could not locate class 'RandomHeight'` (Keras 3 has no such layer)",
+            (),
         ),
         Rule(
             "several-axes",
