@@ -87,6 +87,8 @@ def _unresolved_name(lam, objects):
     name = lam.reference
     if lam.code is not None or not name or name == lam.layer or name in objects or name.startswith(PACKAGE + ">"):
         return False
+    if any(key.split(">")[-1] == name for key in keras.saving.get_custom_objects()):
+        return False  # registered by the user under a package: load_model resolves it (with_registered_names)
     try:
         keras.saving.deserialize_keras_object(reference(name, builtin=True), custom_objects=objects)
     except Exception:  # Keras' "Could not locate function", whatever its type
