@@ -27,10 +27,12 @@ PAGE = ROOT / "docs" / "layers.md"
 #: The largest difference from the writer's predictions that counts as the same model.
 BOUND = 1e-5
 #: Writers in the order of their releases, as the table shows them.
-WRITERS = ("k122", "k216", "k224", "k231", "tfk115", "tf20", "tf21", "tf22", "tf23", "tfkeras")
+WRITERS = ("k122", "k216", "k224", "k231", "tfk115", "tf20", "tf21", "tf22", "tf23", "tf24", "tf28", "tf210", "tf215",
+           "tfkeras")
 WRITER_NAMES = {"k122": "Keras 1.2.2", "k216": "Keras 2.1.6", "k224": "Keras 2.2.4", "k231": "Keras 2.3.1",
                 "tfk115": "tf.keras 1.15", "tf20": "tf.keras 2.0", "tf21": "tf.keras 2.1", "tf22": "tf.keras 2.2",
-                "tf23": "tf.keras 2.3", "tfkeras": "tf_keras 2.21"}
+                "tf23": "tf.keras 2.3", "tf24": "tf.keras 2.4", "tf28": "tf.keras 2.8", "tf210": "tf.keras 2.10",
+                "tf215": "tf.keras 2.15", "tfkeras": "tf_keras 2.21"}
 
 
 def _double_plus_one(x):

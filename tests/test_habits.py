@@ -6,7 +6,10 @@
   Python function as the mode (a Siamese distance: user code, run only with the caller's function);
 - Keras 2.0.5's numpy payloads in a layer config (`{"type": "ndarray", "value": 0.2}`);
 - `Bidirectional(LSTM(..., input_shape=...))` and `TimeDistributed(Dense(..., input_shape=...))`;
-- `UnifiedLSTM`, TF 2.0's preview LSTM as TF 1.13's tf.keras saved it.
+- `UnifiedLSTM`, TF 2.0's preview LSTM as TF 1.13's tf.keras saved it;
+- the wrapper era's files that still failed (issue 32): `merge([...], mode=...)` of Keras 2.0-2.1, whose nodes store
+  the inputs' masks; a `Merge` given a bound method (stored by name); a Sequential encoder called on a tensor whose
+  wrapped LSTM stores a shape Keras 2 never read; `Bidirectional` around a layer built with `go_backwards=True`.
 """
 
 import json
@@ -37,6 +40,10 @@ EXPECTED = {  # the rules each habit needs, as the report lists them
     "wrapped-input-shape": {"wrapped-input-shape"},
     "unified-rnn": {"unified-rnn-names"},
     "custom-class": set(),
+    "keras2-merge-masks": {"keras2-merge", "keras2-merge-masks"},
+    "merge-function-by-name": {"merge-function-as-lambda", "lambda-output-shape-traced"},
+    "nested-sequential-wrapped-shape": {"wrapped-input-shape", "hard-sigmoid-gates-rescaled"},
+    "bidirectional-go-backwards": {"bidirectional-go-backwards", "hard-sigmoid-gates-rescaled"},
 }
 
 
@@ -62,7 +69,7 @@ class ClusteringLayer(keras.layers.Layer):
 
 
 def load(entry):
-    options = {"lambdas": {"distance": distance}} if entry.get("user_functions") else {}
+    options = {"lambdas": dict.fromkeys(entry["user_functions"], distance)} if entry.get("user_functions") else {}
     if entry["habit"] == "custom-class":
         options["custom_objects"] = {"ClusteringLayer": ClusteringLayer}
     if entry["file_type"] == "config":
@@ -216,3 +223,26 @@ def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_
     assert wrong.exit_code == 1
     assert "Error: The class cannot be found. Expected a class Clustering in dec. Received: --custom-objects " \
            "dec:Clustering." in wrong.output
+
+
+def test_a_merge_function_stored_by_name_is_the_users_code_to_pass_by_the_layers_name():
+    """Keras 2 stored a bound method given as a Merge mode by its name, which no Keras can look up: mgpu-io says
+    which layer needs which function, and runs the caller's."""
+    entry = next(e for e in HABITS_MANIFEST if e["case"] == "k212_merge_method")
+    with pytest.raises(mgpu_io.MissingLambda) as error:
+        mgpu_io.load_model(fixture_path(entry))
+    message = str(error.value)
+    assert "merge_1 (function 'euclidean_distance'" in message and message.endswith("lambdas={'merge_1': fn}.")
+    xs, ys = fixture_batch(entry)
+    model = mgpu_io.load_model(fixture_path(entry), lambdas={"merge_1": distance})
+    assert np.max(np.abs(model.predict(xs, verbose=0) - ys[0])) <= TOLERANCE
+
+
+def test_a_nested_encoders_recurrent_weights_are_converted_like_a_top_level_layers():
+    """The encoder's output is the model's: the nested model stays, and its LSTM's hard_sigmoid gates are rescaled
+    inside the nested model's weights (found by name) instead of being warned about."""
+    for writer in ("k205", "k212", "k224"):
+        entry = next(e for e in HABITS_MANIFEST if e["case"] == f"{writer}_nested_sequential_rnn_output")
+        with planned(fixture_path(entry), allow_plain=True) as plan:
+            assert "hard-sigmoid-gates-rescaled" in plan.report.config_changes, writer
+            assert not [w for w in plan.report.warnings if "inside nested model" in w], writer

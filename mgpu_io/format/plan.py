@@ -16,7 +16,16 @@ from typing import Optional
 from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, Param, WeightsMismatch
 from mgpu_io.format import conversions
 from mgpu_io.format.attrs import read_str_list
-from mgpu_io.format.config import RECURRENT_CLASSES, is_model, layer_name, model_layers, model_name, walk_layers
+from mgpu_io.format.config import (
+    RECURRENT_CLASSES,
+    is_model,
+    layer_name,
+    model_layers,
+    model_name,
+    walk_layers,
+    wrapped_layers,
+)
+from mgpu_io.format.conversions.base import Conversion
 from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.conversions.lambdas import template_lambdas
@@ -226,7 +235,7 @@ def make_plan(
         conversions_by_layer, notes = _weight_conversions(template, layers, context)
         changes += notes
         if normalise:
-            warnings = _warnings(template, notes, context)
+            warnings = _warnings(template, notes, context, layers)
     if template is None:
         _refuse_unplaceable_weights(extraction, layers, stored, keep_config)
     outputs = template_outputs(extraction, template)
@@ -406,20 +415,78 @@ def _weight_conversions(template, layers, context):
     for layer in layers:
         if layer.names and layer.layer in by_name:
             shapes = [layer.group[n].shape for n in layer.names]
-            conversion = conversions.weight_conversion(by_name[layer.layer], shapes, context)
+            if is_model(by_name[layer.layer]):
+                conversion = _nested_conversion(by_name[layer.layer], layer.names, shapes, context)
+            else:
+                conversion = conversions.weight_conversion(by_name[layer.layer], shapes, context)
             if conversion:
                 planned_conversions[layer.layer] = conversion
                 notes += conversion.notes
     return planned_conversions, list(dict.fromkeys(notes))
 
 
-def _warnings(template, notes, context):
+def _inner_prefix(name, inner):
+    """The inner layer (of the names ``inner``) that a nested model's weight belongs to: the first part of the
+    weight's name that names one (``bidirectional_5`` of ``bidirectional_5/forward_lstm_3/kernel:0``, and of
+    Keras 2.2's ``encoder_1/bidirectional_5/...``, scoped by the nested model), or ``None``.
+
+    Example:
+        >>> _inner_prefix("encoder_1/bidirectional_5/forward_lstm_3/kernel:0", {"bidirectional_5"})
+        'bidirectional_5'
+    """
+    return next((part for part in name.split("/")[:-1] if part in inner), None)
+
+
+def _nested_conversion(model, names, shapes, context):
+    """The conversion of a nested model's weights (one group for the whole model): each inner layer's weights, found
+    by the prefix of their names, converted as that layer's own at the top level would be (hard_sigmoid gates,
+    CuDNN layouts). Inner layers whose conversion would change the number of weights are left as stored (and
+    warned about)."""
+    inner = {layer_name(sub): sub for sub in walk_layers(model) if not is_model(sub)}
+    parts = {}
+    for index, name in enumerate(names):
+        parts.setdefault(_inner_prefix(name, inner), []).append(index)
+    planned = []
+    for prefix, indices in parts.items():
+        if prefix in inner:
+            conversion = conversions.weight_conversion(inner[prefix], [shapes[i] for i in indices], context)
+            if conversion:
+                planned.append((indices, conversion))
+    if not planned:
+        return Conversion()
+
+    def each(names, arrays):
+        names, arrays = list(names), list(arrays)
+        for indices, conversion in planned:
+            new_names, new_arrays = conversion.apply([names[i] for i in indices], [arrays[i] for i in indices])
+            if len(new_arrays) != len(indices):
+                raise WeightsMismatch(
+                    f"The weights of a layer inside nested model {layer_name(model)!r} cannot be converted in "
+                    f"place. Expected a conversion that keeps their number. Received: {len(indices)} weights "
+                    f"becoming {len(new_arrays)}. Rebuild the template in code and load the weights with "
+                    f"mgpu_io.transfer_weights."
+                )
+            for i, new_name, array in zip(indices, new_names, new_arrays):
+                names[i], arrays[i] = new_name, array
+        return names, arrays
+
+    return Conversion(list(dict.fromkeys(note for _, c in planned for note in c.notes)), [each])
+
+
+def _warnings(template, notes, context, layers=()):
     """What stays inexact or unconverted: said with the report, never silently."""
     warnings = []
+    stored = {layer.layer: layer.names for layer in layers}
     for layer in model_layers(template):
         if is_model(layer):
-            for sub in walk_layers(layer, wrapped=True):
-                if sub["class_name"] in RECURRENT_CLASSES:
+            inner = {layer_name(sub) for sub in walk_layers(layer)}
+            found = {_inner_prefix(name, inner) for name in stored.get(layer_name(layer), ())}
+            for holder in walk_layers(layer):
+                if layer_name(holder) in found:
+                    continue  # its weights are found by name and converted as a top-level layer's
+                for sub in [holder, *wrapped_layers(holder)]:
+                    if sub["class_name"] not in RECURRENT_CLASSES:
+                        continue
                     warnings.append(
                         f"recurrent layer {layer_name(sub)!r} inside nested model {layer_name(layer)!r} is not "
                         f"converted (CuDNN, Keras 1 or hard_sigmoid weights); check its predictions"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument, MissingLambda
-from mgpu_io.format.conversions.lambdas import needed_functions
+from mgpu_io.format.conversions.lambdas import PACKAGE, needed_functions
 from mgpu_io.format.lambdas import lambda_layers
 from mgpu_io.format.recover import INSTALL_HINT
 
@@ -54,6 +54,7 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
         reference = layers[name].reference or name
         objects[reference] = named(reference, function)
     missing = [lam for lam in needed_functions(config) if lam.reference not in objects]
+    missing += [lam for lam in layers.values() if lam not in missing and _unresolved_name(lam, objects)]
     if missing:
         described = {lam.layer: lam for lam in original or ()}
         lines = [(described.get(lam.layer) or lam).describe() for lam in missing]
@@ -73,6 +74,26 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
             [lam.layer for lam in missing],
         )
     return objects
+
+
+def _unresolved_name(lam, objects):
+    """Whether ``lam`` refers to a function by a name that the writer stored (Keras 2 stored any callable but a
+    plain function by its name: a bound method as a ``Merge`` mode) and that neither ``objects`` nor Keras 3 itself
+    resolves: the user's code, as a missing bytecode function is. Only names are looked up; nothing runs."""
+    import keras
+
+    from mgpu_io.format.lambdas import reference
+
+    name = lam.reference
+    if lam.code is not None or not name or name == lam.layer or name in objects or name.startswith(PACKAGE + ">"):
+        return False
+    if any(key.split(">")[-1] == name for key in keras.saving.get_custom_objects()):
+        return False  # registered by the user under a package: load_model resolves it (with_registered_names)
+    try:
+        keras.saving.deserialize_keras_object(reference(name, builtin=True), custom_objects=objects)
+    except Exception:  # Keras' "Could not locate function", whatever its type
+        return True
+    return False
 
 
 def as_mapping(lambdas, layers=None):

@@ -270,6 +270,7 @@ def build(
         raise
     try:
         deferred.finish()
+        _finalize_states(model)
     except (ValueError, TypeError) as error:  # Keras refuses a stored value (a dtype it has no type for)
         first = first_line(error)
         raise WeightsMismatch(
@@ -294,6 +295,15 @@ def build(
         ):
             model.optimizer.build(model.trainable_variables)  # a fresh state that Keras saves and reloads whole
     return model
+
+
+def _finalize_states(model):
+    """What Keras' own loaders do after loading a layer's variables: an adapted ``Normalization`` computes its mean
+    and variance tensors from them (``finalize_state``); assigned by mgpu-io, they would keep the build's zeros and
+    ones (issue 32: tf.keras 2.4-2.15's adapted Normalization predicted otherwise)."""
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if hasattr(layer, "finalize_state") and layer.weights:
+            layer.finalize_state()
 
 
 def _assign_weights(model, plan, deferred=None, stored_names=None):

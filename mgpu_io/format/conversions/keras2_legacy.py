@@ -82,10 +82,13 @@ def _shape_of(inner):
 def _wrapped_input_shapes(config):
     """Move or drop the shape arguments of layers wrapped in Bidirectional or TimeDistributed; whether any moved."""
     changed = False
-    firsts = set()
+    firsts = {}  # id of a Sequential's first layer -> the shape the Sequential was built with (Keras 2.2+), or None
     for model in [config] + [layer for layer in walk_layers(config) if layer.get("class_name") == "Sequential"]:
         if model.get("class_name") == "Sequential" and model_layers(model):
-            firsts.add(id(model_layers(model)[0]))
+            settings = model["config"] if isinstance(model["config"], dict) else {}
+            built = settings.get("build_input_shape")
+            built = list(built) if isinstance(built, list) and not any(isinstance(d, list) for d in built) else None
+            firsts[id(model_layers(model)[0])] = built
     for layer in walk_layers(config, wrapped=True):
         settings = layer.get("config") if isinstance(layer, dict) else None
         if layer.get("class_name") not in WRAPPERS or not isinstance(settings, dict):
@@ -98,8 +101,15 @@ def _wrapped_input_shapes(config):
         for key in _SHAPE_KEYS:
             inner.pop(key, None)
         changed = True
-        if id(layer) not in firsts or settings.get("batch_input_shape") or shape is None:
+        if id(layer) not in firsts or settings.get("batch_input_shape"):
             continue  # the model's input (or the wrapper itself) carries the shape
+        if firsts[id(layer)] is not None:
+            # Keras 2.2+ built the Sequential with the shape it was called on (`build_input_shape`) and never read
+            # the wrapped layer's own, which may be wrong: `LSTM(4, input_shape=(3,))` stores (None, 3).
+            settings["batch_input_shape"] = firsts[id(layer)]
+            continue
+        if shape is None:
+            continue
         if layer["class_name"] == "TimeDistributed":  # the wrapped layer saw one time step: any number of them
             shape = [shape[0], None, *shape[1:]]
         settings["batch_input_shape"] = shape
@@ -126,12 +136,24 @@ def _legacy_merges(config, changes):
         changes.append("keras2-sequential-merge")
     scope = SimpleNamespace(ranks=dot_input_ranks(config), changes=changes)
     for layer in walk_layers(config):
-        if layer.get("class_name") == "Merge" and isinstance(layer.get("config"), dict):
+        merge = layer.get("class_name") == "Merge"
+        if merge and isinstance(layer.get("config"), dict):
             layer["class_name"] = merge_layer(layer_name(layer), layer["config"], scope, rule="keras2-merge")
         for node in layer.get("inbound_nodes") or []:
             for entry in node if isinstance(node, list) else []:
                 if isinstance(entry, list) and len(entry) == 3:
                     entry.append({})
+                elif merge and _no_masks(entry):
+                    del entry[3]["mask"]  # Keras 3 passes the inputs' masks itself
+                    changes.append("keras2-merge-masks")
+
+
+def _no_masks(entry):
+    """Whether a node entry carries the masks that Keras 2.0-2.1's legacy ``merge()`` passed to the ``Merge`` it
+    built (``{"mask": [null, null]}``: its inputs had none)."""
+    arguments = entry[3] if isinstance(entry, list) and len(entry) == 4 else None
+    masks = arguments.get("mask", ()) if isinstance(arguments, dict) else ()
+    return isinstance(masks, list) and all(mask is None for mask in masks)
 
 
 def _rewrite_config(config, context):
@@ -162,6 +184,13 @@ FAMILY = Family(
             "`Average`, `Maximum`, `Concatenate` or `Dot` by its mode, as in Keras 1 files",
             "Keras 3: `Unknown layer: 'Merge'`; mgpu-io refused it before",
             ("k205", "k205py36", "k208", "k212"),
+        ),
+        Rule(
+            "keras2-merge-masks",
+            "the inputs' masks that Keras 2.0-2.1's legacy `merge()` function passed to the `Merge` it built, "
+            'stored in its node as `{"mask": [null, null]}`, are left out (Keras 3 passes masks itself)',
+            "Keras 3: `got an unexpected keyword argument 'mask'`",
+            ("k205", "k208", "k212"),
         ),
         Rule(
             "keras2-sequential-merge",

@@ -122,7 +122,12 @@ def _rewrite_config(config, context):
             # a name the writer stored (function_type 'function'): Keras 3 reads it in its own dict spelling
             settings["function"] = reference(settings["function"], context.target, builtin=True)
             changes.append("lambda-function-name")
-        if lam is not None and lam.output_shape == "function":
+        shape_by_name = settings.get("output_shape_type") == "function" and isinstance(
+            settings.get("output_shape"), str
+        )
+        if (lam is not None and lam.output_shape == "function") or shape_by_name:
+            # bytecode, or the name of a function of the writer's code (a Merge given a method: Keras 2's
+            # get_config stored any callable but a plain function by name): Keras 3 traces the shape instead
             settings["output_shape"] = None
             settings["output_shape_type"] = "raw"
             settings.pop("output_shape_module", None)

@@ -40,7 +40,8 @@ def _normalize_model(model, changes, top_level, keras3=True):
     _rename_scoped_layers(model, changes)
     if model["class_name"] == "Sequential":
         if isinstance(model["config"], list):
-            model["config"] = {"name": "sequential", "layers": model["config"]}
+            # A nested one (Keras 2.0-2.1 functional models) keeps the name its node gives it: its weights' group.
+            model["config"] = {"name": model.get("name") or "sequential", "layers": model["config"]}
             changes.append("sequential-list-config")
         _explicit_sequential_input(model, changes)
     for layer in model_layers(model):
@@ -173,6 +174,13 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
             layer["module"] = "keras.layers"  # Keras 3 then builds the layer with its native reader
             changes.append(rule)
             break
+    if keras3 and layer["class_name"] == "Bidirectional":
+        _backward_of_backwards(config, changes)
+    if keras3 and layer["class_name"] in INFERENCE_IDENTITY:
+        layer["class_name"] = "Identity"
+        for key in [key for key in config if key not in _IDENTITY_KEYS]:
+            del config[key]
+        changes.append("augmentation-identity")
     if in_functional and layer["class_name"] != "InputLayer" and "batch_input_shape" in config:
         del config["batch_input_shape"]  # the InputLayer carries the shape; Keras 3 would add a batch axis
         changes.append("functional-drop-batch-input-shape")
@@ -190,6 +198,31 @@ def _normalize_layer(layer, changes, in_functional, keras3=True):
             _normalize_layer(cell, changes, in_functional=False, keras3=keras3)
             cell.setdefault("module", "keras.layers")
             changes.append("nested-layer-module")
+
+
+#: tf.keras 2.x augmentation layers that Keras 3 does not have and that are the identity at inference (their
+#: ``call`` returns the inputs unless ``training``).
+INFERENCE_IDENTITY = ("RandomHeight", "RandomWidth")
+_IDENTITY_KEYS = ("name", "trainable", "dtype", "batch_input_shape")
+
+
+def _backward_of_backwards(config, changes):
+    """``Bidirectional(LSTM(..., go_backwards=True))``: Keras 2 and tf_keras ran the layer as given (backwards) and a
+    copy with ``go_backwards`` flipped (forwards) as the backward direction. Keras 3 sets ``go_backwards=True`` on
+    its copy and refuses the pair; given that copy as ``backward_layer``, it computes what Keras 2 did."""
+    inner = config.get("layer")
+    settings = inner.get("config") if isinstance(inner, dict) else None
+    if (
+        config.get("backward_layer") is not None
+        or not isinstance(settings, dict)
+        or settings.get("go_backwards") is not True
+    ):
+        return
+    backward = copy_config(inner)
+    backward["config"]["go_backwards"] = False
+    backward["config"]["name"] = f"backward_{settings.get('name', 'layer')}"
+    config["backward_layer"] = backward
+    changes.append("bidirectional-go-backwards")
 
 
 def _rename_scoped_layers(model, changes):
@@ -427,6 +460,20 @@ FAMILY = Family(
             "`RNN`'s cells) gets `module: keras.layers`",
             "Keras 3: `Could not locate class 'LSTM'`",
             ("keras224",),
+        ),
+        Rule(
+            "bidirectional-go-backwards",
+            "`Bidirectional` around a recurrent layer built with `go_backwards=True` gets its backward copy "
+            "(`go_backwards=False`, as Keras 2 and tf_keras made it) as `backward_layer`",
+            "Keras 3: `Forward layer and backward layer should have different `go_backwards` value`",
+            ("k205", "k212", "k224"),
+        ),
+        Rule(
+            "augmentation-identity",
+            "tf.keras 2.x `RandomHeight`/`RandomWidth` (augmentations that return their inputs at inference) become "
+            "`Identity`: the same predictions; the augmentation is gone from training",
+            "Keras 3: `Could not locate class 'RandomHeight'` (Keras 3 has no such layer)",
+            (),
         ),
         Rule(
             "several-axes",
