@@ -187,6 +187,28 @@ def _many(folder, count):
         shutil.copyfile(FIXTURES / name, target)
 
 
+#: The command line, stopped by Ctrl-C the moment its tenth file is reported done (not after a timer): the signal
+#: is the process's own, so the point where it lands does not depend on the machine's load. The workers are then
+#: mid-file, wherever they happen to be.
+CTRL_C_AFTER_TEN = """
+import os, signal, sys
+from mgpu_io.format import batch
+supervise = batch._run
+def _run(tasks, workers, finished):
+    done = []
+    def counted(index, result):
+        finished(index, result)
+        done.append(index)
+        if len(done) == 10:
+            os.kill(os.getpid(), signal.SIGINT)
+    supervise(tasks, workers, counted)
+batch._run = _run
+from mgpu_io.cli import run
+sys.argv = ["mgpu-io", *sys.argv[1:]]
+run()
+"""
+
+
 def test_an_interrupted_folder_repair_resumed_leaves_the_tree_of_an_uninterrupted_one(tmp_path):
     """Ctrl-C halfway through the command, then the same command again: the same files, byte for byte."""
     import subprocess
@@ -195,27 +217,41 @@ def test_an_interrupted_folder_repair_resumed_leaves_the_tree_of_an_uninterrupte
     _many(tmp_path / "in", 40)
     whole = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "whole"), "--jobs", "2"])
     assert whole.exit_code == 0, whole.output
-    command = [sys.executable, "-m", "mgpu_io", "unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--jobs", "2"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               cwd=Path(__file__).resolve().parents[1])
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if (tmp_path / "cut").is_dir() and sum(1 for p in (tmp_path / "cut").rglob("*") if p.is_file()) >= 10:
-            process.send_signal(signal.SIGINT)
-            break
-        time.sleep(0.01)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr  # stopped by Ctrl-C, and said so
-    done = sum(1 for p in (tmp_path / "cut").rglob("*") if p.is_file())
-    assert 10 <= done < 40
+    command = [sys.executable, "-c", CTRL_C_AFTER_TEN, "unwrap", str(tmp_path / "in"), str(tmp_path / "cut"),
+               "--jobs", "2"]
+    stopped = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
+                             cwd=Path(__file__).resolve().parents[1])
+    assert stopped.returncode == 130, stopped.stderr  # stopped by Ctrl-C, and said so
+    assert stopped.stderr.strip().splitlines()[-1].startswith("Error: stopped by Ctrl-C."), stopped.stderr
+    left = [p for p in (tmp_path / "cut").rglob("*") if p.is_file()]  # hidden files too: every name counts
+    assert 10 <= len(left) < 40 and not [p for p in left if p.name.startswith(".")]
     resumed = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--json"])
     assert resumed.exit_code == 0, resumed.output
     report = json.loads(resumed.stdout)
-    assert report["counts"] == {"repaired": 40 - done, "done before": done, "failed": 0}
+    assert report["counts"] == {"repaired": 40 - len(left), "done before": len(left), "failed": 0}
     skipped = [f for f in report["files"] if f["status"] == "done before"]
     assert {f["reason"] for f in skipped} == {
         "the output exists, newer than its input: an earlier run completed it (overwrite=True redoes it)"}
     assert digests(tmp_path / "cut") == digests(tmp_path / "whole")
+
+
+def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_file(tmp_path, monkeypatch):
+    """Replacing outputs (overwrite=True), each new file has a hidden name for an instant before it takes the old
+    one's place; a worker killed in that instant leaves it, and the supervisor removes it."""
+    _many(tmp_path / "in", 2)
+    assert unwrap_tree(tmp_path / "in", tmp_path / "out").ok
+    before = digests(tmp_path / "out")
+    link = os.link
+
+    def killed_once_named(source, destination, **options):  # the workers are forked after the patch
+        link(source, destination, **options)
+        if Path(destination).name.startswith(".mgpu-io-"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(os, "link", killed_once_named)
+    report = unwrap_tree(tmp_path / "in", tmp_path / "out", overwrite=True, jobs=1)
+    assert report.counts()["failed"] == 2  # each worker died, and was replaced for the next file
+    assert digests(tmp_path / "out") == before  # the old outputs, and nothing beside them
 
 
 def test_a_rerun_says_how_many_it_skipped_and_force_redoes_them_all(tmp_path):

@@ -85,3 +85,53 @@ def test_an_output_name_the_file_system_refuses_is_a_clear_error(tmp_path):
     with pytest.raises(OutputError, match="The output path cannot be used.*File name too long"):
         mgpu_io.unwrap(FIXTURES / "k224_functional_bn_x2_full.h5", tmp_path / ("m" * 300 + ".h5"))
     assert os.listdir(tmp_path) == []
+
+
+KILLED_AFTER = textwrap.dedent("""
+    import os, signal, sys
+    step = sys.argv[3]
+    real = getattr(os, step)
+    def then_killed(*args, **kwargs):  # the machine kills the process the instant this step is done
+        real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+    setattr(os, step, then_killed)
+    import mgpu_io
+    mgpu_io.unwrap(sys.argv[1], sys.argv[2], overwrite=True)
+""")
+
+
+#: What is left in the output's folder when the process is killed just after each step of putting the output in
+#: place, for a new output and for one that replaces a file: the whole output, the old one, or none.
+LEFT_AFTER = {
+    ("new", "fsync"): "nothing", ("new", "fchmod"): "nothing", ("new", "link"): "whole",
+    ("new", "replace"): "whole",  # never taken: a new output's first name is its final one
+    ("replacing", "fsync"): "old", ("replacing", "fchmod"): "old", ("replacing", "replace"): "whole",
+    # os.replace cannot take a nameless file: for that instant the new output has a hidden name too. A single
+    # command killed then leaves it; the folder repair removes those of the workers it ends (test_batch).
+    ("replacing", "link"): "old and hidden",
+}
+
+
+@pytest.mark.parametrize("output, step", list(LEFT_AFTER))
+def test_sigkill_at_each_step_of_putting_the_output_in_place_leaves_it_whole_or_absent(tmp_path, output, step):
+    """The output is complete before it has a name, and a new output's first name is its own: a kill between any
+    two steps leaves the whole file or nothing, never a hidden temporary file beside it."""
+    import hashlib
+
+    import mgpu_io
+
+    source = FIXTURES / "k224_functional_bn_x2_full.h5"
+    mgpu_io.unwrap(source, tmp_path / "whole.h5")
+    out = tmp_path / "out"
+    out.mkdir()
+    if output == "replacing":
+        (out / "model.h5").write_bytes(b"the old output")
+    subprocess.run([sys.executable, "-c", KILLED_AFTER, str(source), str(out / "model.h5"), step], cwd=ROOT,
+                   capture_output=True, timeout=300, env=dict(os.environ, MGPU_IO_PROBE="0"))  # written here
+    names = sorted(os.listdir(out))
+    content = (out / "model.h5").read_bytes() if "model.h5" in names else None
+    seen = {
+        (): "nothing",
+        ("model.h5",): "whole" if content == (tmp_path / "whole.h5").read_bytes() else "old",
+    }.get(tuple(names), "old and hidden" if len(names) == 2 and names[0].startswith(".mgpu-io-") else str(names))
+    assert seen == LEFT_AFTER[output, step]
