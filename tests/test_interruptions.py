@@ -87,19 +87,6 @@ def test_an_output_name_the_file_system_refuses_is_a_clear_error(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-KILLED_AFTER = textwrap.dedent("""
-    import os, signal, sys
-    step = sys.argv[3]
-    real = getattr(os, step)
-    def then_killed(*args, **kwargs):  # the machine kills the process the instant this step is done
-        real(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGKILL)
-    setattr(os, step, then_killed)
-    import mgpu_io
-    mgpu_io.unwrap(sys.argv[1], sys.argv[2], overwrite=True)
-""")
-
-
 #: What is left in the output's folder when the process is killed just after each step of putting the output in
 #: place, for a new output and for one that replaces a file: the whole output, the old one, or none.
 LEFT_AFTER = {
@@ -126,8 +113,22 @@ def test_sigkill_at_each_step_of_putting_the_output_in_place_leaves_it_whole_or_
     out.mkdir()
     if output == "replacing":
         (out / "model.h5").write_bytes(b"the old output")
-    subprocess.run([sys.executable, "-c", KILLED_AFTER, str(source), str(out / "model.h5"), step], cwd=ROOT,
-                   capture_output=True, timeout=300, env=dict(os.environ, MGPU_IO_PROBE="0"))  # written here
+    child = os.fork()  # a child that the machine kills (SIGKILL) the instant the step is done
+    if child == 0:  # pragma: no cover - the child's code
+        try:
+            real = getattr(os, step)
+
+            def then_killed(*args, **kwargs):
+                real(*args, **kwargs)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            setattr(os, step, then_killed)
+            os.environ["MGPU_IO_PROBE"] = "0"  # the write runs in this process, the one killed
+            mgpu_io.unwrap(source, out / "model.h5", overwrite=True)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFEXITED(status) or os.WTERMSIG(status) == signal.SIGKILL
     names = sorted(os.listdir(out))
     content = (out / "model.h5").read_bytes() if "model.h5" in names else None
     seen = {
