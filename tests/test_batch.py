@@ -1,6 +1,5 @@
 """A user with a folder of two hundred epoch checkpoints repairs them all at once."""
 
-import hashlib
 import json
 import os
 import shutil
@@ -11,7 +10,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, digests, epoch_checkpoints
 from typer.testing import CliRunner
 
 from mgpu_io import OutputError
@@ -40,10 +39,6 @@ def checkpoints(tmp_path):
     runner.invoke(app, ["unwrap", str(FIXTURES / "k224_sequential_x3_full.h5"), str(clean)])
     shutil.copyfile(clean, folder / "run2" / "already-clean.h5")
     return folder
-
-
-def digests(folder):
-    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
 
 
 def test_a_folder_is_repaired_file_by_file_into_a_mirror(checkpoints, tmp_path):
@@ -181,83 +176,8 @@ def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, m
 # --- a large batch resumes: a second run skips what the first completed, redoes the rest ------------------------
 
 
-def _many(folder, count):
-    for index in range(count):
-        name = ("k224_functional_bn_x2_full.h5", "k224_functional_bn_x2_weights.h5")[index % 2]
-        target = folder / f"part{index % 3}" / f"{index:03d}-{name}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(FIXTURES / name, target)
-
-
-#: The command line, stopped by Ctrl-C the moment its tenth file is reported done (not after a timer): the signal
-#: is the process's own, so the point where it lands does not depend on the machine's load. The workers are then
-#: mid-file, wherever they happen to be.
-CTRL_C_AFTER_TEN = """
-import os, signal, sys
-from mgpu_io.format import batch
-supervise = batch._run
-def _run(tasks, workers, finished):
-    done = []
-    def counted(index, result):
-        finished(index, result)
-        done.append(index)
-        if len(done) == 10:
-            os.kill(os.getpid(), signal.SIGINT)
-    supervise(tasks, workers, counted)
-batch._run = _run
-from mgpu_io.cli import run
-sys.argv = ["mgpu-io", *sys.argv[1:]]
-run()
-"""
-
-
-def test_an_interrupted_folder_repair_resumed_leaves_the_tree_of_an_uninterrupted_one(tmp_path):
-    """Ctrl-C halfway through the command, then the same command again: the same files, byte for byte."""
-    import subprocess
-    import sys
-
-    _many(tmp_path / "in", 40)
-    whole = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "whole"), "--jobs", "2"])
-    assert whole.exit_code == 0, whole.output
-    command = [sys.executable, "-c", CTRL_C_AFTER_TEN, "unwrap", str(tmp_path / "in"), str(tmp_path / "cut"),
-               "--jobs", "2"]
-    stopped = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
-                             cwd=Path(__file__).resolve().parents[1])
-    assert stopped.returncode == 130, stopped.stderr  # stopped by Ctrl-C, and said so
-    assert stopped.stderr.strip().splitlines()[-1].startswith("Error: stopped by Ctrl-C."), stopped.stderr
-    left = [p for p in (tmp_path / "cut").rglob("*") if p.is_file()]  # hidden files too: every name counts
-    assert 10 <= len(left) < 40 and not [p for p in left if p.name.startswith(".")]
-    resumed = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--json"])
-    assert resumed.exit_code == 0, resumed.output
-    report = json.loads(resumed.stdout)
-    assert report["counts"] == {"repaired": 40 - len(left), "done before": len(left), "failed": 0}
-    skipped = [f for f in report["files"] if f["status"] == "done before"]
-    assert {f["reason"] for f in skipped} == {
-        "the output exists, newer than its input: an earlier run completed it (overwrite=True redoes it)"}
-    assert digests(tmp_path / "cut") == digests(tmp_path / "whole")
-
-
-def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_file(tmp_path, monkeypatch):
-    """Replacing outputs (overwrite=True), each new file has a hidden name for an instant before it takes the old
-    one's place; a worker killed in that instant leaves it, and the supervisor removes it."""
-    _many(tmp_path / "in", 2)
-    assert unwrap_tree(tmp_path / "in", tmp_path / "out").ok
-    before = digests(tmp_path / "out")
-    link = os.link
-
-    def killed_once_named(source, destination, **options):  # the workers are forked after the patch
-        link(source, destination, **options)
-        if Path(destination).name.startswith(".mgpu-io-"):
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    monkeypatch.setattr(os, "link", killed_once_named)
-    report = unwrap_tree(tmp_path / "in", tmp_path / "out", overwrite=True, jobs=1)
-    assert report.counts()["failed"] == 2  # each worker died, and was replaced for the next file
-    assert digests(tmp_path / "out") == before  # the old outputs, and nothing beside them
-
-
 def test_a_rerun_says_how_many_it_skipped_and_force_redoes_them_all(tmp_path):
-    _many(tmp_path / "in", 4)
+    epoch_checkpoints(tmp_path / "in", 4)
     assert runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "out")]).exit_code == 0
     shutil.copyfile(FIXTURES / "k224_nested_depth3_full.h5", tmp_path / "in" / "new.h5")  # a new file arrived
     again = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "out")])
@@ -269,7 +189,7 @@ def test_a_rerun_says_how_many_it_skipped_and_force_redoes_them_all(tmp_path):
 
 
 def test_an_input_changed_after_its_repair_is_not_skipped(tmp_path):
-    _many(tmp_path / "in", 1)
+    epoch_checkpoints(tmp_path / "in", 1)
     source = next((tmp_path / "in").rglob("*.h5"))
     unwrap_tree(tmp_path / "in", tmp_path / "out")
     output = tmp_path / "out" / source.relative_to(tmp_path / "in")
