@@ -146,7 +146,7 @@ def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints,
     # The limit holds for every file: 3 s, not 1, so that a loaded machine never stretches a good file's reading
     # past it (the hanging file is ended at 3 s all the same).
     monkeypatch.setattr(probe, "TIMEOUT", 3.0)
-    _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(60))  # the first file, in one worker
+    _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(900))  # the first file, in one worker
     started = time.monotonic()
     report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
     status = {f.path: f.status for f in report.files}
@@ -154,7 +154,7 @@ def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints,
     assert status["run2/epoch-03.h5"] == status["weights-01.h5"] == "repaired"  # its replacement went on
     reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
     assert reason.startswith("Reading the file's structure did not finish within 3 s.")
-    assert time.monotonic() - started < 50  # killed at its limit, not waited for
+    assert time.monotonic() - started < 600  # killed at its limit, not waited for (900 s): room for a loaded machine
 
 
 def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, monkeypatch):

@@ -349,16 +349,18 @@ def test_a_worker_that_crashes_hangs_or_is_ended_prints_no_traceback(action, det
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_folder_repair_interrupted_stops_its_workers_without_their_tracebacks(signum, folder, tmp_path):
-    script = _worker_script("time.sleep(60)")
-    environment = dict(os.environ, PYTHONPATH=str(ROOT))
+    script = _worker_script("time.sleep(3600)")  # held until the signal, however long the others take
+    # The reading limit (20 s) would end the held file first on a loaded machine: it is stopped by the signal only.
+    environment = dict(os.environ, PYTHONPATH=str(ROOT), MGPU_IO_PROBE_TIMEOUT="3600")
     process = subprocess.Popen([sys.executable, "-c", script, "unwrap", str(folder), str(tmp_path / "repaired"),
                                 "--jobs", "2"], cwd=ROOT, env=environment, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     import time
 
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 1800  # a guard, not a clock: the signal is sent once three outputs exist
     while time.monotonic() < deadline and len(list((tmp_path / "repaired").glob("*.h5"))) < 3:
         time.sleep(0.2)
+    assert len(list((tmp_path / "repaired").glob("*.h5"))) == 3, "the three other files were not repaired"
     process.send_signal(signum)
     out, err = process.communicate(timeout=60)
     name = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
