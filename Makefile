@@ -38,16 +38,17 @@ $(JAX_STAMP): pyproject.toml
 
 jax-env: $(JAX_STAMP)
 
-# The whole suite on every core (pytest-xdist; a file's tests stay on one worker, so its fixtures are made once),
-# after the linters. Leave a long family out by name: make test PYTEST_ARGS='-m "not layer_sweep"'.
+# The whole suite on every core (pytest-xdist; a file's tests stay on one worker, so its fixtures are made once,
+# and a test class is a unit of its own: the layer sweep's writers spread over the workers), after the linters.
+# Leave a long family out by name: make test PYTEST_ARGS='-m "not layer_sweep"'.
 JOBS ?= auto
 PYTEST_ARGS ?=
 test: $(STAMP) legacy-env $(JAX_STAMP) lint
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope $(PYTEST_ARGS)
 
 # The quick loop for a change to format/ or cli/: the linters, then the core tier (no Keras), about a minute.
 check: $(STAMP) lint
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile -m core
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope -m core
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; `make format` applies ruff's fixes.
 lint: $(STAMP)

@@ -45,8 +45,9 @@ def pytest_collection_modifyitems(config, items):
         for tier in tiers:
             item.add_marker(getattr(pytest.mark, tier))
         long_first.append(min([LONG.index(tier) for tier in tiers if tier in LONG], default=len(LONG)))
-    # The long families start first, so that on two workers (`make test`, a file per worker) the rest of the suite
-    # runs beside them instead of after them; within each group the order is pytest's.
+    # The long families start first, so that on two workers (`make test`: a file, or a test class, per unit; the
+    # layer sweep is a class per writer) the rest of the suite runs beside them instead of after them; within each
+    # group the order is pytest's.
     order = sorted(range(len(items)), key=long_first.__getitem__)
     items[:] = [items[i] for i in order]
 

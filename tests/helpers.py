@@ -3,7 +3,9 @@ reference set in ../shared/reference when it is present, and the comparisons eve
 
 Tests import what they need from here (``from helpers import FIXTURES``); conftest.py only sets up pytest."""
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +131,24 @@ def assert_flat_predictions_match(outputs, reference, tolerance=TOLERANCE):
     flat = np.concatenate([np.asarray(o).reshape(-1) for o in outputs])
     assert flat.shape == reference.shape
     assert np.abs(flat - reference).max() <= tolerance
+
+
+def digest(path):
+    """A file's SHA-256: an input is never modified, an output is the same bytes as another run's."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def digests(folder):
+    """``{relative path: SHA-256}`` of every file under ``folder``, hidden ones too (a leftover temporary file
+    shows)."""
+    return {p.relative_to(folder): digest(p) for p in Path(folder).rglob("*") if p.is_file()}
+
+
+def epoch_checkpoints(folder, count):
+    """A folder of ``count`` wrapper checkpoints in three sub-folders, full models and weights-only files by turns
+    (copies of fixtures written by Keras 2.2.4)."""
+    for index in range(count):
+        name = ("k224_functional_bn_x2_full.h5", "k224_functional_bn_x2_weights.h5")[index % 2]
+        target = Path(folder) / f"part{index % 3}" / f"{index:03d}-{name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(FIXTURES / name, target)

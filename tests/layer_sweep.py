@@ -157,6 +157,26 @@ def _on_cpu_tensorflow():
     return not tf.config.list_physical_devices("GPU")
 
 
+def partition(only=None):
+    """``(here, there)``: the ``(writer, case, entry)`` of the writers ``only`` (default: all) that this process
+    evaluates, and those it cannot (channels_first convolutions, on TensorFlow without a GPU: evaluated on JAX)."""
+    here, there = [], []
+    cpu = _on_cpu_tensorflow()
+    for writer in only or writers():
+        for case, entry in cases(writer):
+            (there if cpu and channels_first_convolution(SWEEP / writer / entry["file"])
+             else here).append((writer, case, entry))
+    return here, there
+
+
+def summary(outcomes):
+    """``"N (n1 status1, n2 status2)"``: the outcomes counted by status."""
+    counts = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    return f"{len(outcomes)} (" + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + ")"
+
+
 def results(jobs=()):
     """Every case of every writer, evaluated (several hundred small models: a few minutes on 2 cores).
 
@@ -166,11 +186,7 @@ def results(jobs=()):
 
     import keras
 
-    here, there = [], []
-    for writer in writers():
-        for case, entry in cases(writer):
-            (there if _on_cpu_tensorflow() and channels_first_convolution(SWEEP / writer / entry["file"])
-             else here).append((writer, case, entry))
+    here, there = partition()
     jax = None
     if there and JAX_PYTHON.exists():
         jax = subprocess.Popen([str(JAX_PYTHON), __file__, "--evaluate", *[f"{w}/{c}" for w, c, _ in there]],
@@ -194,15 +210,15 @@ def _env(**values):
     return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **values)
 
 
-def tf_keras_outcomes():
-    """``{(writer, case): status}`` as tf_keras 2.x loads each case (``tf_keras.models.load_model``, uncompiled)
-    and predicts: ``loads``, ``DIFFERS`` or ``fails``. Cases with a Lambda layer are not tried: tf_keras would
-    unmarshal their stored bytecode (``not tried``). Run in its own process: ``python tests/layer_sweep.py
-    --tf-keras`` prints the JSON."""
+def tf_keras_outcomes(only=None):
+    """``{(writer, case): status}`` as tf_keras 2.x loads each case of the writers ``only`` (default: all)
+    (``tf_keras.models.load_model``, uncompiled) and predicts: ``loads``, ``DIFFERS`` or ``fails``. Cases with a
+    Lambda layer are not tried: tf_keras would unmarshal their stored bytecode (``not tried``). Run in its own
+    process: ``python tests/layer_sweep.py --tf-keras`` prints the JSON."""
     import tf_keras
 
     found = {}
-    for writer in writers():
+    for writer in only or writers():
         for case, entry in cases(writer):
             path = SWEEP / writer / entry["file"]
             key = f"{writer}/{case}"
@@ -274,11 +290,12 @@ def table(outcomes):
     return "\n".join(lines)
 
 
+def writer_line(writer, outcomes):
+    """The page's line of one writer's cases, counted by status (the tests check each writer's apart)."""
+    return f"- {WRITER_NAMES[writer]}: {summary([o for o in outcomes if o.writer == writer])}"
+
+
 def render(outcomes):
-    counts = {}
-    for outcome in outcomes:
-        counts[outcome.status] = counts.get(outcome.status, 0) + 1
-    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     return "\n".join([
         "# Every layer of the era: what `mgpu_io.load_model` does with each",
         "",
@@ -293,7 +310,9 @@ def render(outcomes):
         f"cannot be saved by that writer, is abstract, or is out of scope (the manifest says why); empty: the class "
         f"is not in that version. No cell may load with different predictions.",
         "",
-        f"Cases: {len(outcomes)} ({summary}).",
+        f"Cases: {summary(outcomes)}, by writer:",
+        "",
+        *[writer_line(writer, outcomes) for writer in writers()],
         "",
         table(outcomes),
         "",
@@ -322,7 +341,11 @@ if __name__ == "__main__":
             done.append(asdict(outcome))
         print(json.dumps(done))
         sys.exit(0)
-    done = results()
+    if "--from" in sys.argv:  # the outcomes that tests/test_layer_sweep.py kept (LAYER_SWEEP_KEEP=FOLDER), by writer
+        kept = Path(sys.argv[sys.argv.index("--from") + 1])
+        done = [Outcome(**fields) for w in writers() for fields in json.loads((kept / f"{w}.json").read_text())]
+    else:
+        done = results()
     PAGE.write_text(render(done))
     for outcome in done:
         if outcome.status in ("DIFFERS", "ERROR", "refused") and "-v" in sys.argv:

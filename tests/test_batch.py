@@ -1,6 +1,5 @@
 """A user with a folder of two hundred epoch checkpoints repairs them all at once."""
 
-import hashlib
 import json
 import os
 import shutil
@@ -11,7 +10,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, digests, epoch_checkpoints
 from typer.testing import CliRunner
 
 from mgpu_io import OutputError
@@ -40,10 +39,6 @@ def checkpoints(tmp_path):
     runner.invoke(app, ["unwrap", str(FIXTURES / "k224_sequential_x3_full.h5"), str(clean)])
     shutil.copyfile(clean, folder / "run2" / "already-clean.h5")
     return folder
-
-
-def digests(folder):
-    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
 
 
 def test_a_folder_is_repaired_file_by_file_into_a_mirror(checkpoints, tmp_path):
@@ -148,26 +143,28 @@ def test_a_file_that_crashes_its_worker_fails_alone(checkpoints, tmp_path, monke
 def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints, tmp_path, monkeypatch):
     from mgpu_io.format import probe
 
-    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
-    _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(60))  # the first file, in one worker
+    # The limit holds for every file: 3 s, not 1, so that a loaded machine never stretches a good file's reading
+    # past it (the hanging file is ended at 3 s all the same).
+    monkeypatch.setattr(probe, "TIMEOUT", 3.0)
+    _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(900))  # the first file, in one worker
     started = time.monotonic()
     report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
     status = {f.path: f.status for f in report.files}
     assert status["epoch-01.h5"] == "failed"
     assert status["run2/epoch-03.h5"] == status["weights-01.h5"] == "repaired"  # its replacement went on
     reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
-    assert reason.startswith("Reading the file's structure did not finish within 1 s.")
-    assert time.monotonic() - started < 50  # killed at its limit, not waited for
+    assert reason.startswith("Reading the file's structure did not finish within 3 s.")
+    assert time.monotonic() - started < 600  # killed at its limit, not waited for (900 s): room for a loaded machine
 
 
 def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, monkeypatch):
     from mgpu_io.format import probe
 
-    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
+    monkeypatch.setattr(probe, "TIMEOUT", 3.0)  # not 1 s: every file's reading must fit in it, on a loaded machine too
 
     def slow_copy():  # a large file: its structure is read at once, its bytes take longer than the limit
         probe.structure_read()
-        time.sleep(2.5)
+        time.sleep(4.0)
         raise OutputError("copied slowly, and then refused")
 
     _misbehaving_on(monkeypatch, "epoch-01.h5", slow_copy)
@@ -179,47 +176,8 @@ def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, m
 # --- a large batch resumes: a second run skips what the first completed, redoes the rest ------------------------
 
 
-def _many(folder, count):
-    for index in range(count):
-        name = ("k224_functional_bn_x2_full.h5", "k224_functional_bn_x2_weights.h5")[index % 2]
-        target = folder / f"part{index % 3}" / f"{index:03d}-{name}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(FIXTURES / name, target)
-
-
-def test_an_interrupted_folder_repair_resumed_leaves_the_tree_of_an_uninterrupted_one(tmp_path):
-    """Ctrl-C halfway through the command, then the same command again: the same files, byte for byte."""
-    import subprocess
-    import sys
-
-    _many(tmp_path / "in", 40)
-    whole = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "whole"), "--jobs", "2"])
-    assert whole.exit_code == 0, whole.output
-    command = [sys.executable, "-m", "mgpu_io", "unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--jobs", "2"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               cwd=Path(__file__).resolve().parents[1])
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if (tmp_path / "cut").is_dir() and sum(1 for p in (tmp_path / "cut").rglob("*") if p.is_file()) >= 10:
-            process.send_signal(signal.SIGINT)
-            break
-        time.sleep(0.01)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr  # stopped by Ctrl-C, and said so
-    done = sum(1 for p in (tmp_path / "cut").rglob("*") if p.is_file())
-    assert 10 <= done < 40
-    resumed = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--json"])
-    assert resumed.exit_code == 0, resumed.output
-    report = json.loads(resumed.stdout)
-    assert report["counts"] == {"repaired": 40 - done, "done before": done, "failed": 0}
-    skipped = [f for f in report["files"] if f["status"] == "done before"]
-    assert {f["reason"] for f in skipped} == {
-        "the output exists, newer than its input: an earlier run completed it (overwrite=True redoes it)"}
-    assert digests(tmp_path / "cut") == digests(tmp_path / "whole")
-
-
 def test_a_rerun_says_how_many_it_skipped_and_force_redoes_them_all(tmp_path):
-    _many(tmp_path / "in", 4)
+    epoch_checkpoints(tmp_path / "in", 4)
     assert runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "out")]).exit_code == 0
     shutil.copyfile(FIXTURES / "k224_nested_depth3_full.h5", tmp_path / "in" / "new.h5")  # a new file arrived
     again = runner.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "out")])
@@ -231,7 +189,7 @@ def test_a_rerun_says_how_many_it_skipped_and_force_redoes_them_all(tmp_path):
 
 
 def test_an_input_changed_after_its_repair_is_not_skipped(tmp_path):
-    _many(tmp_path / "in", 1)
+    epoch_checkpoints(tmp_path / "in", 1)
     source = next((tmp_path / "in").rglob("*.h5"))
     unwrap_tree(tmp_path / "in", tmp_path / "out")
     output = tmp_path / "out" / source.relative_to(tmp_path / "in")

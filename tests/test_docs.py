@@ -45,6 +45,28 @@ def test_the_demo_fixture_exists():
     assert Path(FIXTURES / "manifest.json").is_file()
 
 
+def test_make_demo_prints_only_its_own_lines(tmp_path):
+    """The first command a newcomer runs: the Makefile's demo recipe, run as written (its output into a temporary
+    folder), prints its three answers on stdout and nothing on stderr: no TensorFlow, absl, CUDA or Keras logging."""
+    import subprocess
+
+    makefile = (ROOT / "Makefile").read_text()
+    variables = dict(re.findall(r"^(\w+) :?= (.*)$", makefile, re.M))
+    recipe = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    values = dict(variables, BIN=str(Path(sys.executable).parent), DEMO_OUT=str(tmp_path / "template.h5"))
+    commands = [re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], line.strip().lstrip("@")) for line in recipe]
+    commands = [command for command in commands if not command.startswith("mkdir")]
+    assert len(commands) == 3, commands  # inspect, unwrap, the prediction check
+    result = subprocess.run(["bash", "-ec", "\n".join(commands)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{variables['DEMO_IN']}: full model file")
+    assert lines[-1] == "OK: the repaired model predicts like the original (tolerance 1e-05)"
+    assert not [line for line in lines if re.match(r"(WARNING|I0000|E0000|W0000)\b|.*(absl|cuda|oneDNN)", line)]
+
+
 USER_NEEDS = ROOT.parent / "shared" / "docs" / "user-needs.md"
 ERROR_WORDS = ("Error", "can't", "cannot", "No model found", "You are trying", "Layer count mismatch", "To call",
                "call multi_gpu_model", "Dimension", "has no setter", "bad marshal", "unknown opcode")

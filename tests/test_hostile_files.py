@@ -2,7 +2,6 @@
 input is never modified, nothing is left behind, and nothing is followed, allocated or run beyond what the file
 can hold. Each file is a real fixture damaged the way the issue reports found them."""
 
-import hashlib
 import json
 import os
 import shutil
@@ -10,7 +9,7 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, digest
 from typer.testing import CliRunner
 
 import mgpu_io
@@ -111,10 +110,6 @@ CASES = {
 def _delete_attr(path, group, name):
     with h5py.File(path, "r+") as h5:
         del h5[group].attrs[name]
-
-
-def digest(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -1,14 +1,26 @@
 """A user presses Ctrl-C, a scheduler sends SIGTERM, or the machine kills the process: one line, the right exit
-code, and no partial or hidden file left behind, ever."""
+code, and no partial or hidden file left behind, ever; a folder's repair stopped and run again ends as if it had
+never stopped.
 
+Each stop lands at a chosen point (a line the child prints, the tenth file done, a patched system call), never after
+a timer: what is asserted cannot depend on the machine's load."""
+
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT, digests, epoch_checkpoints
+from typer.testing import CliRunner
+
+from mgpu_io.cli import app
+from mgpu_io.format.batch import unwrap_tree
+
+RUNNER = CliRunner()
 
 SLOW_UNWRAP = textwrap.dedent("""
     import sys, time
@@ -85,3 +97,119 @@ def test_an_output_name_the_file_system_refuses_is_a_clear_error(tmp_path):
     with pytest.raises(OutputError, match="The output path cannot be used.*File name too long"):
         mgpu_io.unwrap(FIXTURES / "k224_functional_bn_x2_full.h5", tmp_path / ("m" * 300 + ".h5"))
     assert os.listdir(tmp_path) == []
+
+
+#: What is left in the output's folder when the process is killed just after each step of putting the output in
+#: place, for a new output and for one that replaces a file: the whole output, the old one, or none.
+LEFT_AFTER = {
+    ("new", "fsync"): "nothing", ("new", "fchmod"): "nothing", ("new", "link"): "whole",
+    ("new", "replace"): "whole",  # never taken: a new output's first name is its final one
+    ("replacing", "fsync"): "old", ("replacing", "fchmod"): "old", ("replacing", "replace"): "whole",
+    # os.replace cannot take a nameless file: for that instant the new output has a hidden name too. A single
+    # command killed then leaves it; the folder repair removes those of the workers it ends (test_batch).
+    ("replacing", "link"): "old and hidden",
+}
+
+
+@pytest.mark.parametrize("output, step", list(LEFT_AFTER))
+def test_sigkill_at_each_step_of_putting_the_output_in_place_leaves_it_whole_or_absent(tmp_path, output, step):
+    """The output is complete before it has a name, and a new output's first name is its own: a kill between any
+    two steps leaves the whole file or nothing, never a hidden temporary file beside it."""
+    import mgpu_io
+
+    source = FIXTURES / "k224_functional_bn_x2_full.h5"
+    mgpu_io.unwrap(source, tmp_path / "whole.h5")
+    out = tmp_path / "out"
+    out.mkdir()
+    if output == "replacing":
+        (out / "model.h5").write_bytes(b"the old output")
+    child = os.fork()  # a child that the machine kills (SIGKILL) the instant the step is done
+    if child == 0:  # pragma: no cover - the child's code
+        try:
+            real = getattr(os, step)
+
+            def then_killed(*args, **kwargs):
+                real(*args, **kwargs)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            setattr(os, step, then_killed)
+            os.environ["MGPU_IO_PROBE"] = "0"  # the write runs in this process, the one killed
+            mgpu_io.unwrap(source, out / "model.h5", overwrite=True)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFEXITED(status) or os.WTERMSIG(status) == signal.SIGKILL
+    names = sorted(os.listdir(out))
+    content = (out / "model.h5").read_bytes() if "model.h5" in names else None
+    seen = {
+        (): "nothing",
+        ("model.h5",): "whole" if content == (tmp_path / "whole.h5").read_bytes() else "old",
+    }.get(tuple(names), "old and hidden" if len(names) == 2 and names[0].startswith(".mgpu-io-") else str(names))
+    assert seen == LEFT_AFTER[output, step]
+
+
+# --- a folder's repair stopped, then resumed ------------------------------------------------------------------
+
+
+#: The command line, stopped by Ctrl-C the moment its tenth file is reported done (not after a timer): the signal
+#: is the process's own, so the point where it lands does not depend on the machine's load. The workers are then
+#: mid-file, wherever they happen to be.
+CTRL_C_AFTER_TEN = """
+import os, signal, sys
+from mgpu_io.format import batch
+supervise = batch._run
+def _run(tasks, workers, finished):
+    done = []
+    def counted(index, result):
+        finished(index, result)
+        done.append(index)
+        if len(done) == 10:
+            os.kill(os.getpid(), signal.SIGINT)
+    supervise(tasks, workers, counted)
+batch._run = _run
+from mgpu_io.cli import run
+sys.argv = ["mgpu-io", *sys.argv[1:]]
+run()
+"""
+
+
+def test_an_interrupted_folder_repair_resumed_leaves_the_tree_of_an_uninterrupted_one(tmp_path):
+    """Ctrl-C halfway through the command, then the same command again: the same files, byte for byte."""
+    epoch_checkpoints(tmp_path / "in", 40)
+    whole = RUNNER.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "whole"), "--jobs", "2"])
+    assert whole.exit_code == 0, whole.output
+    command = [sys.executable, "-c", CTRL_C_AFTER_TEN, "unwrap", str(tmp_path / "in"), str(tmp_path / "cut"),
+               "--jobs", "2"]
+    stopped = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
+                             cwd=ROOT)
+    assert stopped.returncode == 130, stopped.stderr  # stopped by Ctrl-C, and said so
+    assert stopped.stderr.strip().splitlines()[-1].startswith("Error: stopped by Ctrl-C."), stopped.stderr
+    left = [p for p in (tmp_path / "cut").rglob("*") if p.is_file()]  # hidden files too: every name counts
+    assert 10 <= len(left) < 40 and not [p for p in left if p.name.startswith(".")]
+    resumed = RUNNER.invoke(app, ["unwrap", str(tmp_path / "in"), str(tmp_path / "cut"), "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    report = json.loads(resumed.stdout)
+    assert report["counts"] == {"repaired": 40 - len(left), "done before": len(left), "failed": 0}
+    skipped = [f for f in report["files"] if f["status"] == "done before"]
+    assert {f["reason"] for f in skipped} == {
+        "the output exists, newer than its input: an earlier run completed it (overwrite=True redoes it)"}
+    assert digests(tmp_path / "cut") == digests(tmp_path / "whole")
+
+
+def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_file(tmp_path, monkeypatch):
+    """Replacing outputs (overwrite=True), each new file has a hidden name for an instant before it takes the old
+    one's place; a worker killed in that instant leaves it, and the supervisor removes it."""
+    epoch_checkpoints(tmp_path / "in", 2)
+    assert unwrap_tree(tmp_path / "in", tmp_path / "out").ok
+    before = digests(tmp_path / "out")
+    link = os.link
+
+    def killed_once_named(source, destination, **options):  # the workers are forked after the patch
+        link(source, destination, **options)
+        if Path(destination).name.startswith(".mgpu-io-"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(os, "link", killed_once_named)
+    report = unwrap_tree(tmp_path / "in", tmp_path / "out", overwrite=True, jobs=1)
+    assert report.counts()["failed"] == 2  # each worker died, and was replaced for the next file
+    assert digests(tmp_path / "out") == before  # the old outputs, and nothing beside them

@@ -1,7 +1,6 @@
 """What `unwrap` promises around the repair itself: the input is never touched, the output appears whole or not at
 all, every level of nesting goes, the weights and optimizer state arrive bit for bit."""
 
-import hashlib
 import os
 import signal
 import json
@@ -9,7 +8,7 @@ import json
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, digest
 from typer.testing import CliRunner
 
 import mgpu_io
@@ -21,10 +20,6 @@ from mgpu_io import inspect
 runner = CliRunner()
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 NESTED = FIXTURES / "k224_nested_depth3_full.h5"
-
-
-def digest(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_the_input_is_opened_read_only_and_left_unchanged(tmp_path):

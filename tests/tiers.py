@@ -20,6 +20,7 @@ TIERS = {
         "tests/test_hostile_files.py",
         "tests/test_interruptions.py",
         "tests/test_architecture.py",
+        "tests/test_architecture_doc.py",
         "tests/test_tiers.py",
         "mgpu_io/format",
         "mgpu_io/cli",

@@ -309,11 +309,12 @@ class _Worker:
             self.process = context.Process(target=_serve, args=(theirs,), daemon=True)
             self.process.start()
         theirs.close()
-        self.index = self.source = self.deadline = None
+        self.index = self.source = self.output = self.deadline = None
         self.structure_read = False
 
     def give(self, index, task):
         self.index, self.source, self.structure_read = index, task[0], False
+        self.output = task[1]
         self.deadline = time.monotonic() + probe.TIMEOUT
         self.connection.send(task)
 
@@ -346,6 +347,12 @@ class _Worker:
             self.process.kill()
         self.process.join()
         self.connection.close()
+        if self.process.exitcode != 0 and self.output is not None:  # killed or crashed: its file's hidden name, if any
+            from mgpu_io.format.write import temporary_names
+
+            for leftover in temporary_names(Path(self.output).parent, self.process.pid):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
 
 def _serve(connection):  # pragma: no cover - runs in a worker process

@@ -161,11 +161,13 @@ def atomic_path(destination, suffix=".tmp"):
     """Yield a temporary path beside ``destination``; put it in place as ``destination`` only on success.
 
     A crash, an error or Ctrl-C leaves either the old ``destination`` or none, never a partial file. Where the file
-    system allows it (Linux ``O_TMPFILE``) the temporary file has no name until it is complete, so even SIGKILL
-    leaves nothing behind; elsewhere, and when a caller needs a named ``suffix`` (Keras insists on ``.keras``), it
-    is a hidden named file removed on any exception. The result gets the permissions ``cp`` gives a new file
-    (``0666`` less the umask). Output-side failures (full disk, read-only folder, long names) are
-    :class:`OutputError`.
+    system allows it (Linux ``O_TMPFILE``) the temporary file has no name until it is complete, and a new
+    ``destination`` is its first name, so even SIGKILL leaves the whole file or nothing. Replacing an existing file
+    goes through a hidden name (``os.replace`` cannot take a nameless file), and so does a caller that needs a named
+    ``suffix`` (Keras insists on ``.keras``): that name, :func:`temporary_names` of the process, is removed on any
+    exception; a SIGKILL while it exists leaves it (the folder repair removes those of the workers it ends). The
+    result gets the permissions ``cp`` gives a new file (``0666`` less the umask). Output-side failures (full disk,
+    read-only folder, long names) are :class:`OutputError`.
 
     Example:
         >>> import tempfile, pathlib
@@ -183,15 +185,17 @@ def atomic_path(destination, suffix=".tmp"):
         if anonymous is not None:
             temporary = Path(f"/proc/self/fd/{anonymous}")
         else:
-            fd, name = tempfile.mkstemp(prefix=".mgpu-io-", suffix=suffix, dir=folder)
+            fd, name = tempfile.mkstemp(prefix=f"{_TEMPORARY_PREFIX}{os.getpid()}-", suffix=suffix, dir=folder)
             os.close(fd)
             named = temporary = Path(name)
         yield temporary
         with open(temporary, "rb+") as handle:
             os.fsync(handle.fileno())
-        if named is None:  # give the anonymous file a name, then move it over the destination
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())
+        if named is None and _link_anonymous(anonymous, destination):
+            return  # a new destination: its first name is its final one, whole at once
+        if named is None:  # an existing destination: a hidden name first, then moved over it
             named = _name_anonymous(anonymous, folder)
-        os.chmod(named, 0o666 & ~_umask())
         os.replace(named, destination)
         named = None
     except OSError as error:
@@ -233,12 +237,41 @@ def _anonymous_file(folder):
         return None
 
 
+#: The start of a temporary output's hidden name; the writer's process id follows (see :func:`temporary_names`).
+_TEMPORARY_PREFIX = ".mgpu-io-"
+
+
+def temporary_names(folder, pid):
+    """The hidden temporary files that process ``pid`` may have left in ``folder`` if it was killed (SIGKILL)
+    while one had a name: see :func:`atomic_path`.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> temporary_names(pathlib.Path(tempfile.mkdtemp()), 12345)
+        []
+    """
+    return sorted(Path(folder).glob(f"{_TEMPORARY_PREFIX}{int(pid)}-*"))
+
+
+def _link_anonymous(fd, destination):
+    """Give the nameless file ``fd`` the name ``destination`` where it is free (``linkat`` through /proc): ``True``;
+    ``False`` where a file of that name exists."""
+    proc = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.link(str(fd), destination, src_dir_fd=proc, follow_symlinks=True)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.close(proc)
+
+
 def _name_anonymous(fd, folder):
     """Link the nameless file ``fd`` into ``folder`` under a fresh hidden name (``linkat`` through /proc)."""
     proc = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
     try:
         for _ in range(100):
-            name = folder / f".mgpu-io-{os.urandom(6).hex()}.tmp"
+            name = folder / f"{_TEMPORARY_PREFIX}{os.getpid()}-{os.urandom(6).hex()}.tmp"
             try:
                 os.link(str(fd), name, src_dir_fd=proc, follow_symlinks=True)
                 return name
