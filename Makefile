@@ -40,15 +40,17 @@ jax-env: $(JAX_STAMP)
 
 # The whole suite on every core (pytest-xdist; a file's tests stay on one worker, so its fixtures are made once,
 # and a test class is a unit of its own: the layer sweep's writers spread over the workers), after the linters.
+# --no-loadscope-reorder keeps conftest.py's order (the long families first): xdist 3.6+ would otherwise start the
+# units with the most tests first, and the sweep's small classes last, after everything else.
 # Leave a long family out by name: make test PYTEST_ARGS='-m "not layer_sweep"'.
 JOBS ?= auto
 PYTEST_ARGS ?=
 test: $(STAMP) legacy-env $(JAX_STAMP) lint
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The quick loop for a change to format/ or cli/: the linters, then the core tier (no Keras), about a minute.
 check: $(STAMP) lint
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope -m core
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope --no-loadscope-reorder -m core
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; `make format` applies ruff's fixes.
 lint: $(STAMP)
