@@ -83,9 +83,10 @@ fixtures:
 	bash fixtures/generate/rnn_dropout/run.sh
 
 # Speed and memory against a durable copy and Keras' own loader, each against its goal; writes docs/benchmarks.md
-# (about 15 minutes, 35 GB of free disk).
+# (about 15 minutes, 35 GB of free disk; `make bench BENCH_ARGS=--reuse` keeps the written wrappers in build/bench
+# for the next run and reuses them).
 bench: $(STAMP)
-	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3
+	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3 $(BENCH_ARGS)
 	$(BIN)/python tests/benchmarks/bucket_throughput.py --files 48 --workers 1 2
 
 # The long run of the fuzzing harness (hostile and broken files through every entry point; about 40 minutes on 2

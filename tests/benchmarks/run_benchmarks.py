@@ -27,6 +27,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,9 +122,18 @@ def python_call(script, timeout=900):
 
 
 def write_wrapper(path, width, depth, nesting, train=True):
+    """Write a wrapper with tf_keras, or keep the one a previous ``--reuse`` run wrote with the same parameters
+    (its ``.params`` file beside it says which, and is written only after the file is complete)."""
+    params = Path(f"{path}.params")
+    writer = {name: metadata.version(name) for name in ("tensorflow", "tf_keras", "h5py", "numpy")}
+    wanted = json.dumps(dict(width=width, depth=depth, nesting=nesting, train=train, writer=writer))
+    if path.exists() and params.exists() and params.read_text() == wanted:
+        return path
+    params.unlink(missing_ok=True)
     script = WRITE.format(tests=str(ROOT / "tests"), width=width, depth=depth, nesting=nesting, train=train,
                           path=str(path))
     run([sys.executable, "-c", textwrap.dedent(script)], timeout=1800)
+    params.write_text(wanted)
     return path
 
 
@@ -154,6 +164,23 @@ def consecutive(runs, measure):
         subprocess.run(["sync"], check=True)  # start each run with no dirty pages of the previous one
         values.append(measure())
     return statistics.median(v[0] for v in values), max(v[1] or 0 for v in values)
+
+
+def interleaved(runs, first, second):
+    """Median seconds and peak RSS of ``runs`` runs of each of two measures, taken in turn and counterbalanced
+    (A B, B A, A B, ...) after one unmeasured warm-up run of each, each after ``sync``: a machine whose speed drifts
+    during the benchmark (other work, the disk's own write-back) weighs on both alike, and each command follows
+    itself and the other alike (a gigabyte write was measured slower right after another tool's)."""
+    subprocess.run(["sync"], check=True)
+    first()
+    second()
+    values = ([], [])
+    for turn in range(runs):
+        pairs = ((first, values[0]), (second, values[1]))
+        for measure, into in pairs if turn % 2 == 0 else pairs[::-1]:
+            subprocess.run(["sync"], check=True)
+            into.append(measure())
+    return tuple((statistics.median(v[0] for v in vs), max(v[1] or 0 for v in vs)) for vs in values)
 
 
 def fresh(path, command):
@@ -188,10 +215,14 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", default=str(ROOT / "build" / "bench"))
     parser.add_argument("--quick", action="store_true", help="small files only (a smoke run)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the written wrappers in --workdir for the next run (about 17 GB) and reuse them")
     args = parser.parse_args()
     work = Path(args.workdir)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    if not args.reuse:
+        shutil.rmtree(work, ignore_errors=True)
+    remove_outputs(work)  # what a stopped run may have left
+    work.mkdir(parents=True, exist_ok=True)
     # Time the package as pip installs it, with its bytecode compiled: an editable install under
     # PYTHONDONTWRITEBYTECODE (set on the project's machines) would compile changed modules on every start instead.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mgpu_io")], check=True)
@@ -211,8 +242,8 @@ def main():
 
     for label, path in files.items():
         durable_copy = ["/bin/sh", "-c", f"/bin/cp '{path}' '{copy}' && sync '{copy}'"]
-        reference, _ = consecutive(args.runs, fresh(copy, durable_copy))
-        ours, rss = consecutive(args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(path), str(clean)]))
+        (ours, rss), (reference, _) = interleaved(
+            args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(path), str(clean)]), fresh(copy, durable_copy))
         results[f"unwrap {label}"] = dict(ours=ours, reference=reference, rss=rss)
         print(label, results[f"unwrap {label}"], flush=True)
     results["rss"] = dict(ours=results["unwrap 10 GB"]["rss"])
@@ -248,12 +279,22 @@ def main():
                              timeout=600)[1].strip().splitlines()[-1]) for _ in range(args.runs)]
     results["small floor"] = min(floors, key=lambda floor: floor["total"])
 
-    depth = {d: consecutive(args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(p), str(clean)]))[0]
-             for d, p in nested.items()}
-    results["nested"] = dict(ours=depth[10], reference=depth[1])
+    (deep, _), (shallow, _) = interleaved(
+        args.runs, *(fresh(clean, [mgpu, "-q", "unwrap", str(nested[d]), str(clean)]) for d in (10, 1)))
+    results["nested"] = dict(ours=deep, reference=shallow)
     print(json.dumps(results, indent=1), flush=True)
     write_report(results, args.runs)
-    shutil.rmtree(work, ignore_errors=True)
+    if not args.reuse:
+        shutil.rmtree(work, ignore_errors=True)
+    remove_outputs(work)
+
+
+def remove_outputs(work):
+    """Remove what a run writes beside the input wrappers (kept by ``--reuse``)."""
+    for name in ("small", "small-out"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    for name in ("copy.h5", "clean.h5", "naive.h5"):
+        (work / name).unlink(missing_ok=True)
 
 
 def _versions():
@@ -285,10 +326,11 @@ NOTES = """Notes:
   disk as it is copied (`sync_file_range`); the file is made durable (`fsync`) before it is renamed into place. The
   like-for-like reference is `cp` followed by `sync`. Both write a new file: replacing an existing gigabyte file
   also frees its blocks, which costs either tool the same.
-- Runs of one command follow each other: a gigabyte write right after another tool's gigabyte write was measured
-  slower, and not alike for both tools (on this machine, `unwrap` of the 1 GB wrapper took 2.9 s right after a
-  `cp` + `sync` of it, 2.1 s after another `unwrap`; `cp` + `sync` took 1.72 s after either), so alternating the
-  two would charge one of them for the other's writes.
+- The unwraps and their copies are taken in turn, counterbalanced (A B, B A, A B): the 10 GB ratio was 0.96x on
+  one day and 1.18x on another with runs in a row, and a gigabyte write right after another tool's gigabyte write
+  was measured slower, not alike for both tools (`unwrap` of the 1 GB wrapper took 2.9 s right after a `cp` +
+  `sync` of it, 2.1 s after another `unwrap`; `cp` + `sync` took 1.72 s after either). In turn, a drift weighs on
+  both; counterbalanced, each follows itself and the other alike.
 - The durable copy is bound by the disk; `unwrap`'s difference from it is its fixed cost (interpreter, imports,
   reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
@@ -320,9 +362,12 @@ def write_report(results, runs):
         f"- Machine: {os.cpu_count()} cores ({_cpu()}), {memory:.0f} GiB memory, {platform.system()} "
         f"{platform.release()}",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in _versions().items()),
-        f"- Each figure is the median of {runs} runs in a row after one warm-up run (as hyperfine measures), each a "
-        "fresh process started after `sync`, on the same file and disk as its reference. Input files sit in the page "
-        "cache for both (warm). Every write goes to a new file, removed after the run.",
+        f"- Each figure is the median of {runs} runs after one warm-up run, each a fresh process started after "
+        "`sync`, on the same file and disk as its reference. The unwraps and their durable copies, and the two nested "
+        "saves, are measured in turn, counterbalanced (A B, B A, ...), so that a machine whose speed drifts weighs on "
+        "both alike; the "
+        "other figures are runs in a row (as hyperfine measures). Input files sit in the page cache for both (warm). "
+        "Every write goes to a new file, removed after the run.",
         f"- Files ({sizes}): wrappers of `multi_gpu_model`'s shape (2 replicas) around a stack of Dense layers, "
         "compiled with Adam, one training step taken, saved by tf_keras in the legacy HDF5 layout: a third weights, "
         "two thirds Adam state. The nested saves hold 100 MB of weights and no optimizer state. The small files are "
