@@ -583,7 +583,7 @@ def test_a_legacy_merge_dot_after_a_convolution_knows_its_inputs_rank():
 
 
 def test_a_merge_whose_mode_is_a_named_function_becomes_a_lambda_referring_to_that_name():
-    from mgpu_io.format.lambdas import lambda_layers
+    from mgpu_io.lambdas.stored import lambda_layers
 
     def layer(name, cls, inbound, **settings):
         return {"name": name, "class_name": cls, "config": dict(settings, name=name),

@@ -24,7 +24,7 @@ from helpers import (APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch
 
 import mgpu_io
 from mgpu_io.errors import InvalidArgument, MissingLambda
-from mgpu_io.format.lambdas import lambda_layers, scan_code, text_records
+from mgpu_io.lambdas.stored import lambda_layers, scan_code, text_records
 
 keras = pytest.importorskip("keras")
 from lambda_functions import USER_FUNCTIONS  # noqa: E402  (needs keras)
@@ -235,7 +235,7 @@ def test_a_missing_function_is_one_typed_error_that_describes_each_lambda():
     assert message.startswith("The template's Lambda layers hold your own code, which mgpu-io never runs from the "
                               "file (stored code allows arbitrary code execution). Expected a function for each of "
                               "them in filepath=")
-    assert ("Received none for: gate (<lambda>; from fixtures/generate/applications/write_app_fixtures.py; using t; "
+    assert ("Received: no function for gate (<lambda>; from fixtures/generate/applications/write_app_fixtures.py; using t; "
             "inputs embed, gate_in); l2_norm (<lambda>;") in message
     assert message.endswith("Pass them: lambdas={'gate': fn, 'l2_norm': fn}; `mgpu-io lambdas FILE -o "
                             "my_lambdas.py` writes their recovered source (pip install \"mgpu-io[lambdas]\"). Only "
@@ -466,7 +466,7 @@ tf_keras.Model(inputs, tf_keras.layers.Lambda(times_eight, name="loop")(inputs))
 
 
 def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monkeypatch):
-    from mgpu_io.format import recover
+    from mgpu_io.lambdas import recovery as recover
 
     monkeypatch.setattr(recover, "available", lambda: False)
     path = USER_LAMBDAS

@@ -89,6 +89,8 @@ def flag(param):
     """
     if param.name == "custom_objects" and param.has_value:  # the classes to give, by name
         return " ".join(f"--custom-objects MODULE:{name}" for name in param.value)
+    if param.name == "lambdas" and param.has_value:
+        return _lambda_flags(param.value, param)
     if param.has_value:
         try:
             switch = FLAG_OF.get((param.name, param.value))
@@ -102,6 +104,26 @@ def flag(param):
     return (
         f"{option} {str(param).partition('=')[2]}" if param.has_value else option
     )  # the value as the library wrote it
+
+
+def _lambda_flags(value, param):
+    """``lambdas=`` as the command line gives it: the layers whose functions to pass (a tuple of their names), one
+    function given (``{layer: "module:function"}``), or a Lambda module's path.
+
+    Example:
+        >>> from mgpu_io.errors import Param
+        >>> flag(Param("lambdas", ("pre", "gate"))), flag(Param("lambdas", {"pre": "m:f"}))
+        ('--lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION', '--lambda pre=m:f')
+        >>> flag(Param("lambdas", "my_lambdas.py"))
+        '--lambda-module my_lambdas.py'
+    """
+    if isinstance(value, tuple):
+        return " ".join(f"--lambda {layer}=MODULE:FUNCTION" for layer in value)
+    if isinstance(value, dict):
+        return " ".join(f"--lambda {layer}={spec}" for layer, spec in value.items())
+    if isinstance(value, str):
+        return f"--lambda-module {value}"
+    return str(param)  # a value the command line cannot give (the library's own call)
 
 
 def message(error):

@@ -2,11 +2,12 @@
 
 A Lambda's function was stored as CPython bytecode, which Keras 3 refuses in safe mode and which no other Python
 can read ("bad marshal data"). A repair never keeps it: each such Lambda is written *by reference*
-(:func:`mgpu_io.format.lambdas.reference`), and the bytecode does not reach the output.
+(:func:`mgpu_io.lambdas.stored.reference`), and the bytecode does not reach the output.
 
 - A function Keras itself wrote is recognised from its stored metadata only (module or recorded source file,
   argument names, inputs; never by running it) and refers to mgpu-io's own registered copy, ``mgpu_io>NAME``
-  (:data:`KNOWN_FUNCTIONS`; the Keras floor's :mod:`mgpu_io.keras.known` defines them and registers them with Keras).
+  (:data:`KNOWN_FUNCTIONS`). Each such function is defined once, here, as code in plain Python operators (which
+  Keras tensors support): :mod:`mgpu_io.keras.known` registers these very functions with Keras.
 - Any other function is the user's: it refers to its layer's name, which the user maps to their code:
   ``mgpu_io.load_model(path, lambdas={"preprocess": fn})``, or Keras 3's own
   ``keras.models.load_model(out, custom_objects={"preprocess": fn})``. A stored output-shape function is left out:
@@ -19,8 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from mgpu_io.format.config import layer_name, walk_layers
-from mgpu_io.format.conversions.base import KERAS3, Family, Rule
-from mgpu_io.format.lambdas import LambdaLayer, lambda_layers, reference, reference_name, stored_code
+from mgpu_io.lambdas.stored import LambdaLayer, lambda_layers, reference, reference_name, stored_code
 
 PACKAGE = "mgpu_io"
 
@@ -31,14 +31,14 @@ class KnownFunction:
 
     Attributes:
         name: mgpu-io's registered name is ``mgpu_io>{name}``.
-        source: the writer's own source of the function (what :mod:`mgpu_io.keras.known` reimplements).
+        function: the function itself, as the writer wrote it (registered with Keras by :mod:`mgpu_io.keras.known`).
         origin: where it comes from, for reports.
         matches: ``(LambdaLayer) -> bool``, from stored metadata only.
         verified: fixture writers whose files hold it and load with the old Keras' predictions.
     """
 
     name: str
-    source: str
+    function: Callable
     origin: str
     matches: Callable
     verified: tuple[str, ...]
@@ -53,7 +53,18 @@ def _from_file(lam, module):
     return any(module in text.replace("\\", "/").replace("/", ".") for text in recorded)
 
 
-def _inception_resnet_scale(lam):
+def inception_resnet_scale(inputs, scale):
+    """InceptionResNetV2's residual scaling, as keras_applications wrote it:
+    ``lambda inputs, scale: inputs[0] + inputs[1] * scale``.
+
+    Example:
+        >>> inception_resnet_scale([1.0, 2.0], scale=0.5)
+        2.0
+    """
+    return inputs[0] + inputs[1] * scale
+
+
+def _is_inception_resnet_scale(lam):
     """keras_applications' (and Keras 2.1's) InceptionResNetV2 residual scaling: two inputs, one ``scale``."""
     arguments = lam.arguments or {}
     return (
@@ -68,16 +79,16 @@ def _inception_resnet_scale(lam):
 KNOWN_FUNCTIONS = (
     KnownFunction(
         name="inception_resnet_scale",
-        source="lambda inputs, scale: inputs[0] + inputs[1] * scale",
+        function=inception_resnet_scale,
         origin="InceptionResNetV2's residual scaling (keras.applications / keras_applications inception_resnet_v2)",
-        matches=_inception_resnet_scale,
+        matches=_is_inception_resnet_scale,
         verified=("keras216", "keras224", "keras231", "tfkeras115"),
     ),
 )
 
 
 def known_function(lam):
-    """The :class:`KnownFunction` that ``lam`` (a :class:`~mgpu_io.format.lambdas.LambdaLayer`) is, or ``None``."""
+    """The :class:`KnownFunction` that ``lam`` (a :class:`~mgpu_io.lambdas.stored.LambdaLayer`) is, or ``None``."""
     if lam.code is None:
         return None
     return next((known for known in KNOWN_FUNCTIONS if known.matches(lam)), None)
@@ -92,9 +103,14 @@ def template_lambdas(template):
     return found
 
 
-def _rewrite_config(config, context):
+def rewrite_config(config, context):
     """Write every stored-bytecode Lambda by reference (and one whose stored function is neither code nor a name,
-    as only a damaged file holds: the caller supplies it); Keras 2.1's ``relu6`` activation as ``ReLU(6)``."""
+    as only a damaged file holds: the caller supplies it); Keras 2.1's ``relu6`` activation as ``ReLU(6)``.
+
+    The hook of the ``lambdas`` family (``format/conversions/lambdas.py``, which imports this module: the registry is
+    imported here inside the function only)."""
+    from mgpu_io.format.conversions.base import KERAS3
+
     changes = []
     by_name = {lam.layer: lam for lam in template_lambdas(config)}
     for layer in walk_layers(config, wrapped=True):
@@ -140,7 +156,7 @@ def _rewrite_config(config, context):
     return changes
 
 
-def _check(template, context):
+def check(template, context):
     """What a user must supply (their own functions) and what is rebuilt for them (Keras' own)."""
     found = template_lambdas(template)
     messages = []
@@ -177,61 +193,7 @@ def needed_functions(config):
     ]
 
 
-FAMILY = Family(
-    name="lambdas",
-    summary="Lambda layers' stored bytecode, replaced by references that Keras 3 resolves in safe mode",
-    rules=(
-        Rule(
-            "lambda-by-reference",
-            "a template Lambda whose function is stored bytecode refers to its layer name "
-            "instead; the user supplies the function (`lambdas=`, `--lambda`, or Keras' `custom_objects`)",
-            "Keras 3: `Requested the deserialization of a Lambda layer whose function is a Python lambda`; "
-            "`safe_mode=False` runs the stored bytecode, which fails on any other Python (`bad marshal data`)",
-            ("keras216", "keras224", "keras231", "tfkeras115"),
-        ),
-        Rule(
-            "lambda-function-name",
-            "a Lambda whose function the writer stored by name is written in Keras 3's "
-            "spelling of a function reference",
-            "Keras 3: `TypeError: Could not parse config: <function ...>`",
-            (),
-        ),
-        Rule(
-            "lambda-known-function",
-            "a Lambda that Keras itself wrote (InceptionResNetV2's residual scaling) "
-            "refers to mgpu-io's registered copy, `mgpu_io>NAME`, identified by its stored metadata",
-            "the same refusal, for code the user never wrote",
-            KNOWN_FUNCTIONS[0].verified,
-        ),
-        Rule(
-            "lambda-output-shape-traced",
-            "a Lambda's output-shape function (stored bytecode) is left out; Keras 3 "
-            "infers the shape by tracing the function",
-            "the same refusal, for the shape function",
-            ("keras224", "keras231", "tfkeras115"),
-        ),
-        Rule(
-            "lambda-mask-dropped",
-            "a Lambda's mask function (stored bytecode, tf.keras) is left out: the layer passes no mask",
-            "the same refusal, for the mask function",
-            (),
-        ),
-        Rule(
-            "relu6-activation",
-            "Keras 2.1 MobileNet's `Activation('relu6')` becomes `ReLU(max_value=6)`, the same function",
-            "Keras 2.2+ and tf_keras: `Unknown activation function: relu6`",
-            ("keras216",),
-        ),
-    ),
-    rewrite_config=_rewrite_config,
-    check=_check,
-    finding="template-lambda",
-    warn=True,
-)
-
-
 __all__ = [
-    "FAMILY",
     "KNOWN_FUNCTIONS",
     "KnownFunction",
     "LambdaLayer",
