@@ -246,6 +246,25 @@ def test_the_cli_says_which_lambdas_to_give_in_flags(cli, tmp_path):
     result = cli("unwrap", str(USER_LAMBDAS), str(tmp_path / "m.keras"))
     assert result.exit_code == 1 and result.stderr.count("\n") == 1
     assert "Pass them: --lambda preprocess=MODULE:FUNCTION --lambda channel_stats=MODULE:FUNCTION" in result.stderr
+    assert result.stderr.endswith(" Only for a file you trust: --unsafe-trust-file rebuilds them from that source.\n")
+    assert "lambdas=" not in result.stderr and "safe_mode" not in result.stderr
+    assert not (tmp_path / "m.keras").exists()
+
+
+def test_a_lambda_error_says_parameters_in_the_library_and_flags_on_the_command_line(cli, tmp_path):
+    """One error, raised from its fields: the library names the parameter (lambdas['preprocess']=...), the command
+    line the flag the user typed (--lambda preprocess=...), each rendered from the same fields, no text rewritten."""
+    given = "no_such_module_here:preprocess"
+    common = ("The function cannot be found. Expected a function preprocess in no_such_module_here. Received: {} "
+              "(No module named 'no_such_module_here'). Run from the folder that holds the module, or fix the name.")
+    with pytest.raises(InvalidArgument) as raised:
+        mgpu_io.unwrap(USER_LAMBDAS, tmp_path / "m.keras", lambdas={"preprocess": given})
+    assert str(raised.value) == common.format(f"lambdas['preprocess']={given!r}")
+    assert raised.value.parameter == "lambdas"
+
+    result = cli("unwrap", str(USER_LAMBDAS), str(tmp_path / "m.keras"), "--lambda", f"preprocess={given}")
+    assert result.exit_code == 1
+    assert result.stderr == "Error: " + common.format(f"--lambda preprocess={given}") + "\n"
     assert not (tmp_path / "m.keras").exists()
 
 
