@@ -61,6 +61,7 @@ FLAG_OF = {
     ("cpu", True): "--cpu",
     ("verbose", True): "--verbose",
     ("safe_mode", False): "--unsafe-trust-file",
+    ("dry_run", True): "--dry-run",
     ("target", "tf_keras"): "--target tf_keras",
     ("target", "keras3"): "--target keras3",
     "target": "--target",
