@@ -94,9 +94,9 @@ def test_nothing_below_the_cli_imports_it():
 
 
 def test_the_callback_and_what_it_shares_use_the_standard_library_only():
-    allowed = {"mgpu_io.errors", "mgpu_io.format.findings", "mgpu_io.format.outputs", "mgpu_io.anykeras.wrapper"}
+    allowed = {"mgpu_io.errors", "mgpu_io.format.non_finite", "mgpu_io.format.output_keys", "mgpu_io.anykeras.wrapper"}
     anykeras = [p.relative_to(PACKAGE).as_posix() for p in files("anykeras")]
-    for name in (*anykeras, "format/findings.py", "format/outputs.py", "errors.py"):
+    for name in (*anykeras, "format/non_finite.py", "format/output_keys.py", "errors.py"):
         top = imports(PACKAGE / name, top_level_only=True)
         outside = {n for n in top if n.split(".")[0] not in sys.stdlib_module_names and n not in allowed
                    and not any(n.startswith(a + ".") for a in allowed)}

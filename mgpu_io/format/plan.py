@@ -15,7 +15,6 @@ from typing import Optional
 
 from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, Param, WeightsMismatch
 from mgpu_io.format import conversions
-from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.config import (
     RECURRENT_CLASSES,
     is_model,
@@ -34,6 +33,7 @@ from mgpu_io.format.extract import Extraction, extract, template_outputs
 from mgpu_io.format.optimizer import update_rule
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
+from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 from mgpu_io.lambdas.by_reference import template_lambdas

@@ -29,11 +29,11 @@ from mgpu_io.errors import (
     first_line,
 )
 from mgpu_io.format import door
-from mgpu_io.format.attrs import read_str_list
-from mgpu_io.format.findings import non_finite_message
+from mgpu_io.format.non_finite import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan import plan_only, planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading
+from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
     Deferred,
