@@ -263,7 +263,7 @@ def make_plan(
     levels = extraction.levels
     lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
     for lam in lambdas:
-        if normalise and lam.code is not None:  # written by reference (conversions/lambdas.py)
+        if normalise and lam.code is not None:  # written by reference (lambdas/by_reference.py)
             lam.reference = lam.known or lam.layer
     report = UnwrapReport(
         source=str(stored.path),

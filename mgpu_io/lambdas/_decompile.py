@@ -146,12 +146,12 @@ def _line_table_misfit(code, version):
     return None
 
 
-_REBUILD: list = []
+_DECOMPILE39: list = []
 
 
-def _rebuild_module():
+def _decompile39_module():
     """``_decompile39.py`` (next to this file), loaded once."""
-    if not _REBUILD:
+    if not _DECOMPILE39:
         import importlib.util
         import os
 
@@ -159,13 +159,13 @@ def _rebuild_module():
         spec = importlib.util.spec_from_file_location("_decompile39", where)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        _REBUILD.append(module)
-    return _REBUILD[0]
+        _DECOMPILE39.append(module)
+    return _DECOMPILE39[0]
 
 
 def _own(code, version):
     """mgpu-io's own decompiler for 3.9-3.12 (``_decompile39.py``, next to this file), as the source of the body."""
-    rebuild = _rebuild_module()
+    rebuild = _decompile39_module()
     triple = tuple(int(part) for part in version.split("."))
     try:
         return rebuild.decompile(code, triple, _instructions(code, version), lambda c: _instructions(c, version)), []

@@ -138,7 +138,7 @@ class LambdaLayer:
         inbound: the layers feeding it, in order.
         code: the strings scan of the stored function, where it is bytecode.
         reference: the name the function is referred to by (after a repair, or where the writer stored a name).
-        known: the name of the function Keras itself wrote (see ``conversions/lambdas.py``), if recognised.
+        known: the name of the function Keras itself wrote (see ``lambdas/by_reference.py``), if recognised.
         recovered: the function's source recovered from its bytecode, as data (:mod:`mgpu_io.lambdas.recovery`;
             only where asked for: ``inspect``, ``mgpu-io lambdas``, a trusted load), or why not (``error``).
         payload, defaults, closure: the stored code string, default values and closure values (Keras' three).

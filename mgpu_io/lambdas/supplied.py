@@ -8,10 +8,10 @@ for Keras 3, whose safe mode stays on: nothing stored in the file runs, only fun
 import functools
 import importlib
 import importlib.util
-import sys
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument, MissingLambda, Param
+from mgpu_io.keras.custom import import_function
 from mgpu_io.lambdas.by_reference import PACKAGE, needed_functions
 from mgpu_io.lambdas.recovery import INSTALL_HINT
 from mgpu_io.lambdas.stored import lambda_layers
@@ -224,51 +224,3 @@ def named(name, function):
     call.__name__ = call.__qualname__ = name
     call.__module__ = None
     return call
-
-
-def import_function(spec, parameter="builder", layer=None):
-    """The function named by ``spec``: ``"module:function"`` (the module imported from the current folder first)
-    or ``"path/to/file.py:function"``. This runs the caller's own module, never anything stored in a file.
-
-    ``parameter`` is the argument that named it (``builder``), or ``layer`` the Lambda layer it is given for
-    (``lambdas={layer: spec}``): errors name either.
-
-    Raises:
-        InvalidArgument: ``spec`` is not ``MODULE:FUNCTION``, or the module or the function cannot be found.
-    """
-    if layer is not None:
-        parameter = "lambdas"
-        given = Param("lambdas", {layer: str(spec)}, text=f"lambdas[{layer!r}]={str(spec)!r}")
-    else:
-        given = Param(parameter, str(spec), text=f"{parameter}={spec!r}")
-    module_name, _, function_name = str(spec).rpartition(":")
-    if not module_name or not function_name:
-        raise InvalidArgument(
-            problem="A function is named as MODULE:FUNCTION",
-            parameter=parameter,
-            expected="e.g. train:build_model or lambdas.py:preprocess",
-            received=given,
-            fix="Name the module (or .py file) and the function",
-        )
-    here = str(Path.cwd())
-    sys.path.insert(0, here)
-    try:
-        if module_name.endswith(".py"):
-            location = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
-            if location is None or not Path(module_name).is_file():
-                raise ImportError(f"no file {module_name}")
-            module = importlib.util.module_from_spec(location)
-            location.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-        return getattr(module, function_name)
-    except (ImportError, AttributeError, OSError) as error:
-        raise InvalidArgument(
-            problem=f"The {'builder' if parameter == 'builder' else 'function'} cannot be found",
-            parameter=parameter,
-            expected=f"a function {function_name} in {module_name}",
-            received=(given, f" ({error})"),
-            fix="Run from the folder that holds the module, or fix the name",
-        ) from None
-    finally:
-        sys.path.remove(here)
