@@ -269,7 +269,7 @@ print(resource.getrlimit(resource.RLIMIT_CPU)[0], resource.getrlimit(resource.RL
 
 
 def test_the_decompilers_limits_are_only_ever_lowered():
-    program = ROOT / "mgpu_io" / "format" / "_decompile.py"
+    program = ROOT / "mgpu_io" / "lambdas" / "_decompile.py"
     done = subprocess.run([sys.executable, "-c", LIMITS, str(program)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["5", "True", "0"]  # CPU stays at the 5 s already set, not raised to 30
 
