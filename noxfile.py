@@ -18,7 +18,10 @@ PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 KERAS_MINORS = ["3.12", "3.13", "3.14", "3.15"]
 #: The tests that need neither Keras nor TensorFlow: reading, planning, writing, the CLI, errors.
 CORE_TESTS = ["tests/test_format_units.py", "tests/test_cli.py", "tests/test_inspect.py", "tests/test_errors.py",
-              "tests/test_unwrap_behaviour.py", "tests/test_batch.py", "mgpu_io/format"]
+              "tests/test_unwrap_behaviour.py", "tests/test_batch.py", "mgpu_io/format",
+              "mgpu_io/lambdas/__init__.py", "mgpu_io/lambdas/stored.py", "mgpu_io/lambdas/by_reference.py",
+              "mgpu_io/lambdas/recovery.py", "mgpu_io/lambdas/writer_pythons.py", "mgpu_io/lambdas/source_module.py",
+              "mgpu_io/lambdas/proof.py"]
 
 
 @nox.session(python=PYTHONS)

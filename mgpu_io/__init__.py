@@ -49,8 +49,8 @@ _LAZY = {
     "TransferResult": "mgpu_io.keras.transfer",
     "verify": "mgpu_io.keras.verify",
     "VerifyReport": "mgpu_io.keras.verify",
-    "lambda_sources": "mgpu_io.format.sources",
-    "LambdaSources": "mgpu_io.format.sources",
+    "lambda_sources": "mgpu_io.lambdas.source_module",
+    "LambdaSources": "mgpu_io.lambdas.source_module",
     "recalibrate_batchnorm": "mgpu_io.keras.batchnorm",
     "RecalibrationReport": "mgpu_io.keras.batchnorm",
 }

@@ -7,7 +7,7 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, NotAModelFile, Param
+from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, does_not_apply
 from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
@@ -39,9 +39,13 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         from mgpu_io.remote import inspect as inspect_remote
 
         if diagram is not None or config is not None:
-            raise InvalidArgument(
-                f"A remote file is inspected alone. Expected no diagram= or config= with a URL. Received: "
-                f"filepath={path}. Copy the file locally for a diagram or a checkpoint's config."
+            given = Param("diagram") if diagram is not None else Param("config")
+            raise does_not_apply(
+                given,
+                "reads a local file: a remote file is inspected alone",
+                "a local path",
+                f"filepath={path}",
+                also=", or copy the file locally",
             )
         return inspect_remote(path, scan_weights=bool(scan_weights))
     path = file_of(path)  # an open h5py.File, as Keras takes one
@@ -54,13 +58,8 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
     description = door.describe(path)  # what the input is, by its content
     kind = description.kind
     if kind not in door.TENSORFLOW_KINDS and config is not None:
-        raise InvalidArgument(
-            problem=(Param("config"), " applies to TF checkpoints when inspecting"),
-            parameter="config",
-            expected=("a TF checkpoint with ", Param("config")),
-            received=f"filepath={path}",
-            fix=("Leave out ", Param("config")),
-            kind=kind,
+        raise does_not_apply(
+            Param("config"), "applies to TF checkpoints when inspecting", "a TF checkpoint", f"filepath={path}", kind
         )
     if kind == door.FOLDER:
         raise InvalidArgument(
@@ -70,13 +69,12 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         )
     if kind in door.KERAS3_KINDS:
         if diagram is not None:
-            raise InvalidArgument(
-                problem="A diagram draws a multi-GPU wrapper next to its template",
-                parameter="diagram",
-                expected=("a legacy full model file or JSON config with ", Param("diagram")),
-                received=f"filepath={path} ({description.name}, which holds no wrapper)",
-                fix=("Leave out ", Param("diagram")),
-                kind=kind,
+            raise does_not_apply(
+                Param("diagram"),
+                "draws a multi-GPU wrapper next to its template",
+                "a legacy full model file or JSON config",
+                f"filepath={path} ({description.name}, which holds no wrapper)",
+                kind,
             )
         from mgpu_io.format.keras3 import inspect_keras3
 
@@ -223,9 +221,13 @@ def unwrap(
         from mgpu_io.remote import unwrap as unwrap_remote
 
         if dry_run or jobs is not None:
-            raise InvalidArgument(
-                f"A remote repair runs file by file and writes. Expected no dry_run= or jobs= with a URL. Received: "
-                f"source={source}, output={output}. Leave them out (scale out with the Dask recipe, docs/scale.md)."
+            given = Param("dry_run", True) if dry_run else Param("jobs")
+            raise does_not_apply(
+                given,
+                "applies to a local repair: a remote one runs file by file and writes",
+                "local paths",
+                f"source={source}, output={output}",
+                also=" (scale out with the Dask recipe, docs/scale.md)",
             )
         return unwrap_remote(
             source,
@@ -249,27 +251,22 @@ def unwrap(
     def checked(description):  # what does not apply is refused; then the options, built and checked once
         kind = description.kind
         if jobs is not None and kind != door.FOLDER:
-            raise InvalidArgument(
-                problem=(Param("jobs"), " sets the worker processes of a folder's repair"),
-                parameter="jobs",
-                expected=("a folder source with ", Param("jobs")),
-                received=(
-                    Param("jobs", jobs, text=f"jobs={jobs}"),
-                    f" with filepath={source} ({description.name}), which is repaired in one process",
-                ),
-                fix=("Leave out ", Param("jobs")),
-                kind=kind,
+            received = (
+                Param("jobs", jobs, text=f"jobs={jobs}"),
+                f" with filepath={source} ({description.name}), which is repaired in one process",
+            )
+            raise does_not_apply(
+                Param("jobs"), "sets the worker processes of a folder's repair", "a folder source", received, kind
             )
         if kind in door.KERAS3_KINDS:
             raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
         if not include_optimizer and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
-            raise InvalidArgument(
-                problem=(Param("include_optimizer", False), " leaves out a full model's optimizer state"),
-                parameter="include_optimizer",
-                expected=("a full-model source with ", Param("include_optimizer", False)),
-                received=f"filepath={source} ({description.name}, which holds no optimizer state)",
-                fix=("Leave out ", Param("include_optimizer", False)),
-                kind=kind,
+            raise does_not_apply(
+                Param("include_optimizer", False),
+                "leaves out a full model's optimizer state",
+                "a full-model source",
+                f"filepath={source} ({description.name}, which holds no optimizer state)",
+                kind,
             )
         if kind == door.FOLDER:  # every file in one format: a deployable one, or each file's own kind
             exported = door.export_format(Path(output, "x" + door.EXPORT_FORMATS.get(format or "", "")), format)
@@ -277,13 +274,12 @@ def unwrap(
         else:
             output_format = door.output_format(description, output, config=config, format=format)
         if inputs is not None and output_format not in door.EXPORT_FORMATS:
-            raise InvalidArgument(
-                problem=(Param("inputs"), " are what a deployable output's runtime is checked on"),
-                parameter="inputs",
-                expected=("an .onnx, .tflite or SavedModel output with ", Param("inputs")),
-                received=f"output={output}",
-                fix=("Leave out ", Param("inputs")),
-                kind=kind,
+            raise does_not_apply(
+                Param("inputs"),
+                "are what a deployable output's runtime is checked on",
+                "an .onnx, .tflite or SavedModel output",
+                f"output={output}",
+                kind,
             )
         return UnwrapOptions(  # built and checked once, here; passed down unchanged
             config=config,

@@ -174,6 +174,25 @@ class InvalidArgument(MgpuIOError, ValueError):
     """An option does not apply to this input (for example ``config=`` with a full-model file)."""
 
 
+def does_not_apply(param, does, applies_to, received, kind=None, also=""):
+    """The error for an option given where it does not apply (refused, never ignored): "``param`` ``does``.
+    Expected ``applies_to`` with ``param``. Received: ``received``. Leave out ``param`` ``also``."
+
+    Example:
+        >>> str(does_not_apply(Param("jobs"), "sets the worker processes of a folder's repair", "a folder source",
+        ...                    "filepath=m.h5"))
+        "jobs= sets the worker processes of a folder's repair. Expected a folder source with jobs=. Received: filepath=m.h5. Leave out jobs=."
+    """
+    return InvalidArgument(
+        problem=(param, f" {does}"),
+        parameter=param.name,
+        expected=(f"{applies_to} with ", param),
+        received=received,
+        fix=("Leave out ", param, also),
+        kind=kind,
+    )
+
+
 class AmbiguousTemplate(InvalidArgument):
     """An in-memory model holds several nested models with weights: which one is the template is not clear."""
 

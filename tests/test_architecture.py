@@ -17,6 +17,7 @@ from mgpu_io import InvalidArgument
 from mgpu_io.format import conversions
 from mgpu_io.format import wrapper_writers as writers
 from mgpu_io.format.plan import planned
+from mgpu_io.lambdas import FLOORS as LAMBDA_FLOORS
 
 PACKAGE = ROOT / "mgpu_io"
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
@@ -49,23 +50,53 @@ def files(under):
     return sorted((PACKAGE / under).rglob("*.py"))
 
 
+def lambda_modules(floor):
+    """The modules of the Lambda feature's package on ``floor`` (``format``, ``keras``, ``program``)."""
+    return [PACKAGE / "lambdas" / f"{name}.py" for name, its in LAMBDA_FLOORS.items() if its == floor]
+
+
+def test_every_module_of_the_lambda_package_declares_its_floor():
+    """mgpu_io/lambdas/ holds the feature's h5py-only and Keras parts side by side: floors are checked per module."""
+    found = sorted(p.stem for p in (PACKAGE / "lambdas").glob("*.py") if p.stem != "__init__")
+    assert found == sorted(LAMBDA_FLOORS), "a module of mgpu_io/lambdas/ needs its row in FLOORS (and on the page)"
+    assert set(LAMBDA_FLOORS.values()) == {"format", "keras", "program"}
+
+
+FORMAT_FORBIDDEN = ("keras", "tensorflow", "tf_keras", "typer", "rich", "jax", "torch")
+
+
 def test_the_format_core_imports_neither_keras_nor_the_cli_tools():
-    forbidden = ("keras", "tensorflow", "tf_keras", "typer", "rich", "jax", "torch", "mgpu_io.keras", "mgpu_io.cli")
-    for path in files("format"):
-        bad = [name for name in imports(path) if name.split(".")[0] in forbidden[:7] or name.startswith(forbidden[7:])]
+    """format/ and the format-floor modules of lambdas/ import no Keras, TensorFlow, typer or rich, at any depth;
+    of lambdas/ they import only its format-floor modules."""
+    for path in files("format") + lambda_modules("format") + [PACKAGE / "lambdas" / "__init__.py"]:
+        found = imports(path)
+        bad = [name for name in found if name.split(".")[0] in FORMAT_FORBIDDEN
+               or name.startswith(("mgpu_io.keras", "mgpu_io.cli", "mgpu_io.anykeras"))]
         assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+        above = [name for name in found if name.startswith("mgpu_io.lambdas.")
+                 and LAMBDA_FLOORS.get(name.split(".")[2]) != "format"]
+        assert above == [], f"{path.relative_to(ROOT)} imports {above}, above its floor"
+
+
+def test_the_keras_modules_of_the_lambda_package_import_keras_only_inside_functions():
+    """As keras/ does: `import mgpu_io.lambdas.trusted` on a core install fails only when a function runs (the
+    module-level `import_keras()` of keras/_compat.py names the extra to install)."""
+    for path in lambda_modules("keras"):
+        top = imports(path, top_level_only=True)
+        assert not [n for n in top if n.split(".")[0] in FORMAT_FORBIDDEN], path
+        assert not [n for n in imports(path) if n.startswith("mgpu_io.cli")], path
 
 
 def test_nothing_below_the_cli_imports_it():
-    for path in files("format") + files("keras") + files("anykeras") + [
+    for path in files("format") + files("keras") + files("anykeras") + files("lambdas") + [
             PACKAGE / "api.py", PACKAGE / "__init__.py", PACKAGE / "errors.py"]:
         assert not [n for n in imports(path) if n.startswith("mgpu_io.cli")], path
 
 
 def test_the_callback_and_what_it_shares_use_the_standard_library_only():
-    allowed = {"mgpu_io.errors", "mgpu_io.format.findings", "mgpu_io.format.outputs", "mgpu_io.anykeras.wrapper"}
+    allowed = {"mgpu_io.errors", "mgpu_io.format.non_finite", "mgpu_io.format.output_keys", "mgpu_io.anykeras.wrapper"}
     anykeras = [p.relative_to(PACKAGE).as_posix() for p in files("anykeras")]
-    for name in (*anykeras, "format/findings.py", "format/outputs.py", "errors.py"):
+    for name in (*anykeras, "format/non_finite.py", "format/output_keys.py", "errors.py"):
         top = imports(PACKAGE / name, top_level_only=True)
         outside = {n for n in top if n.split(".")[0] not in sys.stdlib_module_names and n not in allowed
                    and not any(n.startswith(a + ".") for a in allowed)}
@@ -168,7 +199,7 @@ def test_writers_are_one_registry_with_a_fallback_last():
 
 def test_the_architecture_page_names_every_floor_writer_and_family():
     floors = sorted(p.name + "/" for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
-    assert floors == ["anykeras/", "cli/", "format/", "keras/", "tf/"]  # a new floor needs its row and a test here
+    assert floors == ["anykeras/", "cli/", "format/", "keras/", "lambdas/", "tf/"]  # a new floor needs its row and a test here
     for floor in floors:
         assert f"`{floor}`" in ARCHITECTURE
     for writer in writers.WRITERS:
@@ -229,16 +260,19 @@ def test_what_an_input_is_is_decided_in_one_place_with_one_vocabulary():
 
 
 #: The one module that may compile and run a Lambda's function: only with the caller's safe_mode=False.
-TRUSTED = PACKAGE / "keras" / "trusted.py"
+TRUSTED = PACKAGE / "lambdas" / "trusted.py"
 #: The program that proves a recovered source on the writer's own Python (compiles it, reads the stored bytes there).
-RECOMPILE = PACKAGE / "format" / "_recompile.py"
+RECOMPILE = PACKAGE / "lambdas" / "_recompile.py"
 
 
 def test_the_programs_that_read_stored_code_are_run_never_imported():
-    """format/_decompile.py, _rebuild.py (loaded by it) and _recompile.py run as separate programs under limits."""
+    """lambdas/_decompile.py, _decompile39.py (loaded by it) and _recompile.py run as separate programs under limits:
+    the modules whose floor is ``program``."""
+    programs = {f"mgpu_io.lambdas.{name}" for name, floor in LAMBDA_FLOORS.items() if floor == "program"}
+    assert programs == {"mgpu_io.lambdas._decompile", "mgpu_io.lambdas._decompile39", "mgpu_io.lambdas._recompile"}
     for path in sorted(PACKAGE.rglob("*.py")):
         found = imports(path)
-        assert not {"mgpu_io.format._decompile", "mgpu_io.format._recompile", "mgpu_io.format._rebuild"} & found, path
+        assert not {n for n in found if n in programs or n.rsplit(".", 1)[0] in programs}, path
 
 
 def test_no_module_can_unmarshal_or_run_stored_code():
@@ -256,20 +290,24 @@ def test_no_module_can_unmarshal_or_run_stored_code():
         assert not {"eval", "exec", "compile", "__import__"} & calls, path
 
 
-def test_every_known_lambda_function_has_its_registered_copy():
+def test_every_function_keras_wrote_is_defined_once_and_registered_as_it_is():
+    """The functions Keras itself stored as Lambdas are defined once, as code (lambdas/by_reference.py); Keras'
+    registry holds those very objects, not a second copy kept equal to a text."""
     keras = pytest.importorskip("keras")
-    from mgpu_io.format.conversions.lambdas import KNOWN_FUNCTIONS
-    from mgpu_io.keras import known
-
     from mgpu_io.format.conversions.hard_sigmoid import KERAS2_HARD_SIGMOID
+    from mgpu_io.keras import known
+    from mgpu_io.lambdas.by_reference import KNOWN_FUNCTIONS
 
     assert sorted(known.FUNCTIONS) == sorted([k.registered for k in KNOWN_FUNCTIONS] + [KERAS2_HARD_SIGMOID])
+    for function in KNOWN_FUNCTIONS:
+        assert known.FUNCTIONS[function.registered] is function.function
+        assert not hasattr(function, "source")
     for name, function in known.FUNCTIONS.items():
         assert keras.saving.get_registered_object(name) is function
 
 
 def test_the_trusted_module_is_reached_only_through_safe_mode_false():
-    importers = [path for path in sorted(PACKAGE.rglob("*.py")) if "mgpu_io.keras.trusted" in imports(path)]
+    importers = [path for path in sorted(PACKAGE.rglob("*.py")) if "mgpu_io.lambdas.trusted" in imports(path)]
     assert [path.relative_to(PACKAGE).as_posix() for path in importers] == ["keras/load.py"]
     source = (PACKAGE / "keras" / "load.py").read_text()
     assert "if not safe_mode:  # the caller trusts the file" in source

@@ -101,25 +101,59 @@ def test_the_floors_table_has_a_row_for_each_floor_of_the_package():
     assert sorted(_floors()) == floors
 
 
+def _import_problems(path, said, own, below, floors):
+    """What ``path`` imports that ``said`` (a table row's "imports" text) does not name; ``own`` is its floor."""
+    problems, where = [], path.relative_to(ROOT)
+    inside_only = {package for package, word in SPELLED.items()
+                   if re.search(rf"{word}( 3)? \(inside functions\)|{word} inside the functions", said)}
+    for name in _imports(path, top_level_only=False):
+        top = name.split(".")[0]
+        if top == "mgpu_io":
+            other = name.split(".")[1] if name.count(".") else ""
+            if other in floors and other != own and not (
+                    f"`{other}/`" in said or ("the floor" in said and "below" in said and other in below)):
+                problems.append(f"{where} imports mgpu_io.{other}, which its row does not name")
+        elif top not in sys.stdlib_module_names and top != "__future__" and SPELLED.get(top, top) not in said:
+            problems.append(f"{where} imports {top}, which its row does not name")
+    for name in _imports(path, top_level_only=True) & set(inside_only):
+        problems.append(f"{where} imports {name} at module level; its row says inside functions")
+    return problems
+
+
 def test_each_floor_imports_only_what_its_row_says():
+    """Each floor's modules against its row; ``lambdas/``'s modules each against their own row (the next test)."""
     floors = _floors()
     order = list(floors)
     problems = []
     for floor, said in floors.items():
-        below = order[: order.index(floor)]
-        inside_only = {package for package, word in SPELLED.items()
-                       if re.search(rf"{word}( 3)? \(inside functions\)|{word} inside the functions", said)}
+        if floor == "lambdas":
+            continue
         for path in sorted((PACKAGE / floor).rglob("*.py")):
-            where = path.relative_to(ROOT)
-            for name in _imports(path, top_level_only=False):
-                top = name.split(".")[0]
-                if top == "mgpu_io":
-                    other = name.split(".")[1] if name.count(".") else ""
-                    if other in floors and other != floor and not (
-                            f"`{other}/`" in said or ("the floor" in said and "below" in said and other in below)):
-                        problems.append(f"{where} imports mgpu_io.{other}, which its row does not name")
-                elif top not in sys.stdlib_module_names and top != "__future__" and SPELLED.get(top, top) not in said:
-                    problems.append(f"{where} imports {top}, which its row does not name")
-            for name in _imports(path, top_level_only=True) & set(inside_only):
-                problems.append(f"{where} imports {name} at module level; its row says inside functions")
+            problems += _import_problems(path, said, floor, order[: order.index(floor)], floors)
+    assert problems == [], "\n".join(problems)
+
+
+def _lambda_rows():
+    """``{module: (floor, its "imports" text)}`` from the page's table of the Lambda feature's modules."""
+    rows = re.findall(r"^\| `lambdas/(\w+)\.py` \| (\w+) \| ([^|]+) \|", PAGE.read_text(), re.M)
+    return {name: (floor, said) for name, floor, said in rows}
+
+
+def test_each_module_of_the_lambda_package_has_its_row_and_imports_only_what_it_says():
+    """The floors of mgpu_io/lambdas/ are per module: the page's table gives each module's floor (as the package's
+    FLOORS does) and what it imports, checked as a floor's row is."""
+    from mgpu_io.lambdas import FLOORS
+
+    rows, floors = _lambda_rows(), _floors()
+    assert {name: floor for name, (floor, _) in rows.items()} == FLOORS
+    problems = []
+    for name, (floor, said) in rows.items():
+        path = PACKAGE / "lambdas" / f"{name}.py"
+        problems += _import_problems(path, said, "lambdas", [], floors)
+        if floor == "format":  # and what format/'s row forbids, whatever this row says
+            problems += [f"{name}: imports {n}" for n in _imports(path, False) if n.split(".")[0] in (
+                "keras", "tensorflow", "tf_keras", "typer", "rich") or n.startswith(("mgpu_io.keras", "mgpu_io.cli"))]
+        elif floor == "keras":
+            problems += [f"{name}: imports {n} at module level" for n in _imports(path, True)
+                         if n.split(".")[0] in ("keras", "tensorflow", "tf_keras")]
     assert problems == [], "\n".join(problems)

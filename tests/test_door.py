@@ -287,7 +287,7 @@ def test_a_keras_archives_lambda_without_lambdas_is_one_line_naming_the_paramete
     """The crash of issue 27: verify/load_model ended in Keras' TypeError ("could not be deserialized properly")."""
     with pytest.raises(MissingLambda) as missing:
         mgpu_io.load_model(keras3_files / "lambda.keras")
-    assert "Received none for: double" in str(missing.value) and "Pass them: lambdas={'double': fn}." in str(
+    assert "Received: no function for double" in str(missing.value) and "Pass them: lambdas={'double': fn}." in str(
         missing.value)
     result = runner.invoke(app, ["verify", str(keras3_files / "lambda.keras"), str(keras3_files / "lambda.keras")])
     assert result.exit_code == 1 and "internal error" not in result.stderr

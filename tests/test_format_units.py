@@ -13,9 +13,9 @@ from mgpu_io.format import conversions
 from mgpu_io.format.config import copy_config, walk_layers
 from mgpu_io.format.conversions import Context, convert_config, convert_training, weight_conversion
 from mgpu_io.format.detect import detect_wrapper, detect_weights_only, unroll
-from mgpu_io.format.findings import non_finite_message, split_non_finite
+from mgpu_io.format.non_finite import non_finite_message, split_non_finite
 from mgpu_io.format.optimizer import read_optimizer_state
-from mgpu_io.format.outputs import rekey
+from mgpu_io.format.output_keys import rekey
 from mgpu_io.format.read import cached, json_depth
 from mgpu_io.format.weights import check_shapes, split_by_layer, split_without_config
 from mgpu_io.format.wrapper_writers import identify
@@ -583,7 +583,7 @@ def test_a_legacy_merge_dot_after_a_convolution_knows_its_inputs_rank():
 
 
 def test_a_merge_whose_mode_is_a_named_function_becomes_a_lambda_referring_to_that_name():
-    from mgpu_io.format.lambdas import lambda_layers
+    from mgpu_io.lambdas.stored import lambda_layers
 
     def layer(name, cls, inbound, **settings):
         return {"name": name, "class_name": cls, "config": dict(settings, name=name),

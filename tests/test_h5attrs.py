@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from mgpu_io.format.attrs import HDF5_OBJECT_HEADER_LIMIT, read_str, read_str_list, set_attr, write_str_list
+from mgpu_io.format.string_attrs import HDF5_OBJECT_HEADER_LIMIT, read_str, read_str_list, set_attr, write_str_list
 
 
 @pytest.fixture

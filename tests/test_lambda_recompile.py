@@ -1,7 +1,7 @@
 """Every recovered Lambda source is proven: compiled again on the writer's own Python, its code is the stored code.
 
 The writers' Pythons are pyenv's (2.7, 3.6-3.13 here); where one is absent its cases are skipped. The comparison runs
-in that Python's own process (format/_recompile.py): instructions, constants, names, argument counts and flags, not
+in that Python's own process (lambdas/_recompile.py): instructions, constants, names, argument counts and flags, not
 line numbers. The functions are the real writers' (fixtures/lambdas, fixtures/applications, the layer sweep) and the
 shapes Keras Lambdas take, compiled here by each Python from source.
 """
@@ -14,7 +14,8 @@ import pytest
 from helpers import APP_MANIFEST, ROOT, fixture_path
 
 import mgpu_io
-from mgpu_io.format import recompile, recover
+from mgpu_io.lambdas import proof as recompile
+from mgpu_io.lambdas import recovery as recover
 
 pytestmark = pytest.mark.skipif(not recover.available(), reason='needs the decompilers: pip install "mgpu-io[lambdas]"')
 

@@ -25,7 +25,7 @@ from helpers import APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch,
 
 import mgpu_io
 from mgpu_io.errors import InvalidArgument, MissingLambda
-from mgpu_io.format import recover
+from mgpu_io.lambdas import recovery as recover
 
 pytestmark = pytest.mark.skipif(not recover.available(), reason='needs the decompilers: pip install "mgpu-io[lambdas]"')
 
@@ -269,7 +269,7 @@ print(resource.getrlimit(resource.RLIMIT_CPU)[0], resource.getrlimit(resource.RL
 
 
 def test_the_decompilers_limits_are_only_ever_lowered():
-    program = ROOT / "mgpu_io" / "format" / "_decompile.py"
+    program = ROOT / "mgpu_io" / "lambdas" / "_decompile.py"
     done = subprocess.run([sys.executable, "-c", LIMITS, str(program)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["5", "True", "0"]  # CPU stays at the 5 s already set, not raised to 30
 
@@ -387,7 +387,7 @@ def test_a_lambda_whose_stored_function_is_damaged_is_the_callers_to_supply_even
         [times_factor] = [layer for layer in config["config"]["layers"] if layer["name"] == "times_factor"]
         times_factor["config"]["function"] = 1.5
         h5.attrs["model_config"] = json.dumps(config).encode()
-    with pytest.raises(MissingLambda, match=r"Received none for: times_factor \(arguments=\{'factor': 3\.0\}; "
+    with pytest.raises(MissingLambda, match=r"Received: no function for times_factor \(arguments=\{'factor': 3\.0\}; "
                                             r"inputs clip_scale\)\. Pass them: lambdas=\{'times_factor': fn\}\."):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", mgpu_io.MgpuIOWarning)
@@ -401,7 +401,7 @@ def test_a_lambda_whose_stored_function_is_damaged_is_the_callers_to_supply_even
 
 
 def test_keras2s_backend_functions_compute_what_keras2s_did():
-    from mgpu_io.keras import backend2 as K
+    from mgpu_io.lambdas import backend2 as K
 
     x = np.arange(24, dtype="float32").reshape(2, 3, 4) / 10
     y = np.arange(24, dtype="float32").reshape(2, 4, 3) / 10
@@ -488,7 +488,7 @@ def test_recovery_starts_only_the_decompiler_program_and_runs_nothing_here():
 
 def test_tensorflow_calls_run_on_its_backend_and_are_named_on_the_others(tmp_path):
     path = _with_function(tmp_path, _bytecode("3.7.16", "f = lambda t: tf.multiply(t, 2.0)\n"))
-    from mgpu_io.keras import backend2
+    from mgpu_io.lambdas import backend2
 
     if backend2.backend() == "tensorflow":
         with pytest.warns(mgpu_io.MgpuIOWarning, match="Lambda layer 'double' runs its function recovered"):

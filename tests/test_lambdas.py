@@ -24,7 +24,7 @@ from helpers import (APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch
 
 import mgpu_io
 from mgpu_io.errors import InvalidArgument, MissingLambda
-from mgpu_io.format.lambdas import lambda_layers, scan_code, text_records
+from mgpu_io.lambdas.stored import lambda_layers, scan_code, text_records
 
 keras = pytest.importorskip("keras")
 from lambda_functions import USER_FUNCTIONS  # noqa: E402  (needs keras)
@@ -235,7 +235,7 @@ def test_a_missing_function_is_one_typed_error_that_describes_each_lambda():
     assert message.startswith("The template's Lambda layers hold your own code, which mgpu-io never runs from the "
                               "file (stored code allows arbitrary code execution). Expected a function for each of "
                               "them in filepath=")
-    assert ("Received none for: gate (<lambda>; from fixtures/generate/applications/write_app_fixtures.py; using t; "
+    assert ("Received: no function for gate (<lambda>; from fixtures/generate/applications/write_app_fixtures.py; using t; "
             "inputs embed, gate_in); l2_norm (<lambda>;") in message
     assert message.endswith("Pass them: lambdas={'gate': fn, 'l2_norm': fn}; `mgpu-io lambdas FILE -o "
                             "my_lambdas.py` writes their recovered source (pip install \"mgpu-io[lambdas]\"). Only "
@@ -246,6 +246,25 @@ def test_the_cli_says_which_lambdas_to_give_in_flags(cli, tmp_path):
     result = cli("unwrap", str(USER_LAMBDAS), str(tmp_path / "m.keras"))
     assert result.exit_code == 1 and result.stderr.count("\n") == 1
     assert "Pass them: --lambda preprocess=MODULE:FUNCTION --lambda channel_stats=MODULE:FUNCTION" in result.stderr
+    assert result.stderr.endswith(" Only for a file you trust: --unsafe-trust-file rebuilds them from that source.\n")
+    assert "lambdas=" not in result.stderr and "safe_mode" not in result.stderr
+    assert not (tmp_path / "m.keras").exists()
+
+
+def test_a_lambda_error_says_parameters_in_the_library_and_flags_on_the_command_line(cli, tmp_path):
+    """One error, raised from its fields: the library names the parameter (lambdas['preprocess']=...), the command
+    line the flag the user typed (--lambda preprocess=...), each rendered from the same fields, no text rewritten."""
+    given = "no_such_module_here:preprocess"
+    common = ("The function cannot be found. Expected a function preprocess in no_such_module_here. Received: {} "
+              "(No module named 'no_such_module_here'). Run from the folder that holds the module, or fix the name.")
+    with pytest.raises(InvalidArgument) as raised:
+        mgpu_io.unwrap(USER_LAMBDAS, tmp_path / "m.keras", lambdas={"preprocess": given})
+    assert str(raised.value) == common.format(f"lambdas['preprocess']={given!r}")
+    assert raised.value.parameter == "lambdas"
+
+    result = cli("unwrap", str(USER_LAMBDAS), str(tmp_path / "m.keras"), "--lambda", f"preprocess={given}")
+    assert result.exit_code == 1
+    assert result.stderr == "Error: " + common.format(f"--lambda preprocess={given}") + "\n"
     assert not (tmp_path / "m.keras").exists()
 
 
@@ -466,7 +485,7 @@ tf_keras.Model(inputs, tf_keras.layers.Lambda(times_eight, name="loop")(inputs))
 
 
 def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monkeypatch):
-    from mgpu_io.format import recover
+    from mgpu_io.lambdas import recovery as recover
 
     monkeypatch.setattr(recover, "available", lambda: False)
     path = USER_LAMBDAS

@@ -77,7 +77,7 @@ def test_compile_false_leaves_the_model_uncompiled():
 
 def test_the_templates_own_lambda_needs_its_function_and_the_stored_code_never_runs():
     path = fixture_path({"file": "k224_template_lambda_x2_full.h5"})
-    with pytest.raises(MissingLambda, match=r"Received none for: double \(<lambda>; from "
+    with pytest.raises(MissingLambda, match=r"Received: no function for double \(<lambda>; from "
                                             r"fixtures/generate/write_fixtures.py; using t; inputs d1\)"):
         mgpu_io.load_model(path)
     model = mgpu_io.load_model(path, lambdas={"double": lambda t: t * 2.0})
@@ -85,7 +85,7 @@ def test_the_templates_own_lambda_needs_its_function_and_the_stored_code_never_r
     assert_predictions_match(predict(model, xs), ys)
     # safe_mode=False (the caller trusts the file): the stored Python 3.7 bytecode still never reaches Keras; its
     # source, recovered as data, is compiled here (with the decompilers), or the file is refused saying why.
-    from mgpu_io.format.recover import available
+    from mgpu_io.lambdas.recovery import available
 
     if available():
         with pytest.warns(MgpuIOWarning, match="Lambda layer 'double' runs its function recovered from the file"):

@@ -31,7 +31,7 @@ from mgpu_io.errors import (  # noqa: E402
     OutputError,
     WeightsMismatch,
 )
-from mgpu_io.format.attrs import read_str, read_str_list  # noqa: E402
+from mgpu_io.format.string_attrs import read_str, read_str_list  # noqa: E402
 from mgpu_io.format.kinds import SAVEDMODEL, TF_CHECKPOINT  # noqa: E402
 from mgpu_io.tf import detect, to_legacy_h5  # noqa: E402
 

@@ -28,6 +28,7 @@ def test_a_file_is_marked_by_its_path_and_a_folder_marks_everything_under_it():
     assert tiers_of("mgpu_io/format/read.py") == ["core"]
     assert tiers_of("mgpu_io/formats.py") == []  # a prefix of a folder's name is not inside it
     assert tiers_of("tests/test_load_model.py") == []
+    assert tiers_of("mgpu_io/lambdas/stored.py") == ["core"] and tiers_of("mgpu_io/lambdas/trusted.py") == []
 
 
 def test_every_tier_names_paths_that_exist_and_every_marker_is_described():

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import mgpu_io
 from mgpu_io import OutputError, unwrap
 from mgpu_io.cli import app
-from mgpu_io.format.attrs import read_str_list
+from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io import inspect
 
 runner = CliRunner()

@@ -23,8 +23,8 @@ import warnings
 
 from mgpu_io.anykeras.wrapper import find_template, non_finite_weights, replica_count
 from mgpu_io.errors import AmbiguousTemplate, BaseModelCheckpointError
-from mgpu_io.format.findings import non_finite_message
-from mgpu_io.format.outputs import rekey
+from mgpu_io.format.non_finite import non_finite_message
+from mgpu_io.format.output_keys import rekey
 
 __all__ = ["BaseModelCheckpoint", "BaseModelCheckpointError", "find_base_model"]
 

@@ -22,7 +22,8 @@ from mgpu_io.cli.process import limit_error
 from mgpu_io.errors import MgpuIOError, first_line
 from mgpu_io.format.text import printable
 
-#: Library parameters as the command line spells them (longest first, so that one never eats another).
+#: Library parameters as the command line spells them (longest first, so that one never eats another), for the text
+#: of reports and of the errors still raised with a message only; an error raised from fields needs none of this.
 FLAGS = {
     "overwrite=True": "--force",
     "allow_plain=True": "--allow-plain",
@@ -34,11 +35,8 @@ FLAGS = {
     "target='keras3'": "--target keras3",
     "cpu=True": "--cpu",
     "verbose=True": "--verbose",
-    "builder=": "--builder ",
     "jobs=": "--jobs ",
     "lambdas=": "--lambda ",
-    "safe_mode=False": "--unsafe-trust-file",
-    "lambdas='my_lambdas.py'": "--lambda-module my_lambdas.py",
     "config=": "--config ",
     "diagram=": "--diagram ",
     "target=": "--target ",
@@ -63,6 +61,7 @@ FLAG_OF = {
     ("cpu", True): "--cpu",
     ("verbose", True): "--verbose",
     ("safe_mode", False): "--unsafe-trust-file",
+    ("dry_run", True): "--dry-run",
     ("target", "tf_keras"): "--target tf_keras",
     ("target", "keras3"): "--target keras3",
     "target": "--target",
@@ -89,6 +88,8 @@ def flag(param):
     """
     if param.name == "custom_objects" and param.has_value:  # the classes to give, by name
         return " ".join(f"--custom-objects MODULE:{name}" for name in param.value)
+    if param.name == "lambdas" and param.has_value:
+        return _lambda_flags(param.value, param)
     if param.has_value:
         try:
             switch = FLAG_OF.get((param.name, param.value))
@@ -104,6 +105,26 @@ def flag(param):
     )  # the value as the library wrote it
 
 
+def _lambda_flags(value, param):
+    """``lambdas=`` as the command line gives it: the layers whose functions to pass (a tuple of their names), one
+    function given (``{layer: "module:function"}``), or a Lambda module's path.
+
+    Example:
+        >>> from mgpu_io.errors import Param
+        >>> flag(Param("lambdas", ("pre", "gate"))), flag(Param("lambdas", {"pre": "m:f"}))
+        ('--lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION', '--lambda pre=m:f')
+        >>> flag(Param("lambdas", "my_lambdas.py"))
+        '--lambda-module my_lambdas.py'
+    """
+    if isinstance(value, tuple):
+        return " ".join(f"--lambda {layer}=MODULE:FUNCTION" for layer in value)
+    if isinstance(value, dict):
+        return " ".join(f"--lambda {layer}={spec}" for layer, spec in value.items())
+    if isinstance(value, str):
+        return f"--lambda-module {value}"
+    return str(param)  # a value the command line cannot give (the library's own call)
+
+
 def message(error):
     """An error's message in the command line's terms: rendered from its fields where it has them, else its text
     translated by :func:`to_flags`.
@@ -117,21 +138,18 @@ def message(error):
     return error.render(flag) if has_fields else to_flags(str(error))
 
 
+#: The functions to pass, as a report's finding names them (``lambdas={'pre': fn, ...}``).
 _LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
-# A class to give by name ({'ClusteringLayer': ClusteringLayer}); Keras' own custom_objects={'pre': fn} stays.
-_CUSTOM_OBJECTS_PATTERN = re.compile(r"custom_objects=\{'([A-Za-z_][\w.]*)': \1\}")
 
 
 def to_flags(message):
-    """A library message in the command line's terms.
+    """A report's text (or an error's raised with a message only) in the command line's terms.
 
     Example:
         >>> to_flags("Received: output=m.h5. Pass overwrite=True to replace it. Leave out config=.")
         'Received: output=m.h5. Pass --force to replace it. Leave out --config.'
         >>> to_flags("Pass them: lambdas={'pre': fn, 'gate': fn}.")
         'Pass them: --lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION.'
-        >>> to_flags("Pass the class: custom_objects={'ClusteringLayer': ClusteringLayer}.")
-        'Pass the class: --custom-objects MODULE:ClusteringLayer.'
     """
     message = _LAMBDAS_PATTERN.sub(
         lambda m: " ".join(
@@ -140,8 +158,6 @@ def to_flags(message):
         ),
         message,
     )
-    message = re.sub(r"lambdas\[(['\"])(.*?)\1\]=(['\"])(.*?)\3", r"--lambda \2=\4", message)
-    message = _CUSTOM_OBJECTS_PATTERN.sub(r"--custom-objects MODULE:\1", message)
     translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
     return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
 

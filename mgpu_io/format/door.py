@@ -229,7 +229,7 @@ def describe_then(path, then, *, progress=None):
 def _describe_hdf5(path, then=None, progress=None):
     import h5py  # imported here, once, not in each probe's child (a third of a second there)
 
-    from mgpu_io.format import attrs  # noqa: F401 - the same
+    from mgpu_io.format import string_attrs  # noqa: F401 - the same
     from mgpu_io.format.probe import probed
 
     def work():
@@ -266,7 +266,7 @@ def _hdf5_description(path, kind, writer, holds, detail):
 
 def _hdf5_look(h5):
     """``(kind, writer, holds, detail)`` of an open HDF5 file, from its root attributes' and groups' names."""
-    from mgpu_io.format.attrs import read_str
+    from mgpu_io.format.string_attrs import read_str
 
     try:
         attrs, keys = set(h5.attrs.keys()), set(h5.keys())

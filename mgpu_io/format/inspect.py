@@ -9,19 +9,19 @@ import numpy as np
 
 from mgpu_io.errors import FailedSaveStub, InvalidArgument
 from mgpu_io.format import conversions
-from mgpu_io.format.attrs import read_str
 from mgpu_io.format.config import input_names, layer_name, model_layers, model_name
 from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
-from mgpu_io.format.conversions.lambdas import template_lambdas
 from mgpu_io.format.extract import extract, template_outputs
-from mgpu_io.format.findings import non_finite_message
+from mgpu_io.format.non_finite import non_finite_message
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
-from mgpu_io.format.recover import recover_lambdas, recovered_lines
+from mgpu_io.format.string_attrs import read_str
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import scoped_weight_names
 from mgpu_io.format.wrapper_writers import BY_NAME
+from mgpu_io.lambdas.by_reference import template_lambdas
+from mgpu_io.lambdas.recovery import recover_lambdas, recovered_lines
 
 _SCAN_CHUNK = 1 << 22  # elements read at a time when scanning weights for NaN/Inf
 #: Above this many bytes of weights, the automatic NaN scan reads only BatchNormalization layers' weights.

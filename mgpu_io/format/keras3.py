@@ -208,6 +208,6 @@ def _size(shape):
 
 def _lambdas(config):
     """The Lambda layers of a Keras 3 config, read as data (what each refers to; never run)."""
-    from mgpu_io.format.conversions.lambdas import template_lambdas
+    from mgpu_io.lambdas.by_reference import template_lambdas
 
     return [lam.to_dict() for lam in template_lambdas(config)]

@@ -15,7 +15,6 @@ from typing import Optional
 
 from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, Param, WeightsMismatch
 from mgpu_io.format import conversions
-from mgpu_io.format.attrs import read_str_list
 from mgpu_io.format.config import (
     RECURRENT_CLASSES,
     is_model,
@@ -28,15 +27,16 @@ from mgpu_io.format.config import (
 from mgpu_io.format.conversions.base import Conversion
 from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
-from mgpu_io.format.conversions.lambdas import template_lambdas
 from mgpu_io.format.conversions.training_config import metrics_per_output, rekey_training_config
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.extract import Extraction, extract, template_outputs
 from mgpu_io.format.optimizer import update_rule
 from mgpu_io.format.probe import probed
 from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
+from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
+from mgpu_io.lambdas.by_reference import template_lambdas
 
 #: What happens to the optimizer state (``UnwrapReport.optimizer``). Keras 3's own ``load_model`` of a ``.h5`` file
 #: that holds ``optimizer_weights`` builds its optimizer on none of the model's variables (Keras 3.12-3.15): it
@@ -142,7 +142,7 @@ class Plan:
         training: the re-keyed, converted training config, or ``None``.
         keras_version: the ``keras_version`` to write (Keras 1 configs now read as 2.x).
         report: what the user is told.
-        lambdas: the template's Lambda layers as stored (:class:`~mgpu_io.format.lambdas.LambdaLayer`).
+        lambdas: the template's Lambda layers as stored (:class:`~mgpu_io.lambdas.stored.LambdaLayer`).
     """
 
     stored: object
@@ -263,7 +263,7 @@ def make_plan(
     levels = extraction.levels
     lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
     for lam in lambdas:
-        if normalise and lam.code is not None:  # written by reference (conversions/lambdas.py)
+        if normalise and lam.code is not None:  # written by reference (lambdas/by_reference.py)
             lam.reference = lam.known or lam.layer
     report = UnwrapReport(
         source=str(stored.path),

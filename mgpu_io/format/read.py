@@ -27,8 +27,8 @@ from mgpu_io.errors import (
     first_line,
 )
 from mgpu_io.format import door
-from mgpu_io.format.attrs import read_str, read_str_list
 from mgpu_io.format.kinds import LEGACY_MODEL, LEGACY_WEIGHTS, STUB, hdf5_kind
+from mgpu_io.format.string_attrs import read_str, read_str_list
 
 MODEL, WEIGHTS, CONFIG = "model", "weights", "config"
 #: How the error about an HDF5 file without a legacy Keras model begins (the door then looks for Keras 3's own).

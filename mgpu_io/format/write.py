@@ -31,9 +31,9 @@ import numpy as np
 from mgpu_io._version import __version__
 from mgpu_io.errors import LimitReached, OutputError, first_line
 from mgpu_io.format import limits
-from mgpu_io.format.attrs import read_str_list, set_attr, write_str_list
 from mgpu_io.format.config import layer_name, model_layers
 from mgpu_io.format.read import CONFIG, MODEL, reading
+from mgpu_io.format.string_attrs import read_str_list, set_attr, write_str_list
 
 _COPY_CHUNK = 16 << 20
 

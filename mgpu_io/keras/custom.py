@@ -1,4 +1,5 @@
-"""The caller's custom classes, named on the command line: ``--custom-objects MODULE:CLASS`` or ``MODULE``.
+"""The caller's own code, named on the command line: custom classes (``--custom-objects MODULE:CLASS`` or
+``MODULE``) and functions (``MODULE:FUNCTION``: ``--builder``, ``--lambda LAYER=MODULE:FUNCTION``).
 
 Keras builds a template's custom layers (a DEC ``ClusteringLayer``, keras-contrib's ``InstanceNormalization``) from
 the classes the caller gives in ``custom_objects``; the file stores only their names. Importing the named module runs
@@ -11,7 +12,7 @@ import inspect
 import sys
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument
+from mgpu_io.errors import InvalidArgument, Param
 
 
 def custom_objects_from(specs):
@@ -72,6 +73,54 @@ def _import_module(module, spec):
             f"The module of the custom classes cannot be imported. Expected a module (or .py file) importable from "
             f"the current folder. Received: --custom-objects {spec} ({error}). Run from the folder that holds it, or "
             f"fix the name."
+        ) from None
+    finally:
+        sys.path.remove(here)
+
+
+def import_function(spec, parameter="builder", layer=None):
+    """The function named by ``spec``: ``"module:function"`` (the module imported from the current folder first)
+    or ``"path/to/file.py:function"``. This runs the caller's own module, never anything stored in a file.
+
+    ``parameter`` is the argument that named it (``builder``), or ``layer`` the Lambda layer it is given for
+    (``lambdas={layer: spec}``): errors name either.
+
+    Raises:
+        InvalidArgument: ``spec`` is not ``MODULE:FUNCTION``, or the module or the function cannot be found.
+    """
+    if layer is not None:
+        parameter = "lambdas"
+        given = Param("lambdas", {layer: str(spec)}, text=f"lambdas[{layer!r}]={str(spec)!r}")
+    else:
+        given = Param(parameter, str(spec), text=f"{parameter}={spec!r}")
+    module_name, _, function_name = str(spec).rpartition(":")
+    if not module_name or not function_name:
+        raise InvalidArgument(
+            problem="A function is named as MODULE:FUNCTION",
+            parameter=parameter,
+            expected="e.g. train:build_model or lambdas.py:preprocess",
+            received=given,
+            fix="Name the module (or .py file) and the function",
+        )
+    here = str(Path.cwd())
+    sys.path.insert(0, here)
+    try:
+        if module_name.endswith(".py"):
+            location = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+            if location is None or not Path(module_name).is_file():
+                raise ImportError(f"no file {module_name}")
+            module = importlib.util.module_from_spec(location)
+            location.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+        return getattr(module, function_name)
+    except (ImportError, AttributeError, OSError) as error:
+        raise InvalidArgument(
+            problem=f"The {'builder' if parameter == 'builder' else 'function'} cannot be found",
+            parameter=parameter,
+            expected=f"a function {function_name} in {module_name}",
+            received=(given, f" ({error})"),
+            fix="Run from the folder that holds the module, or fix the name",
         ) from None
     finally:
         sys.path.remove(here)

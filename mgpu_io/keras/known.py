@@ -1,20 +1,22 @@
-"""The functions that Keras itself wrote into files, as mgpu-io's own registered copies (and Keras 2's
-``hard_sigmoid``, which Keras 3 redefined), and the layers Keras 3 removed that a repair rebuilds exactly
-(``LocallyConnected1D/2D``, written ``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``).
+"""mgpu-io's registered objects: the functions that Keras itself wrote into files as Lambdas (defined once, by the
+Lambda feature, ``lambdas/by_reference.py``'s ``KNOWN_FUNCTIONS``), Keras 2's ``hard_sigmoid`` (which Keras 3
+redefined), and the layers Keras 3 removed that a repair rebuilds exactly (``LocallyConnected1D/2D``, written
+``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``).
 
-A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``format/conversions/lambdas.py`` recognises it
-from the file's metadata and lists it in ``KNOWN_FUNCTIONS``); importing this module registers each copy with Keras,
-so that Keras 3 resolves the reference with its safe mode on::
+A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``lambdas/by_reference.py`` recognises it
+from the file's metadata); importing this module registers each with Keras, so that Keras 3 resolves the reference
+with its safe mode on::
 
     import keras, mgpu_io.keras.known  # registers mgpu_io>inception_resnet_scale
     model = keras.models.load_model("repaired.h5")
 
-:func:`mgpu_io.load_model` imports it itself. Each copy is the writer's own source, in Keras 3 operations.
+:func:`mgpu_io.load_model` imports it itself.
 """
 
 from typing import TYPE_CHECKING
 
 from mgpu_io.keras._compat import import_keras
+from mgpu_io.lambdas.by_reference import KNOWN_FUNCTIONS
 
 keras = import_keras()  # a core-only install gets MissingDependency, naming the extra to install
 if TYPE_CHECKING:
@@ -23,17 +25,8 @@ else:
     Layer = keras.layers.Layer
 
 
-@keras.saving.register_keras_serializable(package="mgpu_io", name="inception_resnet_scale")
-def inception_resnet_scale(inputs, scale):
-    """InceptionResNetV2's residual scaling, as keras_applications wrote it:
-    ``lambda inputs, scale: inputs[0] + inputs[1] * scale``.
-
-    Example:
-        >>> import numpy as np
-        >>> float(inception_resnet_scale([np.float32(1.0), np.float32(2.0)], scale=0.5))
-        2.0
-    """
-    return inputs[0] + inputs[1] * scale
+for _known in KNOWN_FUNCTIONS:  # each is defined once, as code, by the Lambda feature (lambdas/by_reference.py)
+    keras.saving.register_keras_serializable(package="mgpu_io", name=_known.name)(_known.function)
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="hard_sigmoid")
@@ -165,9 +158,9 @@ class LocallyConnected2D(_LocallyConnected):
     rank = 2
 
 
-#: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
+#: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (lambdas/by_reference.py) and
 #: Keras 2's hard_sigmoid (conversions/hard_sigmoid.py).
-FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale, "mgpu_io>hard_sigmoid": hard_sigmoid}
+FUNCTIONS = {**{known.registered: known.function for known in KNOWN_FUNCTIONS}, "mgpu_io>hard_sigmoid": hard_sigmoid}
 
 
 from mgpu_io.keras import tfops  # noqa: E402, F401  (registers mgpu_io>TFOp: TensorFlow ops of tf.keras files)

@@ -29,11 +29,11 @@ from mgpu_io.errors import (
     first_line,
 )
 from mgpu_io.format import door
-from mgpu_io.format.attrs import read_str_list
-from mgpu_io.format.findings import non_finite_message
+from mgpu_io.format.non_finite import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan import plan_only, planned
 from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading
+from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
     Deferred,
@@ -44,8 +44,8 @@ from mgpu_io.keras._compat import (
     with_scoped_objects,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
-from mgpu_io.keras.lambdas import as_mapping, lambda_objects
 from mgpu_io.keras.optimizers import legacy_classes, rebuilt_optimizer
+from mgpu_io.lambdas.supplied import as_mapping, lambda_objects
 from mgpu_io.tf import read_converted
 
 
@@ -216,7 +216,7 @@ def build(
     """
     lambdas = as_mapping(lambdas, [lam.layer for lam in plan.lambdas])
     if not safe_mode:  # the caller trusts the file, as Keras' safe_mode=False: rebuild its Lambdas from source
-        from mgpu_io.keras.trusted import recovered_functions
+        from mgpu_io.lambdas.trusted import recovered_functions
 
         lambdas.update(recovered_functions(plan.lambdas, lambdas, custom_objects))
     custom_objects = lambda_objects(

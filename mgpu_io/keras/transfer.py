@@ -22,7 +22,7 @@ from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, file_of, open_stored, reading
 from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
-from mgpu_io.keras.lambdas import import_function
+from mgpu_io.keras.custom import import_function
 from mgpu_io.tf import read_converted
 
 

@@ -80,7 +80,7 @@ def write_plan(tf, plan, output, path, what="TF checkpoint"):
     import h5py
     import numpy as np
 
-    from mgpu_io.format.attrs import write_str_list
+    from mgpu_io.format.string_attrs import write_str_list
     from mgpu_io.format.write import atomic_path
 
     reader = open_reader(tf, plan.prefix, path, what)

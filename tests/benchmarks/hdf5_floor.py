@@ -25,7 +25,7 @@ import h5py
 import numpy as np
 
 import mgpu_io
-from mgpu_io.format.attrs import read_str_list
+from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.format.plan import planned
 
 

@@ -1,13 +1,13 @@
 """Training config: carry a wrapper's compile settings over to its template, spelled as Keras 3 reads them.
 
 The per-output entries (loss, metrics, loss weights) are re-keyed from the merge names to the template's outputs
-(:func:`mgpu_io.format.outputs.rekey`), and optimizer arguments and loss aliases that Keras 3's legacy loader cannot
+(:func:`mgpu_io.format.output_keys.rekey`), and optimizer arguments and loss aliases that Keras 3's legacy loader cannot
 read are renamed to the spellings Keras 3 and tf_keras share.
 """
 
 from mgpu_io.format.config import copy_config
 from mgpu_io.format.conversions.base import Family, Rule
-from mgpu_io.format.outputs import rekey
+from mgpu_io.format.output_keys import rekey
 
 _PER_OUTPUT_KEYS = ("loss", "metrics", "weighted_metrics", "loss_weights", "sample_weight_mode")
 # Optimizer arguments that Keras 2 spelled differently from Keras 3 (Keras 3 rejects the old names).

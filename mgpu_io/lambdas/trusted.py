@@ -3,7 +3,7 @@
 This is Keras' own ``safe_mode=False``, done so that it works on today's Python: where Keras would
 ``marshal.loads`` the stored bytecode (which fails on any other Python than the writer's, and runs whatever a
 hostile file holds), mgpu-io recovers the function's *source* from the bytecode as data
-(:mod:`mgpu_io.format.recover`), then compiles that source fresh here and runs it as the model runs. Each function
+(:mod:`mgpu_io.lambdas.recovery`), then compiles that source fresh here and runs it as the model runs. Each function
 rebuilt is named in a warning. It is the only place in mgpu-io that compiles anything, and only ever with
 ``safe_mode=False`` from the caller. Bytecode that no decompiler reads is run as Keras' own ``safe_mode=False`` runs
 it (``marshal.loads``, with a warning) only where the running Python itself wrote it (the decompiler program found
@@ -11,7 +11,7 @@ its marshal format, opcodes and line table to be this Python's): anywhere else K
 data"), and it is refused, naming ``lambdas=``.
 
 The function's module globals are what Keras 2 code of the era expected: ``K`` (Keras 2's backend API,
-:mod:`mgpu_io.keras.backend2`), ``np`` and, on the TensorFlow backend, ``tf``; then the caller's
+:mod:`mgpu_io.lambdas.backend2`), ``np`` and, on the TensorFlow backend, ``tf``; then the caller's
 ``custom_objects`` (Keras 2's own ``Lambda.from_config`` took the function's globals from them), and the closure
 values Keras stored. A name the function needs that none of these gives is one error naming it.
 """
@@ -19,8 +19,9 @@ values Keras stored. A name the function needs that none of these gives is one e
 import re
 import warnings
 
-from mgpu_io.errors import InvalidArgument, MgpuIOWarning
-from mgpu_io.format.recover import INSTALL_HINT, available, function_source, python_name, recover_lambdas
+from mgpu_io.errors import InvalidArgument, MgpuIOWarning, Param
+from mgpu_io.lambdas.recovery import INSTALL_HINT, available, function_source, python_name, recover_lambdas
+from mgpu_io.lambdas.supplied import functions_param
 
 
 def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
@@ -28,7 +29,7 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
     rebuilt from its recovered source (a warning names each).
 
     Args:
-        stored_lambdas: the template's :class:`~mgpu_io.format.lambdas.LambdaLayer` s as stored (with payloads).
+        stored_lambdas: the template's :class:`~mgpu_io.lambdas.stored.LambdaLayer` s as stored (with payloads).
         supplied: the caller's ``lambdas`` (those layers are left alone).
         custom_objects: the caller's ``custom_objects``: also the recovered functions' globals, as in Keras 2.
 
@@ -54,17 +55,26 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
             continue
         if "error" in recovered:
             raise InvalidArgument(
-                f"Lambda layer {lam.layer!r}'s source cannot be recovered from its bytecode "
-                f"({_short(recovered['error'])}). Expected bytecode of Python 2.7 or 3.5-3.12 that a decompiler "
-                f"reads ({INSTALL_HINT}), or that this very Python ({_this_python()}) wrote, which runs as Keras runs "
-                f"it. Received: the layer's stored function. Pass your own function: lambdas={{{lam.layer!r}: fn}}."
+                problem=f"Lambda layer {lam.layer!r}'s source cannot be recovered from its bytecode "
+                f"({_short(recovered['error'])})",
+                parameter="lambdas",
+                expected=f"bytecode of Python 2.7 or 3.5-3.12 that a decompiler reads ({INSTALL_HINT}), or that this "
+                f"very Python ({_this_python()}) wrote, which runs as Keras runs it",
+                received="the layer's stored function",
+                fix=("Pass your own function: ", functions_param([lam.layer])),
             )
         if "tf" in (recovered.get("free_names") or []) and "tf" not in namespace:
             calls = sorted(set(re.findall(r"\btf(?:\.\w+)+", recovered.get("body") or ""))) or ["tf"]
             raise InvalidArgument(
-                f"Lambda layer {lam.layer!r} calls TensorFlow ({', '.join(calls)}), which runs on Keras' TensorFlow "
-                f"backend only. Expected KERAS_BACKEND=tensorflow. Received: the {base_backend()} backend. Load it "
-                f"with the TensorFlow backend, or port the function to keras.ops and pass lambdas={{{lam.layer!r}: fn}}."
+                problem=f"Lambda layer {lam.layer!r} calls TensorFlow ({', '.join(calls)}), which runs on Keras' "
+                "TensorFlow backend only",
+                parameter="lambdas",
+                expected="KERAS_BACKEND=tensorflow",
+                received=f"the {base_backend()} backend",
+                fix=(
+                    "Load it with the TensorFlow backend, or port the function to keras.ops and pass ",
+                    functions_param([lam.layer]),
+                ),
             )
         closure = recovered.get("closure_values") or dict(zip(recovered.get("closure") or [], lam.closure or []))
         needed = [name for name in recovered.get("free_names") or [] if name not in namespace]
@@ -77,10 +87,17 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
         names = list(dict.fromkeys(name for needed in missing.values() for name in needed))
         where = "; ".join(f"{layer} uses {', '.join(needed)}" for layer, needed in missing.items())
         raise InvalidArgument(
-            f"The recovered Lambda functions use names that the file does not hold. Expected a value for each of "
-            f"{names}. Received: {where}. Pass them as Keras 2 did: "
-            f"custom_objects={{{', '.join(repr(name) + ': ...' for name in names)}}}, or write the functions "
-            f"with `mgpu-io lambdas FILE -o my_lambdas.py`, define the names there and pass lambdas='my_lambdas.py'."
+            problem="The recovered Lambda functions use names that the file does not hold",
+            parameter="custom_objects",
+            expected=f"a value for each of {names}",
+            received=where,
+            fix=(
+                "Pass them as Keras 2 did: ",
+                Param("custom_objects", text=f"custom_objects={{{', '.join(repr(name) + ': ...' for name in names)}}}"),
+                ", or write the functions with `mgpu-io lambdas FILE -o my_lambdas.py`, define the names there and "
+                "pass ",
+                Param("lambdas", "my_lambdas.py"),
+            ),
         )
     for lam, recovered, scope in ready:  # nothing is compiled before every name is known
         functions[lam.layer] = _compiled(lam, recovered, scope)
@@ -102,7 +119,7 @@ def _as_keras_loads_it(lam, namespace):
     import marshal
     import types
 
-    from mgpu_io.format.lambdas import decode_payload
+    from mgpu_io.lambdas.stored import decode_payload
 
     data = decode_payload(lam.payload)
     warnings.warn(
@@ -126,14 +143,16 @@ def _as_keras_loads_it(lam, namespace):
         return types.FunctionType(code, dict(namespace), code.co_name, defaults, closure)
     except (ValueError, TypeError, EOFError) as error:
         raise InvalidArgument(
-            f"Lambda layer {lam.layer!r}'s stored bytecode does not load on this Python ({error}). Expected the "
-            f"bytecode Keras wrote. Received: the layer's stored function. Pass your own function: "
-            f"lambdas={{{lam.layer!r}: fn}}."
+            problem=f"Lambda layer {lam.layer!r}'s stored bytecode does not load on this Python ({error})",
+            parameter="lambdas",
+            expected="the bytecode Keras wrote",
+            received="the layer's stored function",
+            fix=("Pass your own function: ", functions_param([lam.layer])),
         ) from None
 
 
 def base_backend():
-    from mgpu_io.keras import backend2
+    from mgpu_io.lambdas import backend2
 
     return backend2.backend()
 
@@ -146,7 +165,7 @@ def base_globals():
 
     import numpy as np
 
-    from mgpu_io.keras import backend2
+    from mgpu_io.lambdas import backend2
 
     # the module aliases Keras 2 code imported, onto what they meant for the writer: `from keras import backend as K`,
     # `from keras import layers` (Keras 2's layers and merge functions are Keras 3's), `import math`
@@ -173,9 +192,15 @@ def _compiled(lam, recovered, namespace):
         code = compile(source, f"<Lambda {lam.layer} recovered from the file>", "exec")
     except SyntaxError as error:
         raise InvalidArgument(
-            f"Lambda layer {lam.layer!r}'s recovered source does not compile on this Python ({error.msg}, line "
-            f"{error.lineno}). Expected Python 3 source. Received: {_one_line(recovered)}. Write it with "
-            f"`mgpu-io lambdas FILE -o my_lambdas.py`, port it, and pass lambdas='my_lambdas.py'."
+            problem=f"Lambda layer {lam.layer!r}'s recovered source does not compile on this Python ({error.msg}, "
+            f"line {error.lineno})",
+            parameter="lambdas",
+            expected="Python 3 source",
+            received=_one_line(recovered),
+            fix=(
+                "Write it with `mgpu-io lambdas FILE -o my_lambdas.py`, port it, and pass ",
+                Param("lambdas", "my_lambdas.py"),
+            ),
         ) from None
     scope = dict(namespace)
     exec(code, scope)  # the caller trusts the file (safe_mode=False); this is the recovered source, compiled here
@@ -196,10 +221,11 @@ def _naming_errors(function, layer, what):
             shapes = ", ".join(_describe(a) for a in args)
             keywords = ", ".join(f"{k}={_describe(v)}" for k, v in kwargs.items())
             raise InvalidArgument(
-                f"Lambda layer {layer!r}'s function raised {type(error).__name__}: {str(error).strip()[:300]}. "
-                f"Expected it to run on Keras 3 as it ran for its writer. Received: the call {what} with "
-                f"({', '.join(p for p in (shapes, keywords) if p)}). Port it to Keras 3 (keras.ops) and pass it: "
-                f"lambdas={{{layer!r}: fn}}."
+                problem=f"Lambda layer {layer!r}'s function raised {type(error).__name__}: {str(error).strip()[:300]}",
+                parameter="lambdas",
+                expected="it to run on Keras 3 as it ran for its writer",
+                received=f"the call {what} with ({', '.join(p for p in (shapes, keywords) if p)})",
+                fix=("Port it to Keras 3 (keras.ops) and pass it: ", functions_param([layer])),
             ) from error
 
     return called

@@ -1,7 +1,7 @@
 """Which Pythons a Keras file's writer ran on, from the ``keras_version`` it recorded.
 
 A Lambda's bytecode is that of the writer's Python; several Pythons may read the same bytes, so the version that
-:mod:`mgpu_io.format.recover` proves from the bytes is checked against the ones the writer could have run on. The
+:mod:`mgpu_io.lambdas.recovery` proves from the bytes is checked against the ones the writer could have run on. The
 ranges are those of the writers' own releases on PyPI (the Pythons their wheels were built for): standalone Keras
 1.x-2.3 (Python 2.7, 3.5-3.8), tf.keras of TensorFlow 1.x-2.x (its ``keras_version`` is TensorFlow's Keras API
 version: ``2.1.6-tf`` ... ``2.4.0``, then from TensorFlow 2.6 the TensorFlow version), tf_keras 2.15+ and Keras 3.

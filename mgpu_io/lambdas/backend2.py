@@ -4,7 +4,7 @@ Code written for Keras 2 calls ``K.concatenate``, ``K.l2_normalize``, ``K.random
 has no such module. This one implements those functions with Keras 2's signatures and defaults on ``keras.ops``, so
 a recovered (or hand-ported) Lambda function runs on Keras 3 unchanged, on every backend::
 
-    from mgpu_io.keras import backend2 as K
+    from mgpu_io.lambdas import backend2 as K
 
     def l2_norm(x):
         return K.l2_normalize(x, axis=-1)

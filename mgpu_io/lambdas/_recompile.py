@@ -1,6 +1,6 @@
 """Prove a recovered Lambda source: compile it again on the writer's own Python and compare its code with the stored one.
 
-A separate program, run by :mod:`mgpu_io.format.recompile` with the *writer's* Python (2.7 or 3.5-3.13) as
+A separate program, run by :mod:`mgpu_io.lambdas.proof` with the *writer's* Python (2.7 or 3.5-3.13) as
 ``python -E -s -c <this text>`` in an empty folder, never imported by mgpu-io. It reads one JSON request on standard input: ``{"seconds": N, "memory": BYTES, "functions":
 [{"code": BASE64, "source": TEXT, "freevars": [...]}, ...]}`` and writes one JSON answer: a list, one entry per
 function, ``{"same": true}`` or ``{"same": false, "difference": "..."}`` or ``{"error": "..."}``.

@@ -1,4 +1,4 @@
-"""Turn stored Lambda bytecode back into source, as data: a separate program, run by :mod:`mgpu_io.format.recover`.
+"""Turn stored Lambda bytecode back into source, as data: a separate program, run by :mod:`mgpu_io.lambdas.recovery`.
 
 This file is run as its own process (``python -I _decompile.py``), never imported by mgpu-io. It reads one JSON
 request on standard input: ``{"path": [...], "seconds": N, "memory": BYTES, "functions": [{"code": BASE64}, ...]}``
@@ -12,7 +12,7 @@ The bytecode is read by xdis' own unmarshaller, a pure-Python reader of any Pyth
 (it builds xdis' data objects, never a code object of this interpreter), for each candidate writer's Python in
 turn; the first one whose reading consumes exactly the stored bytes and whose decompiling succeeds is the writer's.
 The decompilers are uncompyle6 (Python 2.7-3.8) and decompyle3 (3.7-3.8, preferred there), both GPL-3.0, installed
-with ``pip install "mgpu-io[lambdas]"``, and mgpu-io's own ``_rebuild.py`` for 3.9-3.12 (no maintained decompiler
+with ``pip install "mgpu-io[lambdas]"``, and mgpu-io's own ``_decompile39.py`` for 3.9-3.12 (no maintained decompiler
 reads those). Nothing read is ever compiled, evaluated or run here.
 
 Which Python wrote the bytes is proven, not guessed: every candidate is tried; a reading counts only where the marshal
@@ -29,7 +29,7 @@ import sys
 
 #: The writers' Pythons, in the order they are tried: 3.9-3.12 by mgpu-io's own decompiler, the rest by the others.
 CANDIDATES = ("3.12", "3.11", "3.10", "3.9", "3.8", "3.7", "3.6", "3.5", "2.7")
-#: The first Python that mgpu-io's own decompiler (``_rebuild.py``) reads.
+#: The first Python that mgpu-io's own decompiler (``_decompile39.py``) reads.
 OWN_FROM = (3, 9)
 #: Names every Python 2.7-3.8 provides without an import (never reported as names the user must supply).
 PY2_BUILTINS = {
@@ -146,26 +146,26 @@ def _line_table_misfit(code, version):
     return None
 
 
-_REBUILD: list = []
+_DECOMPILE39: list = []
 
 
-def _rebuild_module():
-    """``_rebuild.py`` (next to this file), loaded once."""
-    if not _REBUILD:
+def _decompile39_module():
+    """``_decompile39.py`` (next to this file), loaded once."""
+    if not _DECOMPILE39:
         import importlib.util
         import os
 
-        where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_rebuild.py")
-        spec = importlib.util.spec_from_file_location("_rebuild", where)
+        where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_decompile39.py")
+        spec = importlib.util.spec_from_file_location("_decompile39", where)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        _REBUILD.append(module)
-    return _REBUILD[0]
+        _DECOMPILE39.append(module)
+    return _DECOMPILE39[0]
 
 
 def _own(code, version):
-    """mgpu-io's own decompiler for 3.9-3.12 (``_rebuild.py``, next to this file), as the source of the body."""
-    rebuild = _rebuild_module()
+    """mgpu-io's own decompiler for 3.9-3.12 (``_decompile39.py``, next to this file), as the source of the body."""
+    rebuild = _decompile39_module()
     triple = tuple(int(part) for part in version.split("."))
     try:
         return rebuild.decompile(code, triple, _instructions(code, version), lambda c: _instructions(c, version)), []

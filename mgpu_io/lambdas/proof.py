@@ -1,8 +1,8 @@
 """Prove a recovered Lambda source by compiling it again on the writer's own Python (``mgpu-io lambdas --check``).
 
-The writer's Python (the version :mod:`mgpu_io.format.recover` proved from the bytes, e.g. ``"3.10"``) is looked
+The writer's Python (the version :mod:`mgpu_io.lambdas.recovery` proved from the bytes, e.g. ``"3.10"``) is looked
 for among pyenv's (``$PYENV_ROOT/versions/3.10.*``) and on ``PATH`` (``python3.10``). It runs the separate program
-``format/_recompile.py`` under lowered limits, which compiles the recovered source, unmarshals the stored bytes (on the
+``lambdas/_recompile.py`` under lowered limits, which compiles the recovered source, unmarshals the stored bytes (on the
 Python that wrote them, as data: never run) and compares the two code objects: instructions, constants, names,
 argument counts and flags (not line numbers). Nothing is compiled or unmarshalled in this process.
 
@@ -82,10 +82,10 @@ def check(items, python, *, timeout=None):
 
 def stored_functions(path):
     """``{layer: (bytes, output-shape bytes)}``: each user Lambda's stored function in ``path``, decoded, as data."""
-    from mgpu_io.format.conversions.lambdas import template_lambdas
     from mgpu_io.format.extract import extract
-    from mgpu_io.format.lambdas import SCAN_LIMIT, decode_payload
     from mgpu_io.format.read import open_stored, reading
+    from mgpu_io.lambdas.by_reference import template_lambdas
+    from mgpu_io.lambdas.stored import SCAN_LIMIT, decode_payload
 
     with open_stored(path) as stored, reading(stored.path, "reading its Lambda functions"):
         template = extract(stored).template_config
@@ -104,7 +104,7 @@ def check_recovered(path, lambdas):
     ``others``: the label's other Pythons, which compile it differently), ``{"python": ..., "same": False,
     "difference": ...}``, or ``{"needs": "Python 3.10"}`` where no such Python is installed. Every Python the label
     names that is installed is tried."""
-    from mgpu_io.format.recover import function_source
+    from mgpu_io.lambdas.recovery import function_source
 
     stored = stored_functions(path)
     by_python, todo = {}, []

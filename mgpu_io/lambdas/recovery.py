@@ -3,10 +3,10 @@
 A Lambda's function is stored as CPython bytecode of the writer's Python (2.7, 3.5-3.8), which no other Python
 loads ("bad marshal data"). The decompilers made for it, uncompyle6 and decompyle3 on xdis (GPL-3.0; the optional
 extra ``pip install "mgpu-io[lambdas]"``), turn it back into source without running it. They run as a separate
-program (``format/_decompile.py``, started with ``python -I``) under lowered limits: CPU time, address space
+program (``lambdas/_decompile.py``, started with ``python -I``) under lowered limits: CPU time, address space
 (:data:`MEMORY`), no file written, and a wall-clock limit (:data:`TIMEOUT`) after which it is killed. A crafted
 code object gives an ``error`` for its Lambda, never a hang or an exhausted parent. Nothing recovered is compiled or
-run here: :mod:`mgpu_io.keras.trusted` does that, and only when the caller trusts the file (``safe_mode=False``).
+run here: :mod:`mgpu_io.lambdas.trusted` does that, and only when the caller trusts the file (``safe_mode=False``).
 
 Without the extra, every Lambda's ``recovered`` says how to get its source (:data:`INSTALL_HINT`) and everything
 else works as before.
@@ -22,8 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mgpu_io.format.lambdas import SCAN_LIMIT, decode_payload
-from mgpu_io.format.pythons import writer_pythons
+from mgpu_io.lambdas.stored import SCAN_LIMIT, decode_payload
+from mgpu_io.lambdas.writer_pythons import writer_pythons
 
 #: What gets the decompilers.
 INSTALL_HINT = 'pip install "mgpu-io[lambdas]"'
@@ -51,7 +51,7 @@ def available():
 def decompile(payloads, *, timeout=None, pythons=None):
     """Recover each stored function in ``payloads`` (the bytes of its marshalled code) in the decompiler program.
 
-    ``pythons``: the Pythons the writer ran on (:func:`~mgpu_io.format.pythons.writer_pythons`), or ``None``.
+    ``pythons``: the Pythons the writer ran on (:func:`~mgpu_io.lambdas.writer_pythons.writer_pythons`), or ``None``.
 
     Returns one dict per payload: what ``_decompile.recover`` found (``python``, ``name``, ``args``, ``body``,
     ``globals``, ``freevars``, ...), or ``{"error": "..."}``.
@@ -90,7 +90,7 @@ def decompile(payloads, *, timeout=None, pythons=None):
 
 
 def recover_lambdas(lambdas, keras_version=None):
-    """Set ``recovered`` on each of ``lambdas`` (:class:`~mgpu_io.format.lambdas.LambdaLayer`) that stores the
+    """Set ``recovered`` on each of ``lambdas`` (:class:`~mgpu_io.lambdas.stored.LambdaLayer`) that stores the
     user's bytecode: ``python``, ``source`` (``lambda x: ...`` or ``def name(...): ...``, defaults included),
     ``free_names`` (module globals it needs, e.g. ``K``, ``np``, the user's own), ``closure`` (names from an
     enclosing function), or ``error``. Lambdas written by Keras itself (``known``) are left as they are.
@@ -251,7 +251,7 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         f"nothing was run).",
         "",
         "Review every function before you use it: it is what the file holds, decompiled by uncompyle6/decompyle3.",
-        "Keras 2's backend is `K` (mgpu_io.keras.backend2, on keras.ops); `np` is NumPy, `tf` TensorFlow.",
+        "Keras 2's backend is `K` (mgpu_io.lambdas.backend2, on keras.ops); `np` is NumPy, `tf` TensorFlow.",
         f"Names to supply (the file does not hold them): {', '.join(free) if free else 'none'}.",
         "",
         "Use it:",
@@ -261,7 +261,7 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         "",
         "import numpy as np",
         "",
-        "from mgpu_io.keras import backend2 as K",
+        "from mgpu_io.lambdas import backend2 as K",
         "",
     ]
     uses_tf = any("tf" in ((lam.get("recovered") or {}).get("free_names") or []) for lam in user)

@@ -8,7 +8,7 @@ names its code mentions, so a user can find their own code. No code object is ev
 not imported in this package (a test checks), and nothing the payload says is executed or imported.
 
 A repair writes each such Lambda *by reference* (:func:`reference`): its function becomes a name (the layer's own
-name, or ``mgpu_io>...`` for a function Keras itself wrote, see :mod:`mgpu_io.format.conversions.lambdas`), which
+name, or ``mgpu_io>...`` for a function Keras itself wrote, see :mod:`mgpu_io.lambdas.by_reference`), which
 Keras 3 resolves from ``custom_objects`` with its safe mode on, and the bytecode does not reach the output.
 """
 
@@ -138,8 +138,8 @@ class LambdaLayer:
         inbound: the layers feeding it, in order.
         code: the strings scan of the stored function, where it is bytecode.
         reference: the name the function is referred to by (after a repair, or where the writer stored a name).
-        known: the name of the function Keras itself wrote (see ``conversions/lambdas.py``), if recognised.
-        recovered: the function's source recovered from its bytecode, as data (:mod:`mgpu_io.format.recover`;
+        known: the name of the function Keras itself wrote (see ``lambdas/by_reference.py``), if recognised.
+        recovered: the function's source recovered from its bytecode, as data (:mod:`mgpu_io.lambdas.recovery`;
             only where asked for: ``inspect``, ``mgpu-io lambdas``, a trusted load), or why not (``error``).
         payload, defaults, closure: the stored code string, default values and closure values (Keras' three).
         output_shape_payload: the stored code string of an output-shape function.

@@ -1,6 +1,6 @@
 """``mgpu-io lambdas FILE -o my_lambdas.py``: the template's own Lambda functions as a reviewable module.
 
-Each function's source is recovered from the stored bytecode as data (:mod:`mgpu_io.format.recover`); the module
+Each function's source is recovered from the stored bytecode as data (:mod:`mgpu_io.lambdas.recovery`); the module
 holds one ``def`` per Lambda layer, named after the layer, and a header listing the names the functions use that
 the file does not hold. The user reviews it, fills those in, and passes it back: ``load_model(path,
 lambdas="my_lambdas.py")``, ``mgpu-io unwrap IN OUT.keras --lambda-module my_lambdas.py``. Nothing here runs.
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from mgpu_io.errors import InvalidArgument
-from mgpu_io.format.recover import INSTALL_HINT, available, check_text, module_source
+from mgpu_io.lambdas.recovery import INSTALL_HINT, available, check_text, module_source
 
 
 @dataclass
@@ -81,7 +81,7 @@ def lambda_sources(path, output=None, *, overwrite=False, check=False) -> Lambda
             f"({len(report.lambdas)} Lambda layers, none of them yours). Nothing to recover: load it as it is."
         )
     if check:
-        from mgpu_io.format.recompile import check_recovered
+        from mgpu_io.lambdas.proof import check_recovered
 
         check_recovered(path, user)
     text = module_source(path, user, Path(output).name if output is not None else "my_lambdas.py")

@@ -1,6 +1,6 @@
 """Give a repaired template's Lambda layers their functions back: the caller's own code, and Keras' own functions.
 
-A repaired config refers to each Lambda's function by name (``format/conversions/lambdas.py``): the layer's name for
+A repaired config refers to each Lambda's function by name (``lambdas/by_reference.py``): the layer's name for
 the user's code, ``mgpu_io>NAME`` for a function Keras itself wrote. Here those names become ``custom_objects``
 for Keras 3, whose safe mode stays on: nothing stored in the file runs, only functions the caller passed.
 """
@@ -8,13 +8,30 @@ for Keras 3, whose safe mode stays on: nothing stored in the file runs, only fun
 import functools
 import importlib
 import importlib.util
-import sys
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, MissingLambda
-from mgpu_io.format.conversions.lambdas import PACKAGE, needed_functions
-from mgpu_io.format.lambdas import lambda_layers
-from mgpu_io.format.recover import INSTALL_HINT
+from mgpu_io.errors import InvalidArgument, MissingLambda, Param
+from mgpu_io.keras.custom import import_function
+from mgpu_io.lambdas.by_reference import PACKAGE, needed_functions
+from mgpu_io.lambdas.recovery import INSTALL_HINT
+from mgpu_io.lambdas.stored import lambda_layers
+
+
+def functions_param(layers, function="fn"):
+    """The Lambda functions to pass for ``layers``, as a parameter of an error's field: the library names it
+    ``lambdas={'pre': fn}``, the command line ``--lambda pre=MODULE:FUNCTION``.
+
+    Example:
+        >>> str(functions_param(["pre", "gate"]))
+        "lambdas={'pre': fn, 'gate': fn}"
+    """
+    layers = tuple(layers)
+    return Param("lambdas", layers, text="lambdas={" + ", ".join(f"{layer!r}: {function}" for layer in layers) + "}")
+
+
+def module_param(path):
+    """A Lambda module (``my_lambdas.py``) as a parameter: ``lambdas='my_lambdas.py'``, ``--lambda-module ...``."""
+    return Param("lambdas", str(path))
 
 
 def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, original=None):
@@ -25,7 +42,7 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
         lambdas: ``{layer name: function}`` from the caller.
         custom_objects: the caller's own ``custom_objects`` (a reference already there needs no ``lambdas`` entry).
         source: the file, for messages.
-        original: the template's :class:`~mgpu_io.format.lambdas.LambdaLayer` s as stored (what messages describe).
+        original: the template's :class:`~mgpu_io.lambdas.stored.LambdaLayer` s as stored (what messages describe).
 
     Raises:
         MissingLambda: a Lambda holds the user's code and no function was supplied for it.
@@ -46,9 +63,11 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
     unknown = sorted(set(lambdas) - set(layers))
     if unknown:
         raise InvalidArgument(
-            f"lambdas= names layers that are not Lambda layers of the template. Expected names among "
-            f"{sorted(layers) or 'none (the template has no Lambda layers)'}. Received: {unknown}. "
-            f"Pass lambdas= keyed by the Lambda layers' names (`mgpu-io inspect` lists them)."
+            problem=(Param("lambdas"), " names layers that are not Lambda layers of the template"),
+            parameter="lambdas",
+            expected=f"names among {sorted(layers) or 'none (the template has no Lambda layers)'}",
+            received=str(unknown),
+            fix=("Pass ", Param("lambdas"), " keyed by the Lambda layers' names (`mgpu-io inspect` lists them)"),
         )
     for name, function in resolved(lambdas).items():
         reference = layers[name].reference or name
@@ -61,17 +80,23 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
         where = f" in filepath={source}" if source is not None else ""
         stored = any((described.get(lam.layer) or lam).code is not None for lam in missing)
         recovery = (
-            f"; `mgpu-io lambdas FILE -o my_lambdas.py` writes their recovered source ({INSTALL_HINT}). Only for a "
-            f"file you trust: safe_mode=False rebuilds them from that source."
+            (
+                f"; `mgpu-io lambdas FILE -o my_lambdas.py` writes their recovered source ({INSTALL_HINT}). Only for "
+                f"a file you trust: ",
+                Param("safe_mode", False),
+                " rebuilds them from that source",
+            )
             if stored  # a function stored by name (a .keras output) has no source in the file to recover
-            else "."
+            else ()
         )
         raise MissingLambda(
-            f"The template's Lambda layers hold your own code, which mgpu-io never runs from the file (stored code "
-            f"allows arbitrary code execution). Expected a function for each of them{where}. Received none for: "
-            f"{'; '.join(lines)}. Pass them: lambdas={{{', '.join(repr(lam.layer) + ': fn' for lam in missing)}}}"
-            f"{recovery}",
-            [lam.layer for lam in missing],
+            layers=[lam.layer for lam in missing],
+            problem="The template's Lambda layers hold your own code, which mgpu-io never runs from the file (stored "
+            "code allows arbitrary code execution)",
+            parameter="lambdas",
+            expected=f"a function for each of them{where}",
+            received=f"no function for {'; '.join(lines)}",
+            fix=("Pass them: ", functions_param(lam.layer for lam in missing), *recovery),
         )
     return objects
 
@@ -82,7 +107,7 @@ def _unresolved_name(lam, objects):
     resolves: the user's code, as a missing bytecode function is. Only names are looked up; nothing runs."""
     import keras
 
-    from mgpu_io.format.lambdas import reference
+    from mgpu_io.lambdas.stored import reference
 
     name = lam.reference
     if lam.code is not None or not name or name == lam.layer or name in objects or name.startswith(PACKAGE + ">"):
@@ -99,14 +124,14 @@ def _unresolved_name(lam, objects):
 def as_mapping(lambdas, layers=None):
     """``lambdas`` as ``{layer name: function}``: a mapping as it is; a module (or the path of a ``.py`` file, such
     as the one ``mgpu-io lambdas FILE -o my_lambdas.py`` writes) gives its function named after each of ``layers``
-    (:func:`~mgpu_io.format.recover.python_name`; with no ``layers``, every function it defines).
+    (:func:`~mgpu_io.lambdas.recovery.python_name`; with no ``layers``, every function it defines).
 
     Raises:
         InvalidArgument: the file cannot be imported, or ``lambdas`` is neither a mapping nor a module.
     """
     import types
 
-    from mgpu_io.format.recover import python_name
+    from mgpu_io.lambdas.recovery import python_name
 
     if lambdas is None or isinstance(lambdas, dict):
         return dict(lambdas or {})
@@ -116,9 +141,11 @@ def as_mapping(lambdas, layers=None):
         if hasattr(lambdas, "items"):
             return dict(lambdas.items())
         raise InvalidArgument(
-            f"lambdas= takes the functions of the template's Lambda layers. Expected a dict {{layer name: function}}, "
-            f"a module or the path of a .py file. Received: lambdas={lambdas!r}. Pass e.g. lambdas='my_lambdas.py' "
-            f"(written by `mgpu-io lambdas FILE -o my_lambdas.py`)."
+            problem=(Param("lambdas"), " takes the functions of the template's Lambda layers"),
+            parameter="lambdas",
+            expected="a dict {layer name: function}, a module or the path of a .py file",
+            received=Param("lambdas", lambdas, text=f"lambdas={lambdas!r}"),
+            fix=("Pass e.g. ", module_param("my_lambdas.py"), " (written by `mgpu-io lambdas FILE -o my_lambdas.py`)"),
         )
     module = lambdas
     if layers is None:
@@ -143,16 +170,22 @@ def import_module_file(path):
     location = importlib.util.spec_from_file_location(Path(path).stem, path)
     if location is None or not Path(path).is_file():
         raise InvalidArgument(
-            f"The Lambda module cannot be found. Expected a .py file. Received: lambdas={str(path)!r}. Write it with "
-            f"`mgpu-io lambdas FILE -o {Path(path).name}` or fix the path."
+            problem="The Lambda module cannot be found",
+            parameter="lambdas",
+            expected="a .py file",
+            received=module_param(path),
+            fix=f"Write it with `mgpu-io lambdas FILE -o {Path(path).name}` or fix the path",
         )
     module = importlib.util.module_from_spec(location)
     try:
         location.loader.exec_module(module)
     except Exception as error:
         raise InvalidArgument(
-            f"The Lambda module does not import. Expected a module that defines a function per Lambda layer. "
-            f"Received: lambdas={str(path)!r} ({type(error).__name__}: {error}). Fix the module."
+            problem="The Lambda module does not import",
+            parameter="lambdas",
+            expected="a module that defines a function per Lambda layer",
+            received=(module_param(path), f" ({type(error).__name__}: {error})"),
+            fix="Fix the module",
         ) from None
     return module
 
@@ -166,11 +199,14 @@ def resolved(lambdas):
     functions = {}
     for name, function in (lambdas or {}).items():
         if isinstance(function, str):
-            function = import_function(function, f"lambdas[{name!r}]")
+            function = import_function(function, layer=name)
         if not callable(function):
             raise InvalidArgument(
-                f"A Lambda's function must be callable. Expected a function for layer {name!r}. Received: "
-                f"{type(function).__name__}. Pass the function itself, e.g. lambdas={{{name!r}: my_function}}."
+                problem="A Lambda's function must be callable",
+                parameter="lambdas",
+                expected=f"a function for layer {name!r}",
+                received=type(function).__name__,
+                fix=("Pass the function itself, e.g. ", functions_param([name], "my_function")),
             )
         functions[name] = function
     return functions
@@ -188,37 +224,3 @@ def named(name, function):
     call.__name__ = call.__qualname__ = name
     call.__module__ = None
     return call
-
-
-def import_function(spec, parameter="function"):
-    """The function named by ``spec``: ``"module:function"`` (the module imported from the current folder first)
-    or ``"path/to/file.py:function"``. This runs the caller's own module, never anything stored in a file.
-
-    Raises:
-        InvalidArgument: ``spec`` is not ``MODULE:FUNCTION``, or the module or the function cannot be found.
-    """
-    module_name, _, function_name = str(spec).rpartition(":")
-    if not module_name or not function_name:
-        raise InvalidArgument(
-            f"A function is named as MODULE:FUNCTION. Expected e.g. train:build_model or lambdas.py:preprocess. "
-            f"Received: {parameter}={spec!r}. Name the module (or .py file) and the function."
-        )
-    here = str(Path.cwd())
-    sys.path.insert(0, here)
-    try:
-        if module_name.endswith(".py"):
-            location = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
-            if location is None or not Path(module_name).is_file():
-                raise ImportError(f"no file {module_name}")
-            module = importlib.util.module_from_spec(location)
-            location.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-        return getattr(module, function_name)
-    except (ImportError, AttributeError, OSError) as error:
-        raise InvalidArgument(
-            f"The {'builder' if parameter == 'builder' else 'function'} cannot be found. Expected a function {function_name} in {module_name}. Received: "
-            f"{parameter}={spec!r} ({error}). Run from the folder that holds the module, or fix the name."
-        ) from None
-    finally:
-        sys.path.remove(here)
