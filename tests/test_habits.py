@@ -9,7 +9,8 @@
 - `UnifiedLSTM`, TF 2.0's preview LSTM as TF 1.13's tf.keras saved it;
 - the wrapper era's files that still failed (issue 32): `merge([...], mode=...)` of Keras 2.0-2.1, whose nodes store
   the inputs' masks; a `Merge` given a bound method (stored by name); a Sequential encoder called on a tensor whose
-  wrapped LSTM stores a shape Keras 2 never read; `Bidirectional` around a layer built with `go_backwards=True`.
+  wrapped LSTM stores a shape Keras 2 never read; `Bidirectional` around a layer built with `go_backwards=True`;
+  a Sequential added to a Sequential by Keras 1.2.2-2.1.2, named only by the outer one's `layer_names`.
 """
 
 import json
@@ -44,6 +45,7 @@ EXPECTED = {  # the rules each habit needs, as the report lists them
     "merge-function-by-name": {"merge-function-as-lambda", "lambda-output-shape-traced"},
     "nested-sequential-wrapped-shape": {"wrapped-input-shape", "hard-sigmoid-gates-rescaled"},
     "bidirectional-go-backwards": {"bidirectional-go-backwards", "hard-sigmoid-gates-rescaled"},
+    "nested-sequential-unnamed": {"sequential-list-config"},
 }
 
 
@@ -99,6 +101,22 @@ def test_the_report_names_the_rule_each_habit_needed(entry):
         assert "ndarray-config-values" in changes
     if entry["case"].endswith("merge_sequential"):
         assert "keras2-sequential-merge" in changes
+
+
+@pytest.mark.parametrize("writer", ["k122", "k205", "k208", "k212"])
+def test_a_sequential_nested_in_a_sequential_takes_the_name_its_weights_were_saved_under(writer):
+    """Keras 1.2-2.1 stored a Sequential's config as a list of unnamed entries: the nested model's name is in the
+    file's `layer_names` alone, and the model built from the file keeps it (the deeper one gets a fresh name)."""
+    import h5py
+
+    entry = next(e for e in HABITS_MANIFEST if e["case"] == f"{writer}_nested_sequential_in_sequential")
+    with h5py.File(fixture_path(entry), "r") as h5:
+        stored = json.loads(h5.attrs["model_config"])
+        saved_under = [name.decode() for name in h5["model_weights"].attrs["layer_names"]]
+    assert isinstance(stored["config"][0]["config"], list) and "name" not in stored["config"][0]
+    model = load(entry)
+    assert [layer.name for layer in model.layers] == saved_under
+    assert [type(layer).__name__ for layer in model.layers[0].layers] == ["Dense", "Sequential"]
 
 
 def test_keras_2_0_5_stored_leaky_relu_alpha_as_a_numpy_payload_and_it_becomes_the_float():
