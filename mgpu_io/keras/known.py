@@ -1,6 +1,7 @@
 """The functions that Keras itself wrote into files, as mgpu-io's own registered copies (and Keras 2's
 ``hard_sigmoid``, which Keras 3 redefined), and the layers Keras 3 removed that a repair rebuilds exactly
-(``LocallyConnected1D/2D``, written ``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``).
+(``LocallyConnected1D/2D``, written ``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``), and
+keras_contrib's ``InstanceNormalization`` (``mgpu_io>InstanceNormalization``, by ``conversions/normalization.py``).
 
 A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``format/conversions/lambdas.py`` recognises it
 from the file's metadata and lists it in ``KNOWN_FUNCTIONS``); importing this module registers each copy with Keras,
@@ -163,6 +164,99 @@ class LocallyConnected2D(_LocallyConnected):
     """``LocallyConnected2D`` as Keras 2 and tf.keras computed it (see :class:`_LocallyConnected`)."""
 
     rank = 2
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="InstanceNormalization")
+class InstanceNormalization(Layer):
+    """keras_contrib's ``InstanceNormalization`` as it computed: ``(x - mean) / (std + epsilon) * gamma + beta``, the
+    statistics over every axis but the batch and ``axis`` (``axis=None``: every axis, one ``gamma`` and ``beta``).
+
+    Keras 3's ``GroupNormalization(groups=-1)`` divides by ``sqrt(var + epsilon)`` instead, which differs by about
+    ``epsilon / (2 std)`` of each value; ``conversions/normalization.py`` writes this class for keras_contrib's.
+
+    Example:
+        >>> import numpy as np
+        >>> layer = InstanceNormalization(axis=-1, epsilon=0.5, center=False, scale=False)
+        >>> np.asarray(layer(np.array([[[1.0], [3.0]]]))).ravel().tolist()
+        [-0.6666666865348816, 0.6666666865348816]
+    """
+
+    def __init__(
+        self,
+        axis=None,
+        epsilon=1e-3,
+        center=True,
+        scale=True,
+        beta_initializer="zeros",
+        gamma_initializer="ones",
+        beta_regularizer=None,
+        gamma_regularizer=None,
+        beta_constraint=None,
+        gamma_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        self.axis, self.epsilon, self.center, self.scale = axis, epsilon, center, scale
+        self.beta_initializer = keras.initializers.get(beta_initializer)
+        self.gamma_initializer = keras.initializers.get(gamma_initializer)
+        self.beta_regularizer = keras.regularizers.get(beta_regularizer)
+        self.gamma_regularizer = keras.regularizers.get(gamma_regularizer)
+        self.beta_constraint = keras.constraints.get(beta_constraint)
+        self.gamma_constraint = keras.constraints.get(gamma_constraint)
+
+    def build(self, input_shape):
+        shape = (1,) if self.axis is None else (input_shape[self.axis],)
+        self.gamma = self.beta = None
+        if self.scale:
+            self.gamma = self.add_weight(
+                name="gamma",
+                shape=shape,
+                initializer=self.gamma_initializer,
+                regularizer=self.gamma_regularizer,
+                constraint=self.gamma_constraint,
+            )
+        if self.center:
+            self.beta = self.add_weight(
+                name="beta",
+                shape=shape,
+                initializer=self.beta_initializer,
+                regularizer=self.beta_regularizer,
+                constraint=self.beta_constraint,
+            )
+
+    def call(self, inputs):
+        ops, rank = keras.ops, len(inputs.shape)
+        kept = None if self.axis is None else self.axis % rank
+        axes = [axis for axis in range(1, rank) if axis != kept]
+        mean = ops.mean(inputs, axis=axes, keepdims=True)
+        normed = (inputs - mean) / (ops.sqrt(ops.var(inputs, axis=axes, keepdims=True)) + self.epsilon)
+        broadcast = [1] * rank
+        if kept is not None:
+            broadcast[kept] = inputs.shape[kept]
+        if self.scale:
+            normed = normed * ops.reshape(self.gamma, broadcast)
+        if self.center:
+            normed = normed + ops.reshape(self.beta, broadcast)
+        return normed
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return dict(
+            super().get_config(),
+            axis=self.axis,
+            epsilon=self.epsilon,
+            center=self.center,
+            scale=self.scale,
+            beta_initializer=keras.initializers.serialize(self.beta_initializer),
+            gamma_initializer=keras.initializers.serialize(self.gamma_initializer),
+            beta_regularizer=keras.regularizers.serialize(self.beta_regularizer),
+            gamma_regularizer=keras.regularizers.serialize(self.gamma_regularizer),
+            beta_constraint=keras.constraints.serialize(self.beta_constraint),
+            gamma_constraint=keras.constraints.serialize(self.gamma_constraint),
+        )
 
 
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
