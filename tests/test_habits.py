@@ -10,7 +10,9 @@
 - the wrapper era's files that still failed (issue 32): `merge([...], mode=...)` of Keras 2.0-2.1, whose nodes store
   the inputs' masks; a `Merge` given a bound method (stored by name); a Sequential encoder called on a tensor whose
   wrapped LSTM stores a shape Keras 2 never read; `Bidirectional` around a layer built with `go_backwards=True`;
-  a Sequential added to a Sequential by Keras 1.2.2-2.1.2, named only by the outer one's `layer_names`.
+  a Sequential added to a Sequential by Keras 1.2.2-2.1.2, named only by the outer one's `layer_names`; a crop
+  that leaves a size of 0 (TF 1.15's tf.keras); keras_contrib's and tensorflow-addons' InstanceNormalization; the
+  user's own classes (SelfAttention, Sampling), named with the way to pass them.
 """
 
 import json
@@ -49,6 +51,7 @@ EXPECTED = {  # the rules each habit needs, as the report lists them
     "contrib-instance-normalization": {"contrib-instance-normalization"},
     "addons-normalization": {"addons-group-normalization"},
     "user-classes": set(),
+    "empty-crop": set(),  # rebuilt at the build, where Keras 3 refuses it (the plan knows no shapes)
 }
 
 
@@ -212,6 +215,16 @@ def test_the_users_own_classes_are_named_with_the_way_to_pass_them():
     with pytest.raises(mgpu_io.MgpuIOError) as error:
         mgpu_io.load_model(path, custom_objects={"SelfAttention": SelfAttention})
     assert str(error.value).endswith("Pass the class: custom_objects={'Sampling': Sampling}.")
+
+
+def test_a_crop_that_leaves_nothing_builds_as_tf_keras_sliced_it():
+    """tf.keras sliced a crop as large as its input to an empty tensor; Keras 3's Cropping3D refuses it ("Exception
+    encountered when calling Cropping3D.call()"), so the model is built with mgpu-io's, which slices as tf.keras did."""
+    with pytest.raises(ValueError, match="should be smaller than the corresponding spatial dimension"):
+        keras.layers.Cropping3D(((2, 2), (0, 0), (0, 0)))(keras.Input((4, 4, 4, 1)))
+    model = load(habit_case("tf115_empty_crop"))
+    assert tuple(model.get_layer("crop_all").output.shape) == (None, 0, 4, 4, 1)
+    assert tuple(model.get_layer("crop_beyond").output.shape) == (None, 0, 3, 3, 1)
 
 
 def test_keras_2_0_5_stored_leaky_relu_alpha_as_a_numpy_payload_and_it_becomes_the_float():

@@ -259,6 +259,57 @@ class InstanceNormalization(Layer):
         )
 
 
+class _EmptyCropping:
+    """A cropping layer that slices as tf.keras' did, where the cropping leaves a spatial size of 0 or less: an
+    empty tensor there (Keras 3's own refuses: "Values in `cropping` argument should be smaller than the
+    corresponding spatial dimension"). :func:`mgpu_io.keras.load.build` builds with it only when Keras 3 refuses."""
+
+    def _spans(self):
+        pairs = [self.cropping] if len(self.cropping) == 2 and isinstance(self.cropping[0], int) else self.cropping
+        first = getattr(self, "data_format", "channels_last") == "channels_first"
+        return [
+            (axis + (2 if first else 1), slice(start, -end if end else None)) for axis, (start, end) in enumerate(pairs)
+        ]
+
+    def compute_output_shape(self, input_shape):
+        shape = list(input_shape)
+        for axis, span in self._spans():
+            if shape[axis] is not None:
+                shape[axis] = len(range(shape[axis])[span])
+        return tuple(shape)
+
+    def call(self, inputs):
+        index = [slice(None)] * len(inputs.shape)
+        for axis, span in self._spans():
+            index[axis] = span
+        return inputs[tuple(index)]
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping1D")
+class Cropping1D(_EmptyCropping, keras.layers.Cropping1D):
+    """``Cropping1D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`)."""
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping2D")
+class Cropping2D(_EmptyCropping, keras.layers.Cropping2D):
+    """``Cropping2D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`)."""
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping3D")
+class Cropping3D(_EmptyCropping, keras.layers.Cropping3D):
+    """``Cropping3D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`).
+
+    Example:
+        >>> import numpy as np
+        >>> tuple(Cropping3D(((2, 2), (0, 0), (0, 0)))(np.zeros((1, 4, 3, 3, 1))).shape)
+        (1, 0, 3, 3, 1)
+    """
+
+
+#: Keras' cropping classes by the name a file gives them, as mgpu-io's that may leave an empty tensor.
+EMPTY_CROPPING = {"Cropping1D": Cropping1D, "Cropping2D": Cropping2D, "Cropping3D": Cropping3D}
+
+
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (conversions/lambdas.py) and
 #: Keras 2's hard_sigmoid (conversions/hard_sigmoid.py).
 FUNCTIONS = {"mgpu_io>inception_resnet_scale": inception_resnet_scale, "mgpu_io>hard_sigmoid": hard_sigmoid}
