@@ -19,9 +19,13 @@ from mgpu_io.keras._compat import import_keras
 
 keras = import_keras()  # a core-only install gets MissingDependency, naming the extra to install
 if TYPE_CHECKING:
+    from keras.layers import Cropping1D as _Cropping1D
+    from keras.layers import Cropping2D as _Cropping2D
+    from keras.layers import Cropping3D as _Cropping3D
     from keras.layers import Layer
 else:
     Layer = keras.layers.Layer
+    _Cropping1D, _Cropping2D, _Cropping3D = keras.layers.Cropping1D, keras.layers.Cropping2D, keras.layers.Cropping3D
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="inception_resnet_scale")
@@ -286,17 +290,17 @@ class _EmptyCropping:
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping1D")
-class Cropping1D(_EmptyCropping, keras.layers.Cropping1D):
+class Cropping1D(_EmptyCropping, _Cropping1D):
     """``Cropping1D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`)."""
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping2D")
-class Cropping2D(_EmptyCropping, keras.layers.Cropping2D):
+class Cropping2D(_EmptyCropping, _Cropping2D):
     """``Cropping2D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`)."""
 
 
 @keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping3D")
-class Cropping3D(_EmptyCropping, keras.layers.Cropping3D):
+class Cropping3D(_EmptyCropping, _Cropping3D):
     """``Cropping3D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`).
 
     Example:
