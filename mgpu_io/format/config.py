@@ -119,6 +119,47 @@ def model_name(model_config):
     return model_config.get("name")
 
 
+def _unnamed_model(layer):
+    if not (isinstance(layer, dict) and is_model(layer)) or layer.get("name"):
+        return False
+    config = layer.get("config")
+    return isinstance(config, list) or (isinstance(config, dict) and not config.get("name"))
+
+
+def name_unnamed_models(model_config, layer_names=()):
+    """Give each nested model without a name the name its weights were saved under; the config when none lacks one.
+
+    Keras 1.2-2.1 wrote a Sequential's config as a bare list of entries without names, so a Sequential added to a
+    Sequential is named nowhere in the config. Its weights are the group that the file's ``layer_names`` (every
+    layer of the outer Sequential, in order: ``sequential_1``) lists at the same place. A deeper one, whose name
+    no weight keeps, gets a fresh ``sequential_N``. The renamed config is a copy.
+
+    Example:
+        >>> inner = {"class_name": "Sequential", "config": [{"class_name": "Dense", "config": {"name": "d"}}]}
+        >>> outer = {"class_name": "Sequential", "config": [inner, {"class_name": "Dense", "config": {"name": "o"}}]}
+        >>> [layer_name(l) for l in model_layers(name_unnamed_models(outer, ["sequential_1", "o"]))]
+        ['sequential_1', 'o']
+    """
+    if not any(_unnamed_model(layer) for layer in walk_layers(model_config)):
+        return model_config
+    config = copy_config(model_config)
+    top, names = model_layers(config), [str(name) for name in layer_names]
+    positional = (
+        config.get("class_name") == "Sequential"
+        and len(names) == len(top)
+        and all(_unnamed_model(entry) or layer_name(entry) == name for entry, name in zip(top, names))
+    )
+    taken = set(names) | {
+        layer_name(layer) for layer in walk_layers(config) if isinstance(layer, dict) and not _unnamed_model(layer)
+    }
+    fresh = (f"sequential_{n}" for n in range(1, 1 << 30) if f"sequential_{n}" not in taken)
+    for layer in walk_layers(config):
+        if _unnamed_model(layer):
+            at = next((i for i, entry in enumerate(top) if entry is layer), None)
+            layer["name"] = names[at] if positional and at is not None else next(fresh)
+    return config
+
+
 def model_refs(model_config, key):
     """A functional config's ``input_layers`` or ``output_layers`` as ``[name, node, tensor]`` lists.
 

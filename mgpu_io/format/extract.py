@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from mgpu_io.errors import WeightsMismatch
-from mgpu_io.format.config import layer_name, model_layers, output_names
+from mgpu_io.format.config import layer_name, model_layers, name_unnamed_models, output_names
 from mgpu_io.format.detect import Unrolled, WrapperLevel, detect_weights_only, unroll
 from mgpu_io.format.read import CONFIG, MODEL, StoredModel, cached, check_weight, is_group
 from mgpu_io.format.weights import LayerWeights, check_shapes, split_by_layer, split_without_config
@@ -110,9 +110,9 @@ class Extraction:
 def extract(stored: StoredModel) -> Extraction:
     """Locate the innermost template of ``stored``; a plain model is its own template."""
     if stored.file_type == CONFIG:
-        return Extraction(stored=stored, unrolled=unroll(stored.model_config))
+        return Extraction(stored=stored, unrolled=unroll(name_unnamed_models(stored.model_config)))
     if stored.file_type == MODEL:
-        unrolled = unroll(stored.model_config)
+        unrolled = unroll(name_unnamed_models(stored.model_config, stored.layer_names))
         if unrolled.is_wrapper:
             group_name = unrolled.levels[0].template_layer
             block = Block(_group(stored, group_name), stored.weight_names(group_name))

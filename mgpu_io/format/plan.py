@@ -21,6 +21,7 @@ from mgpu_io.format.config import (
     layer_name,
     model_layers,
     model_name,
+    name_unnamed_models,
     walk_layers,
     wrapped_layers,
 )
@@ -526,7 +527,7 @@ def _attach_config(extraction, config_path):
                 received=(Param("config", config_path, text=f"config={config_path}"), " (a weights-only file)"),
                 fix="Pass the JSON saved with to_json()",
             )
-        unrolled = unroll(architecture.model_config)
+        unrolled = unroll(name_unnamed_models(architecture.model_config, extraction.stored.layer_names))
     wrapper = extraction.weights_wrapper
     if wrapper is not None and unrolled.levels and unrolled.levels[0].template_layer != wrapper.template_layer:
         raise WeightsMismatch(

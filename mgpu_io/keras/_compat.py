@@ -246,12 +246,14 @@ def with_registered_names(custom_objects, config):
     """``custom_objects`` plus each class registered with Keras (``@keras.saving.register_keras_serializable()``,
     which registers ``"package>Name"``) under the plain name that a Keras 1/2 or tf.keras file gives it
     (``"Name"``), where ``config`` names it and one registered class has that name: Keras 3 looks the plain name up
-    only among ``custom_objects`` and its ``custom_object_scope``."""
+    only among ``custom_objects`` and its ``custom_object_scope``. mgpu-io's own (``mgpu_io>InstanceNormalization``)
+    are not among them: a repair writes their registered names where it converts, and a class of the same plain name
+    left unconverted is the user's own."""
     keras = import_keras()
     objects = dict(custom_objects or {})
     registered = {}
     for key, value in keras.saving.get_custom_objects().items():
-        if ">" in key:
+        if ">" in key and not key.startswith("mgpu_io>"):
             registered.setdefault(key.split(">", 1)[1], []).append(value)
     stack, names = [config], set()
     while stack:

@@ -1,7 +1,9 @@
 """mgpu-io's registered objects: the functions that Keras itself wrote into files as Lambdas (defined once, by the
 Lambda feature, ``lambdas/by_reference.py``'s ``KNOWN_FUNCTIONS``), Keras 2's ``hard_sigmoid`` (which Keras 3
-redefined), and the layers Keras 3 removed that a repair rebuilds exactly (``LocallyConnected1D/2D``, written
-``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``).
+redefined), the layers Keras 3 removed that a repair rebuilds exactly (``LocallyConnected1D/2D``, written
+``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``), keras_contrib's ``InstanceNormalization``
+(``mgpu_io>InstanceNormalization``, by ``conversions/normalization.py``) and tf.keras' cropping layers that may
+leave an empty tensor.
 
 A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``lambdas/by_reference.py`` recognises it
 from the file's metadata); importing this module registers each with Keras, so that Keras 3 resolves the reference
@@ -20,9 +22,13 @@ from mgpu_io.lambdas.by_reference import KNOWN_FUNCTIONS
 
 keras = import_keras()  # a core-only install gets MissingDependency, naming the extra to install
 if TYPE_CHECKING:
+    from keras.layers import Cropping1D as _Cropping1D
+    from keras.layers import Cropping2D as _Cropping2D
+    from keras.layers import Cropping3D as _Cropping3D
     from keras.layers import Layer
 else:
     Layer = keras.layers.Layer
+    _Cropping1D, _Cropping2D, _Cropping3D = keras.layers.Cropping1D, keras.layers.Cropping2D, keras.layers.Cropping3D
 
 
 for _known in KNOWN_FUNCTIONS:  # each is defined once, as code, by the Lambda feature (lambdas/by_reference.py)
@@ -156,6 +162,150 @@ class LocallyConnected2D(_LocallyConnected):
     """``LocallyConnected2D`` as Keras 2 and tf.keras computed it (see :class:`_LocallyConnected`)."""
 
     rank = 2
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="InstanceNormalization")
+class InstanceNormalization(Layer):
+    """keras_contrib's ``InstanceNormalization`` as it computed: ``(x - mean) / (std + epsilon) * gamma + beta``, the
+    statistics over every axis but the batch and ``axis`` (``axis=None``: every axis, one ``gamma`` and ``beta``).
+
+    Keras 3's ``GroupNormalization(groups=-1)`` divides by ``sqrt(var + epsilon)`` instead, which differs by about
+    ``epsilon / (2 std)`` of each value; ``conversions/normalization.py`` writes this class for keras_contrib's.
+
+    Example:
+        >>> import numpy as np
+        >>> layer = InstanceNormalization(axis=-1, epsilon=0.5, center=False, scale=False)
+        >>> np.asarray(layer(np.array([[[1.0], [3.0]]]))).ravel().tolist()
+        [-0.6666666865348816, 0.6666666865348816]
+    """
+
+    def __init__(
+        self,
+        axis=None,
+        epsilon=1e-3,
+        center=True,
+        scale=True,
+        beta_initializer="zeros",
+        gamma_initializer="ones",
+        beta_regularizer=None,
+        gamma_regularizer=None,
+        beta_constraint=None,
+        gamma_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        self.axis, self.epsilon, self.center, self.scale = axis, epsilon, center, scale
+        self.beta_initializer = keras.initializers.get(beta_initializer)
+        self.gamma_initializer = keras.initializers.get(gamma_initializer)
+        self.beta_regularizer = keras.regularizers.get(beta_regularizer)
+        self.gamma_regularizer = keras.regularizers.get(gamma_regularizer)
+        self.beta_constraint = keras.constraints.get(beta_constraint)
+        self.gamma_constraint = keras.constraints.get(gamma_constraint)
+
+    def build(self, input_shape):
+        shape = (1,) if self.axis is None else (input_shape[self.axis],)
+        self.gamma = self.beta = None
+        if self.scale:
+            self.gamma = self.add_weight(
+                name="gamma",
+                shape=shape,
+                initializer=self.gamma_initializer,
+                regularizer=self.gamma_regularizer,
+                constraint=self.gamma_constraint,
+            )
+        if self.center:
+            self.beta = self.add_weight(
+                name="beta",
+                shape=shape,
+                initializer=self.beta_initializer,
+                regularizer=self.beta_regularizer,
+                constraint=self.beta_constraint,
+            )
+
+    def call(self, inputs):
+        ops, rank = keras.ops, len(inputs.shape)
+        kept = None if self.axis is None else self.axis % rank
+        axes = [axis for axis in range(1, rank) if axis != kept]
+        mean = ops.mean(inputs, axis=axes, keepdims=True)
+        normed = (inputs - mean) / (ops.sqrt(ops.var(inputs, axis=axes, keepdims=True)) + self.epsilon)
+        broadcast = [1] * rank
+        if kept is not None:
+            broadcast[kept] = inputs.shape[kept]
+        if self.scale:
+            normed = normed * ops.reshape(self.gamma, broadcast)
+        if self.center:
+            normed = normed + ops.reshape(self.beta, broadcast)
+        return normed
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return dict(
+            super().get_config(),
+            axis=self.axis,
+            epsilon=self.epsilon,
+            center=self.center,
+            scale=self.scale,
+            beta_initializer=keras.initializers.serialize(self.beta_initializer),
+            gamma_initializer=keras.initializers.serialize(self.gamma_initializer),
+            beta_regularizer=keras.regularizers.serialize(self.beta_regularizer),
+            gamma_regularizer=keras.regularizers.serialize(self.gamma_regularizer),
+            beta_constraint=keras.constraints.serialize(self.beta_constraint),
+            gamma_constraint=keras.constraints.serialize(self.gamma_constraint),
+        )
+
+
+class _EmptyCropping:
+    """A cropping layer that slices as tf.keras' did, where the cropping leaves a spatial size of 0 or less: an
+    empty tensor there (Keras 3's own refuses: "Values in `cropping` argument should be smaller than the
+    corresponding spatial dimension"). :func:`mgpu_io.keras.load.build` builds with it only when Keras 3 refuses."""
+
+    def _spans(self):
+        pairs = [self.cropping] if len(self.cropping) == 2 and isinstance(self.cropping[0], int) else self.cropping
+        first = getattr(self, "data_format", "channels_last") == "channels_first"
+        return [
+            (axis + (2 if first else 1), slice(start, -end if end else None)) for axis, (start, end) in enumerate(pairs)
+        ]
+
+    def compute_output_shape(self, input_shape):
+        shape = list(input_shape)
+        for axis, span in self._spans():
+            if shape[axis] is not None:
+                shape[axis] = len(range(shape[axis])[span])
+        return tuple(shape)
+
+    def call(self, inputs):
+        index = [slice(None)] * len(inputs.shape)
+        for axis, span in self._spans():
+            index[axis] = span
+        return inputs[tuple(index)]
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping1D")
+class Cropping1D(_EmptyCropping, _Cropping1D):
+    """``Cropping1D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`)."""
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping2D")
+class Cropping2D(_EmptyCropping, _Cropping2D):
+    """``Cropping2D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`)."""
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="Cropping3D")
+class Cropping3D(_EmptyCropping, _Cropping3D):
+    """``Cropping3D`` that may leave an empty tensor, as tf.keras' (see :class:`_EmptyCropping`).
+
+    Example:
+        >>> import numpy as np
+        >>> tuple(Cropping3D(((2, 2), (0, 0), (0, 0)))(np.zeros((1, 4, 3, 3, 1))).shape)
+        (1, 0, 3, 3, 1)
+    """
+
+
+#: Keras' cropping classes by the name a file gives them, as mgpu-io's that may leave an empty tensor.
+EMPTY_CROPPING = {"Cropping1D": Cropping1D, "Cropping2D": Cropping2D, "Cropping3D": Cropping3D}
 
 
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (lambdas/by_reference.py) and

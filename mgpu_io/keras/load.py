@@ -192,6 +192,8 @@ def _planned(path, weights, checked=False):
 
 
 #: Keras 3's messages for a class it does not know (its legacy reader; its native one for wrapped layers).
+#: Keras 3's refusal of a cropping that leaves a spatial size of 0 or less (tf.keras sliced an empty tensor).
+_EMPTY_CROP = re.compile(r"calling Cropping[123]D\.call\(\)[\s\S]*should be smaller than the corresponding spatial")
 _UNKNOWN_CLASS = re.compile(r"Unknown (?:layer|object|class)[^:']*: '([^']+)'|Could not locate class '([^']+)'")
 
 
@@ -228,14 +230,27 @@ def build(
     from mgpu_io.keras import tfops
 
     deferred, stored_names = Deferred(), {}
-    try:  # each build on a copy: Keras' from_config may change the config it reads before it fails
+
+    def create(objects):  # each build on a copy: Keras' from_config may change the config it reads before it fails
+        return deferred.create(
+            lambda: (  # a second build (see Deferred.create) notes its own layers only
+                ancillary.clear(),
+                model_from_legacy_config(copy.deepcopy(plan.config), objects, safe_mode),
+            )[1]
+        )
+
+    try:
         with tfops.collecting() as ancillary:  # tf.keras' AddLoss/AddMetric, outside the path to the outputs
-            model = deferred.create(
-                lambda: (  # a second build (see Deferred.create) notes its own layers only
-                    ancillary.clear(),
-                    model_from_legacy_config(copy.deepcopy(plan.config), custom_objects, safe_mode),
-                )[1]
-            )
+            try:
+                model = create(custom_objects)
+            except BUILD_ERRORS as error:
+                if not _EMPTY_CROP.search(str(error)):
+                    raise
+                from mgpu_io.keras.known import EMPTY_CROPPING
+
+                # A cropping that leaves a size of 0, which tf.keras sliced to an empty tensor: built as it did
+                deferred = Deferred()
+                model = create({**EMPTY_CROPPING, **custom_objects})
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
         raise
     except BUILD_ERRORS as error:

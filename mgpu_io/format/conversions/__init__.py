@@ -17,6 +17,7 @@ from mgpu_io.format.conversions import (
     keras1_weights,
     keras2_legacy,
     lambdas,
+    normalization,
     structure,
     tfops,
     training_config,
@@ -29,6 +30,7 @@ FAMILIES = (
     keras1_weights.FAMILY,
     keras2_legacy.FAMILY,
     tfops.FAMILY,  # before structure, which refuses the classes that Keras 3 lacks
+    normalization.FAMILY,
     structure.FAMILY,
     arguments.FAMILY,
     lambdas.FAMILY,
