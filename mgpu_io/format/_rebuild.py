@@ -148,7 +148,7 @@ class Reader:
         self.groups = {}
         self.kw_names = ()
         self.visited = set()
-        self.pending, self.order = [], {}
+        self.pending, self.order = [], {}  # order: when each value was made (keyed by the node, never by its id)
 
     # --- the whole function ------------------------------------------------------------------------------------
     def statements(self):
@@ -219,7 +219,7 @@ class Reader:
         pop = stack.pop
 
         def push(node):
-            self.order[id(node)] = len(self.order)  # the order values were computed in (for `a, b = p, q`)
+            self.order[node] = len(self.order)  # the order values were computed in (for `a, b = p, q`)
             stack.append(node)
 
         if op == "LOAD_CONST":
@@ -250,7 +250,7 @@ class Reader:
                 # `a, b = p, q`: the values were pushed in order, the compiler stores them in any order
                 self.pending.append((target, value))
                 if not stack:
-                    order = [self.order.get(id(value), -1) for _, value in self.pending]
+                    order = [self.order.get(value, -1) for _, value in self.pending]
                     pairs = sorted(zip(order, self.pending), key=lambda pair: pair[0])
                     targets = [target for _, (target, _) in pairs]
                     values = [self._value(value, i) for _, (_, value) in pairs]
@@ -554,7 +554,7 @@ class Reader:
         value = self._value(right.stack[-1], i)
         values = [left] + (value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, kind) else [value])
         stack.append(ast.BoolOp(kind(), values))
-        self.order[id(stack[-1])] = len(self.order)
+        self.order[stack[-1]] = len(self.order)
         return self.index(target, i)
 
     def _condition(self, kind, value):
@@ -636,7 +636,7 @@ class Reader:
             if len(then.stack) == len(stack) + 1 == len(other.stack) and not then.body and not other.body:
                 a, b = self._value(then.stack[-1], i), self._value(other.stack[-1], i)
                 stack.append(ast.IfExp(condition, a, b))
-                self.order[id(stack[-1])] = len(self.order)
+                self.order[stack[-1]] = len(self.order)
                 return self.index(end, i)
             if len(then.stack) == len(stack) == len(other.stack) and then.body:
                 body.append(ast.If(condition, then.body, other.body))
