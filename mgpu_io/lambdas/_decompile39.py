@@ -19,6 +19,7 @@ Example:
 """
 
 import ast
+import types
 
 #: The Pythons whose bytecode this module reads.
 VERSIONS = ((3, 9), (3, 10), (3, 11), (3, 12))
@@ -134,6 +135,16 @@ def _none(node):
     return isinstance(node, ast.Constant) and node.value is None
 
 
+class _Step:
+    """One instruction being run: its index, opcode, argument and value, and the block it runs in."""
+
+    __slots__ = ("arg", "body", "filters", "i", "limit", "loop", "op", "stack", "val")
+
+    def __init__(self, i, op, arg, val, stack, body, limit, loop, filters):
+        self.i, self.op, self.arg, self.val, self.stack = i, op, arg, val, stack
+        self.body, self.limit, self.loop, self.filters = body, limit, loop, filters
+
+
 class Reader:
     """The decompiler for one code object of Python ``version`` (a tuple), given xdis' ``instructions`` of it.
 
@@ -148,7 +159,7 @@ class Reader:
         self.groups = {}
         self.kw_names = ()
         self.visited = set()
-        self.pending, self.order = [], {}
+        self.pending, self.order = [], {}  # order: when each value was made (keyed by the node, never by its id)
 
     # --- the whole function ------------------------------------------------------------------------------------
     def statements(self):
@@ -215,266 +226,419 @@ class Reader:
             return outcome
 
     def step(self, i, op, arg, val, stack, body, limit, loop, filters):
-        """Run instruction ``i``; returns the next index, or how the block ended."""
-        pop = stack.pop
+        """Run instruction ``i``; returns the next index, or how the block ended.
 
-        def push(node):
-            self.order[id(node)] = len(self.order)  # the order values were computed in (for `a, b = p, q`)
-            stack.append(node)
-
-        if op == "LOAD_CONST":
-            push(self._constant(val, i))
-        elif op in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_NAME", "LOAD_CLASSDEREF"):
-            push(ast.Name(str(val), ast.Load()))
-        elif op == "LOAD_FAST_AND_CLEAR":
-            push(_Saved(str(val)))
-        elif op == "LOAD_GLOBAL":
-            if self.version >= (3, 11) and arg & 1:
-                push(_Null())
-            push(ast.Name(str(val), ast.Load()))
-        elif op == "PUSH_NULL":
-            push(_Null())
-        elif op == "LOAD_ATTR":
-            owner = pop()
-            if self.version >= (3, 12) and arg & 1:
-                push(_Null())
-            push(ast.Attribute(self._value(owner, i), str(val), ast.Load()))
-        elif op == "LOAD_METHOD":
-            owner = pop()
-            push(_Null())
-            push(ast.Attribute(self._value(owner, i), str(val), ast.Load()))
-        elif op in ("STORE_FAST", "STORE_DEREF", "STORE_NAME", "STORE_GLOBAL"):
-            value = pop()
-            target = ast.Name(str(val), ast.Store())
-            if self.pending or (stack and isinstance(value, ast.AST) and all(isinstance(v, ast.AST) for v in stack)):
-                # `a, b = p, q`: the values were pushed in order, the compiler stores them in any order
-                self.pending.append((target, value))
-                if not stack:
-                    order = [self.order.get(id(value), -1) for _, value in self.pending]
-                    pairs = sorted(zip(order, self.pending), key=lambda pair: pair[0])
-                    targets = [target for _, (target, _) in pairs]
-                    values = [self._value(value, i) for _, (_, value) in pairs]
-                    body.append(ast.Assign([ast.Tuple(targets, ast.Store())], ast.Tuple(values, ast.Load())))
-                    self.pending = []
-            else:
-                self._store(target, value, body, i)
-        elif op == "STORE_ATTR":
-            owner, value = pop(), pop()
-            self._store(ast.Attribute(self._value(owner, i), str(val), ast.Store()), value, body, i)
-        elif op == "STORE_SUBSCR":
-            index, owner, value = pop(), pop(), pop()
-            target = ast.Subscript(self._value(owner, i), self._value(index, i), ast.Store())
-            self._store(target, value, body, i)
-        elif op == "UNPACK_SEQUENCE":
-            value = self._value(pop(), i)
-            group = len(self.groups)
-            self.groups[group] = [value, [None] * arg]
-            for index in reversed(range(arg)):
-                push(_Unpacked(group, index))
-        elif op.startswith("BINARY_") and op[7:] in _BINARY:
-            right, left = pop(), pop()
-            push(ast.BinOp(self._value(left, i), _BINARY[op[7:]](), self._value(right, i)))
-        elif op.startswith("INPLACE_") and op[8:] in _BINARY:
-            right, left = pop(), pop()
-            push(_InPlace(_BINARY[op[8:]](), self._value(left, i), self._value(right, i)))
-        elif op == "BINARY_OP":
-            right, left = pop(), pop()
-            if not isinstance(arg, int) or not 0 <= arg < 2 * len(_BINARY_OP):
-                raise self.fail(i, f"operator {arg}")
-            kind = _BINARY_OP[arg % len(_BINARY_OP)]()
-            if arg >= len(_BINARY_OP):
-                push(_InPlace(kind, self._value(left, i), self._value(right, i)))
-            else:
-                push(ast.BinOp(self._value(left, i), kind, self._value(right, i)))
-        elif op == "BINARY_SUBSCR":
-            index, owner = pop(), pop()
-            push(ast.Subscript(self._value(owner, i), self._value(index, i), ast.Load()))
-        elif op == "BINARY_SLICE":
-            end, begin, owner = pop(), pop(), pop()
-            piece = ast.Slice(self._optional(begin, i), self._optional(end, i), None)
-            push(ast.Subscript(self._value(owner, i), piece, ast.Load()))
-        elif op == "BUILD_SLICE":
-            parts = [pop() for _ in range(arg)][::-1]
-            push(ast.Slice(*[self._optional(part, i) for part in parts] + [None] * (3 - arg)))
-        elif op in _UNARY:
-            push(ast.UnaryOp(_UNARY[op](), self._value(pop(), i)))
-        elif op == "COMPARE_OP":
-            right, left = pop(), pop()
-            if val not in _COMPARE:
-                raise self.fail(i, f"comparison {val!r}")
-            push(ast.Compare(self._value(left, i), [_COMPARE[val]()], [self._value(right, i)]))
-        elif op == "IS_OP":
-            right, left = pop(), pop()
-            push(ast.Compare(self._value(left, i), [ast.IsNot() if arg else ast.Is()], [self._value(right, i)]))
-        elif op == "CONTAINS_OP":
-            right, left = pop(), pop()
-            push(ast.Compare(self._value(left, i), [ast.NotIn() if arg else ast.In()], [self._value(right, i)]))
-        elif op in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"):
-            items = [self._value(pop(), i) for _ in range(arg)][::-1] if arg else []
-            kind = {"BUILD_TUPLE": ast.Tuple, "BUILD_LIST": ast.List, "BUILD_SET": ast.Set}[op]
-            push(kind(items, ast.Load()) if kind is not ast.Set else ast.Set(items))
-        elif op in ("LIST_EXTEND", "SET_UPDATE"):
-            value = self._value(pop(), i)
-            target = stack[-arg]
-            if not isinstance(target, (ast.List, ast.Set)):
-                raise self.fail(i, "an extension of no list")
-            if (
-                isinstance(value, ast.Tuple)
-                and all(isinstance(e, ast.Constant) for e in value.elts)
-                and not target.elts
-            ):
-                target.elts.extend(value.elts)  # [1, 2, 3]: a constant tuple extended into an empty list
-            elif isinstance(value, ast.Set) and op == "SET_UPDATE" and not target.elts:
-                target.elts.extend(value.elts)
-            else:
-                target.elts.append(ast.Starred(value, ast.Load()))
-        elif op == "CALL_INTRINSIC_1" and arg == 5:  # 3.12: unary +
-            push(ast.UnaryOp(ast.UAdd(), self._value(pop(), i)))
-        elif op == "LIST_TO_TUPLE" or (op == "CALL_INTRINSIC_1" and arg == 6):
-            value = pop()
-            if not isinstance(value, ast.List):
-                raise self.fail(i, "a tuple of no list")
-            push(ast.Tuple(value.elts, ast.Load()))
-        elif op == "BUILD_MAP":
-            items = [pop() for _ in range(2 * arg)][::-1]
-            push(ast.Dict([self._value(k, i) for k in items[::2]], [self._value(v, i) for v in items[1::2]]))
-        elif op == "BUILD_CONST_KEY_MAP":
-            keys = pop()
-            values = [self._value(pop(), i) for _ in range(arg)][::-1]
-            if not isinstance(keys, ast.Tuple) or len(keys.elts) != arg:
-                raise self.fail(i, "keys that are no constant tuple")
-            push(ast.Dict(list(keys.elts), values))
-        elif op in ("DICT_MERGE", "DICT_UPDATE"):
-            value = self._value(pop(), i)
-            target = stack[-arg]
-            if not isinstance(target, ast.Dict):
-                raise self.fail(i, "an update of no dict")
-            target.keys.append(None)
-            target.values.append(value)
-        elif op == "MAP_ADD" or op in ("LIST_APPEND", "SET_ADD", "YIELD_VALUE"):
-            if loop is None:
-                raise self.fail(i, "an append outside a comprehension")
-            if op == "MAP_ADD":
-                value, key = pop(), pop()
-                return _Appended(self._value(value, i), i, filters, self._value(key, i))
-            return _Appended(self._value(pop(), i), i, filters)
-        elif op == "BUILD_STRING":
-            parts = [self._value(pop(), i) for _ in range(arg)][::-1]
-            values = []
-            for part in parts:
-                values.extend(part.values if isinstance(part, ast.JoinedStr) else [part])
-            push(ast.JoinedStr(values))
-        elif op == "FORMAT_VALUE":
-            spec = self._value(pop(), i) if arg & 0x04 else None
-            value = self._value(pop(), i)
-            conversion = {0: -1, 1: ord("s"), 2: ord("r"), 3: ord("a")}[arg & 0x03]
-            formatted = ast.FormattedValue(value, conversion, spec if spec is None else ast.JoinedStr([spec]))
-            push(ast.JoinedStr([formatted]))
-        elif op == "KW_NAMES":
-            self.kw_names = val if isinstance(val, tuple) else self.code.co_consts[arg]
-        elif op in ("CALL_FUNCTION", "CALL_METHOD", "CALL", "CALL_FUNCTION_KW"):
-            names = ()
-            if op == "CALL_FUNCTION_KW":
-                names_node = pop()
-                if not isinstance(names_node, ast.Tuple):
-                    raise self.fail(i, "keyword names that are no tuple")
-                names = tuple(e.value for e in names_node.elts)
-            elif op == "CALL":
-                names, self.kw_names = tuple(getattr(self, "kw_names", ()) or ()), ()
-            args = [pop() for _ in range(arg)][::-1]
-            function = pop()
-            if op == "CALL_METHOD" or (op == "CALL" and self.version >= (3, 11)):
-                below = pop()
-                if not isinstance(below, _Null):  # [callable, self, args...]: a call with one more argument
-                    function, args = below, [function, *args]
-            push(self._call(function, args, names, i))
-        elif op == "CALL_FUNCTION_EX":
-            keywords = self._value(pop(), i) if arg & 1 else None
-            positional = self._value(pop(), i)
-            function = pop()
-            if self.version >= (3, 11) and stack and isinstance(stack[-1], _Null):
-                pop()
-            args = positional.elts if isinstance(positional, ast.Tuple) else [ast.Starred(positional, ast.Load())]
-            kws = []
-            if isinstance(keywords, ast.Dict):
-                for key, value in zip(keywords.keys, keywords.values):
-                    if key is None:
-                        kws.append(ast.keyword(None, value))
-                    elif isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        kws.append(ast.keyword(key.value, value))
-                    else:
-                        raise self.fail(i, "a keyword that is not a name")
-            elif keywords is not None:
-                kws.append(ast.keyword(None, keywords))
-            push(ast.Call(self._value(function, i), list(args), kws))
-        elif op == "MAKE_FUNCTION":
-            if self.version < (3, 11):
-                pop()  # the qualified name
-            code = pop()
-            parts = {}
-            for flag, name in ((0x08, "closure"), (0x04, "annotations"), (0x02, "kwdefaults"), (0x01, "defaults")):
-                if arg & flag:
-                    parts[name] = pop()
-            if "annotations" in parts or "kwdefaults" in parts:
-                raise self.fail(i, "a nested function with annotations or keyword-only defaults")
-            if not isinstance(code, _Function):
-                raise self.fail(i, "a function of no code")
-            push(_Function(code.code, parts.get("defaults")))
-        elif op == "GET_ITER":
-            push(_Iter(self._value(pop(), i)))
-        elif op == "FOR_ITER":
-            return self._inline_comprehension(i, val, stack, body, limit, loop)
-        elif op == "END_FOR":
-            pass
-        elif op == "SWAP":
-            stack[-1], stack[-arg] = stack[-arg], stack[-1]
-        elif op == "ROT_TWO":
-            stack[-1], stack[-2] = stack[-2], stack[-1]
-        elif op == "ROT_THREE":
-            stack[-3:] = [stack[-1], stack[-3], stack[-2]]
-        elif op == "POP_TOP":
-            value = pop()
-            if isinstance(value, _Saved):
-                return i + 1
-            body.append(ast.Expr(self._value(value, i)))
-        elif op == "RETURN_VALUE":
-            body.append(ast.Return(self._value(pop(), i)))
-            return _Returned(body)
-        elif op == "RETURN_CONST":
-            body.append(ast.Return(self._constant(val, i)))
-            return _Returned(body)
-        elif op in ("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP", "JUMP_NO_INTERRUPT"):
-            if val == limit:
-                return _Reached(stack, body)
-            landing = self.ins[self.at[val]] if val in self.at else None
-            if landing is not None and landing.opname in ("RETURN_VALUE", "RETURN_CONST") and loop is None:
-                # a jump to a shared `return` (the optimizer's): that return, here
-                value = self._value(pop(), i) if landing.opname == "RETURN_VALUE" else self._constant(landing.argval, i)
-                body.append(ast.Return(value))
-                return _Returned(body)
-            if loop is not None and val == loop:
-                raise self.fail(i, "a comprehension body that ends before its append")
-            return _Jumped("jump", val, stack, body)
-        elif op in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"):
-            if limit is not None and val > limit:  # 3.9-3.11's (a and b) or c: the caller joins it
-                value = self._value(pop(), i)
-                return _Jumped("or" if "TRUE" in op else "and", val, stack, body, value=value, index=i + 1)
-            return self._boolean(i, i + 1, val, ast.And if "FALSE" in op else ast.Or, stack, body, limit, loop)
-        elif (
-            op == "COPY"
-            and arg == 1
-            and i + 2 < len(self.ins)
-            and self.ins[i + 2].opname == "POP_TOP"
-            and self.ins[i + 1].opname in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE")
-        ):  # 3.12's `and` / `or`
-            kind = ast.And if self.ins[i + 1].opname.endswith("FALSE") else ast.Or
-            self.visited.update((i + 1, i + 2))
-            return self._boolean(i, i + 3, self.ins[i + 1].argval, kind, stack, body, limit, loop)
-        elif op.startswith("POP_JUMP_IF_"):
-            return self._conditional(i, op[len("POP_JUMP_IF_") :], val, stack, body, limit, loop, filters)
-        else:
+        Each opcode has its handler in :attr:`OPCODES` (``POP_JUMP_IF_*`` share one); an opcode with none is refused
+        by name. A handler returns ``None`` to go on with the next instruction.
+        """
+        handler = self.OPCODES.get(op) or (Reader._op_pop_jump if op.startswith("POP_JUMP_IF_") else None)
+        if handler is None:
             raise self.fail(i, "not read by mgpu-io's decompiler")
-        return i + 1
+        outcome = handler(self, _Step(i, op, arg, val, stack, body, limit, loop, filters))
+        return i + 1 if outcome is None else outcome
+
+    def _push(self, stack, node):
+        self.order[node] = len(self.order)  # the order values were computed in (for `a, b = p, q`)
+        stack.append(node)
+
+    # --- the opcodes: what each does to the symbolic stack ------------------------------------------------------
+    def _op_load_const(self, s):
+        self._push(s.stack, self._constant(s.val, s.i))
+
+    def _op_load_name(self, s):
+        """LOAD_FAST, LOAD_DEREF, LOAD_NAME, ...: a name."""
+        self._push(s.stack, ast.Name(str(s.val), ast.Load()))
+
+    def _op_load_saved(self, s):
+        """LOAD_FAST_AND_CLEAR (3.12): the local an inlined comprehension saves."""
+        self._push(s.stack, _Saved(str(s.val)))
+
+    def _op_load_global(self, s):
+        if self.version >= (3, 11) and s.arg & 1:
+            self._push(s.stack, _Null())
+        self._push(s.stack, ast.Name(str(s.val), ast.Load()))
+
+    def _op_push_null(self, s):
+        self._push(s.stack, _Null())
+
+    def _op_load_attr(self, s):
+        owner = s.stack.pop()
+        if self.version >= (3, 12) and s.arg & 1:  # 3.12's LOAD_ATTR of a method
+            self._push(s.stack, _Null())
+        self._push(s.stack, ast.Attribute(self._value(owner, s.i), str(s.val), ast.Load()))
+
+    def _op_load_method(self, s):
+        owner = s.stack.pop()
+        self._push(s.stack, _Null())
+        self._push(s.stack, ast.Attribute(self._value(owner, s.i), str(s.val), ast.Load()))
+
+    def _op_store_name(self, s):
+        """STORE_FAST, STORE_NAME, ...: an assignment (or one of ``a, b = p, q``'s, which the compiler reorders)."""
+        i, stack = s.i, s.stack
+        value = stack.pop()
+        target = ast.Name(str(s.val), ast.Store())
+        if self.pending or (stack and isinstance(value, ast.AST) and all(isinstance(v, ast.AST) for v in stack)):
+            # `a, b = p, q`: the values were pushed in order, the compiler stores them in any order
+            self.pending.append((target, value))
+            if not stack:
+                order = [self.order.get(value, -1) for _, value in self.pending]
+                pairs = sorted(zip(order, self.pending), key=lambda pair: pair[0])
+                targets = [target for _, (target, _) in pairs]
+                values = [self._value(value, i) for _, (_, value) in pairs]
+                s.body.append(ast.Assign([ast.Tuple(targets, ast.Store())], ast.Tuple(values, ast.Load())))
+                self.pending = []
+        else:
+            self._store(target, value, s.body, i)
+
+    def _op_store_attr(self, s):
+        owner, value = s.stack.pop(), s.stack.pop()
+        self._store(ast.Attribute(self._value(owner, s.i), str(s.val), ast.Store()), value, s.body, s.i)
+
+    def _op_store_subscr(self, s):
+        index, owner, value = s.stack.pop(), s.stack.pop(), s.stack.pop()
+        target = ast.Subscript(self._value(owner, s.i), self._value(index, s.i), ast.Store())
+        self._store(target, value, s.body, s.i)
+
+    def _op_unpack_sequence(self, s):
+        """``a, b = value``: one placeholder per target, each waiting for its store."""
+        value = self._value(s.stack.pop(), s.i)
+        group = len(self.groups)
+        self.groups[group] = [value, [None] * s.arg]
+        for index in reversed(range(s.arg)):
+            self._push(s.stack, _Unpacked(group, index))
+
+    def _op_binary(self, s):
+        """BINARY_ADD, BINARY_MULTIPLY, ... (3.9, 3.10): ``left <op> right``."""
+        right, left = s.stack.pop(), s.stack.pop()
+        self._push(s.stack, ast.BinOp(self._value(left, s.i), _BINARY[s.op[7:]](), self._value(right, s.i)))
+
+    def _op_inplace(self, s):
+        """INPLACE_ADD, ... (3.9, 3.10): ``left <op>= right``, waiting for its store."""
+        right, left = s.stack.pop(), s.stack.pop()
+        self._push(s.stack, _InPlace(_BINARY[s.op[8:]](), self._value(left, s.i), self._value(right, s.i)))
+
+    def _op_binary_op(self, s):
+        """BINARY_OP (3.11+): the operator is the argument; 13 and above are the in-place forms."""
+        i, arg = s.i, s.arg
+        right, left = s.stack.pop(), s.stack.pop()
+        if not isinstance(arg, int) or not 0 <= arg < 2 * len(_BINARY_OP):
+            raise self.fail(i, f"operator {arg}")
+        kind = _BINARY_OP[arg % len(_BINARY_OP)]()
+        if arg >= len(_BINARY_OP):
+            self._push(s.stack, _InPlace(kind, self._value(left, i), self._value(right, i)))
+        else:
+            self._push(s.stack, ast.BinOp(self._value(left, i), kind, self._value(right, i)))
+
+    def _op_subscript(self, s):
+        index, owner = s.stack.pop(), s.stack.pop()
+        self._push(s.stack, ast.Subscript(self._value(owner, s.i), self._value(index, s.i), ast.Load()))
+
+    def _op_slice_subscript(self, s):
+        """BINARY_SLICE (3.12): ``owner[begin:end]``."""
+        end, begin, owner = s.stack.pop(), s.stack.pop(), s.stack.pop()
+        piece = ast.Slice(self._optional(begin, s.i), self._optional(end, s.i), None)
+        self._push(s.stack, ast.Subscript(self._value(owner, s.i), piece, ast.Load()))
+
+    def _op_build_slice(self, s):
+        parts = [s.stack.pop() for _ in range(s.arg)][::-1]
+        self._push(s.stack, ast.Slice(*[self._optional(part, s.i) for part in parts] + [None] * (3 - s.arg)))
+
+    def _op_unary(self, s):
+        self._push(s.stack, ast.UnaryOp(_UNARY[s.op](), self._value(s.stack.pop(), s.i)))
+
+    def _op_compare(self, s):
+        right, left = s.stack.pop(), s.stack.pop()
+        if s.val not in _COMPARE:
+            raise self.fail(s.i, f"comparison {s.val!r}")
+        self._push(s.stack, ast.Compare(self._value(left, s.i), [_COMPARE[s.val]()], [self._value(right, s.i)]))
+
+    def _op_is(self, s):
+        right, left = s.stack.pop(), s.stack.pop()
+        is_ = ast.IsNot() if s.arg else ast.Is()
+        self._push(s.stack, ast.Compare(self._value(left, s.i), [is_], [self._value(right, s.i)]))
+
+    def _op_contains(self, s):
+        right, left = s.stack.pop(), s.stack.pop()
+        in_ = ast.NotIn() if s.arg else ast.In()
+        self._push(s.stack, ast.Compare(self._value(left, s.i), [in_], [self._value(right, s.i)]))
+
+    def _op_build_sequence(self, s):
+        """BUILD_TUPLE, BUILD_LIST, BUILD_SET: a display of the top ``arg`` values."""
+        items = [self._value(s.stack.pop(), s.i) for _ in range(s.arg)][::-1] if s.arg else []
+        kind = {"BUILD_TUPLE": ast.Tuple, "BUILD_LIST": ast.List, "BUILD_SET": ast.Set}[s.op]
+        self._push(s.stack, kind(items, ast.Load()) if kind is not ast.Set else ast.Set(items))
+
+    def _op_extend(self, s):
+        """LIST_EXTEND, SET_UPDATE: ``[*a, *b]`` (or a constant display, which the compiler builds this way)."""
+        value = self._value(s.stack.pop(), s.i)
+        target = s.stack[-s.arg]
+        if not isinstance(target, (ast.List, ast.Set)):
+            raise self.fail(s.i, "an extension of no list")
+        if isinstance(value, ast.Tuple) and all(isinstance(e, ast.Constant) for e in value.elts) and not target.elts:
+            target.elts.extend(value.elts)  # [1, 2, 3]: a constant tuple extended into an empty list
+        elif isinstance(value, ast.Set) and s.op == "SET_UPDATE" and not target.elts:
+            target.elts.extend(value.elts)
+        else:
+            target.elts.append(ast.Starred(value, ast.Load()))
+
+    def _op_intrinsic(self, s):
+        """CALL_INTRINSIC_1 (3.12): 5 is unary ``+``, 6 a list made a tuple; the others are not read."""
+        if s.arg == 5:
+            self._push(s.stack, ast.UnaryOp(ast.UAdd(), self._value(s.stack.pop(), s.i)))
+            return None
+        if s.arg == 6:
+            return self._op_list_to_tuple(s)
+        raise self.fail(s.i, "not read by mgpu-io's decompiler")
+
+    def _op_list_to_tuple(self, s):
+        value = s.stack.pop()
+        if not isinstance(value, ast.List):
+            raise self.fail(s.i, "a tuple of no list")
+        self._push(s.stack, ast.Tuple(value.elts, ast.Load()))
+        return None
+
+    def _op_build_map(self, s):
+        items = [s.stack.pop() for _ in range(2 * s.arg)][::-1]
+        keys, values = [self._value(k, s.i) for k in items[::2]], [self._value(v, s.i) for v in items[1::2]]
+        self._push(s.stack, ast.Dict(keys, values))
+
+    def _op_build_const_key_map(self, s):
+        keys = s.stack.pop()
+        values = [self._value(s.stack.pop(), s.i) for _ in range(s.arg)][::-1]
+        if not isinstance(keys, ast.Tuple) or len(keys.elts) != s.arg:
+            raise self.fail(s.i, "keys that are no constant tuple")
+        self._push(s.stack, ast.Dict(list(keys.elts), values))
+
+    def _op_dict_merge(self, s):
+        """DICT_MERGE, DICT_UPDATE: ``{**a}`` (and a call's ``**kwargs``)."""
+        value = self._value(s.stack.pop(), s.i)
+        target = s.stack[-s.arg]
+        if not isinstance(target, ast.Dict):
+            raise self.fail(s.i, "an update of no dict")
+        target.keys.append(None)
+        target.values.append(value)
+
+    def _op_append(self, s):
+        """LIST_APPEND, SET_ADD, MAP_ADD, YIELD_VALUE: a comprehension's body reached its element."""
+        if s.loop is None:
+            raise self.fail(s.i, "an append outside a comprehension")
+        if s.op == "MAP_ADD":
+            value, key = s.stack.pop(), s.stack.pop()
+            return _Appended(self._value(value, s.i), s.i, s.filters, self._value(key, s.i))
+        return _Appended(self._value(s.stack.pop(), s.i), s.i, s.filters)
+
+    def _op_build_string(self, s):
+        """BUILD_STRING: an f-string of its parts."""
+        parts = [self._value(s.stack.pop(), s.i) for _ in range(s.arg)][::-1]
+        values = []
+        for part in parts:
+            values.extend(part.values if isinstance(part, ast.JoinedStr) else [part])
+        self._push(s.stack, ast.JoinedStr(values))
+
+    def _op_format_value(self, s):
+        """FORMAT_VALUE: ``{value!conversion:spec}``."""
+        spec = self._value(s.stack.pop(), s.i) if s.arg & 0x04 else None
+        value = self._value(s.stack.pop(), s.i)
+        conversion = {0: -1, 1: ord("s"), 2: ord("r"), 3: ord("a")}[s.arg & 0x03]
+        formatted = ast.FormattedValue(value, conversion, spec if spec is None else ast.JoinedStr([spec]))
+        self._push(s.stack, ast.JoinedStr([formatted]))
+
+    def _op_kw_names(self, s):
+        """KW_NAMES (3.12): the keyword names of the CALL that follows."""
+        self.kw_names = s.val if isinstance(s.val, tuple) else self.code.co_consts[s.arg]
+
+    def _op_call(self, s):
+        """CALL_FUNCTION, CALL_FUNCTION_KW, CALL_METHOD, CALL: a call with ``arg`` arguments."""
+        i, op, stack = s.i, s.op, s.stack
+        names = ()
+        if op == "CALL_FUNCTION_KW":
+            names_node = stack.pop()
+            if not isinstance(names_node, ast.Tuple):
+                raise self.fail(i, "keyword names that are no tuple")
+            names = tuple(e.value for e in names_node.elts)
+        elif op == "CALL":
+            names, self.kw_names = tuple(getattr(self, "kw_names", ()) or ()), ()
+        args = [stack.pop() for _ in range(s.arg)][::-1]
+        function = stack.pop()
+        if op == "CALL_METHOD" or (op == "CALL" and self.version >= (3, 11)):
+            below = stack.pop()
+            if not isinstance(below, _Null):  # [callable, self, args...]: a call with one more argument
+                function, args = below, [function, *args]
+        self._push(stack, self._call(function, args, names, i))
+
+    def _op_call_ex(self, s):
+        """CALL_FUNCTION_EX: ``f(*args)`` or ``f(*args, **kwargs)``."""
+        i, stack = s.i, s.stack
+        keywords = self._value(stack.pop(), i) if s.arg & 1 else None
+        positional = self._value(stack.pop(), i)
+        function = stack.pop()
+        if self.version >= (3, 11) and stack and isinstance(stack[-1], _Null):
+            stack.pop()
+        args = positional.elts if isinstance(positional, ast.Tuple) else [ast.Starred(positional, ast.Load())]
+        kws = []
+        if isinstance(keywords, ast.Dict):
+            for key, value in zip(keywords.keys, keywords.values):
+                if key is None:
+                    kws.append(ast.keyword(None, value))
+                elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    kws.append(ast.keyword(key.value, value))
+                else:
+                    raise self.fail(i, "a keyword that is not a name")
+        elif keywords is not None:
+            kws.append(ast.keyword(None, keywords))
+        self._push(stack, ast.Call(self._value(function, i), list(args), kws))
+
+    def _op_make_function(self, s):
+        """MAKE_FUNCTION: a comprehension's code or a nested lambda, with its defaults."""
+        stack = s.stack
+        if self.version < (3, 11):
+            stack.pop()  # the qualified name
+        code = stack.pop()
+        parts = {}
+        for flag, name in ((0x08, "closure"), (0x04, "annotations"), (0x02, "kwdefaults"), (0x01, "defaults")):
+            if s.arg & flag:
+                parts[name] = stack.pop()
+        if "annotations" in parts or "kwdefaults" in parts:
+            raise self.fail(s.i, "a nested function with annotations or keyword-only defaults")
+        if not isinstance(code, _Function):
+            raise self.fail(s.i, "a function of no code")
+        self._push(stack, _Function(code.code, parts.get("defaults")))
+
+    def _op_get_iter(self, s):
+        self._push(s.stack, _Iter(self._value(s.stack.pop(), s.i)))
+
+    def _op_for_iter(self, s):
+        """FOR_ITER outside a comprehension's code: a 3.12 inlined comprehension (or a loop, refused)."""
+        return self._inline_comprehension(s.i, s.val, s.stack, s.body, s.limit, s.loop)
+
+    def _op_end_for(self, s):
+        """END_FOR: nothing to the symbolic stack."""
+
+    def _op_swap(self, s):
+        s.stack[-1], s.stack[-s.arg] = s.stack[-s.arg], s.stack[-1]
+
+    def _op_rot_two(self, s):
+        s.stack[-1], s.stack[-2] = s.stack[-2], s.stack[-1]
+
+    def _op_rot_three(self, s):
+        s.stack[-3:] = [s.stack[-1], s.stack[-3], s.stack[-2]]
+
+    def _op_pop_top(self, s):
+        """POP_TOP: an expression statement (or the end of a 3.12 comprehension's saved local)."""
+        value = s.stack.pop()
+        if isinstance(value, _Saved):
+            return None
+        s.body.append(ast.Expr(self._value(value, s.i)))
+        return None
+
+    def _op_return_value(self, s):
+        s.body.append(ast.Return(self._value(s.stack.pop(), s.i)))
+        return _Returned(s.body)
+
+    def _op_return_const(self, s):
+        s.body.append(ast.Return(self._constant(s.val, s.i)))
+        return _Returned(s.body)
+
+    def _op_jump(self, s):
+        """JUMP_FORWARD, JUMP_ABSOLUTE, JUMP_BACKWARD, ...: the end of a block (or a shared ``return``)."""
+        i, val, loop = s.i, s.val, s.loop
+        if val == s.limit:
+            return _Reached(s.stack, s.body)
+        landing = self.ins[self.at[val]] if val in self.at else None
+        if landing is not None and landing.opname in ("RETURN_VALUE", "RETURN_CONST") and loop is None:
+            # a jump to a shared `return` (the optimizer's): that return, here
+            value = (
+                self._value(s.stack.pop(), i) if landing.opname == "RETURN_VALUE" else self._constant(landing.argval, i)
+            )
+            s.body.append(ast.Return(value))
+            return _Returned(s.body)
+        if loop is not None and val == loop:
+            raise self.fail(i, "a comprehension body that ends before its append")
+        return _Jumped("jump", val, s.stack, s.body)
+
+    def _op_jump_or_pop(self, s):
+        """JUMP_IF_FALSE_OR_POP, JUMP_IF_TRUE_OR_POP (3.9-3.11): ``and`` / ``or``."""
+        i, op, val = s.i, s.op, s.val
+        if s.limit is not None and val > s.limit:  # 3.9-3.11's (a and b) or c: the caller joins it
+            value = self._value(s.stack.pop(), i)
+            return _Jumped("or" if "TRUE" in op else "and", val, s.stack, s.body, value=value, index=i + 1)
+        kind = ast.And if "FALSE" in op else ast.Or
+        return self._boolean(i, i + 1, val, kind, s.stack, s.body, s.limit, s.loop)
+
+    def _op_copy(self, s):
+        """COPY 1, POP_JUMP_IF_*, POP_TOP: 3.12's ``and`` / ``or``; other copies are not read."""
+        i, ins = s.i, self.ins
+        if not (
+            s.arg == 1
+            and i + 2 < len(ins)
+            and ins[i + 2].opname == "POP_TOP"
+            and ins[i + 1].opname in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE")
+        ):
+            raise self.fail(i, "not read by mgpu-io's decompiler")
+        kind = ast.And if ins[i + 1].opname.endswith("FALSE") else ast.Or
+        self.visited.update((i + 1, i + 2))
+        return self._boolean(i, i + 3, ins[i + 1].argval, kind, s.stack, s.body, s.limit, s.loop)
+
+    def _op_pop_jump(self, s):
+        """POP_JUMP_IF_FALSE, _TRUE, _NONE, _NOT_NONE: an ``if``, a conditional expression or a filter."""
+        kind = s.op[len("POP_JUMP_IF_") :]
+        return self._conditional(s.i, kind, s.val, s.stack, s.body, s.limit, s.loop, s.filters)
+
+    #: Each opcode's handler (``POP_JUMP_IF_*``: :meth:`_op_pop_jump`, whatever follows the prefix).
+    OPCODES = types.MappingProxyType(
+        {
+            "LOAD_CONST": _op_load_const,
+            **dict.fromkeys(
+                ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_NAME", "LOAD_CLASSDEREF"),
+                _op_load_name,
+            ),
+            "LOAD_FAST_AND_CLEAR": _op_load_saved,
+            "LOAD_GLOBAL": _op_load_global,
+            "PUSH_NULL": _op_push_null,
+            "LOAD_ATTR": _op_load_attr,
+            "LOAD_METHOD": _op_load_method,
+            **dict.fromkeys(("STORE_FAST", "STORE_DEREF", "STORE_NAME", "STORE_GLOBAL"), _op_store_name),
+            "STORE_ATTR": _op_store_attr,
+            "STORE_SUBSCR": _op_store_subscr,
+            "UNPACK_SEQUENCE": _op_unpack_sequence,
+            **dict.fromkeys(("BINARY_" + name for name in _BINARY), _op_binary),
+            **dict.fromkeys(("INPLACE_" + name for name in _BINARY), _op_inplace),
+            "BINARY_OP": _op_binary_op,
+            "BINARY_SUBSCR": _op_subscript,
+            "BINARY_SLICE": _op_slice_subscript,
+            "BUILD_SLICE": _op_build_slice,
+            **dict.fromkeys(_UNARY, _op_unary),
+            "COMPARE_OP": _op_compare,
+            "IS_OP": _op_is,
+            "CONTAINS_OP": _op_contains,
+            **dict.fromkeys(("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"), _op_build_sequence),
+            **dict.fromkeys(("LIST_EXTEND", "SET_UPDATE"), _op_extend),
+            "CALL_INTRINSIC_1": _op_intrinsic,
+            "LIST_TO_TUPLE": _op_list_to_tuple,
+            "BUILD_MAP": _op_build_map,
+            "BUILD_CONST_KEY_MAP": _op_build_const_key_map,
+            **dict.fromkeys(("DICT_MERGE", "DICT_UPDATE"), _op_dict_merge),
+            **dict.fromkeys(("MAP_ADD", "LIST_APPEND", "SET_ADD", "YIELD_VALUE"), _op_append),
+            "BUILD_STRING": _op_build_string,
+            "FORMAT_VALUE": _op_format_value,
+            "KW_NAMES": _op_kw_names,
+            **dict.fromkeys(("CALL_FUNCTION", "CALL_METHOD", "CALL", "CALL_FUNCTION_KW"), _op_call),
+            "CALL_FUNCTION_EX": _op_call_ex,
+            "MAKE_FUNCTION": _op_make_function,
+            "GET_ITER": _op_get_iter,
+            "FOR_ITER": _op_for_iter,
+            "END_FOR": _op_end_for,
+            "SWAP": _op_swap,
+            "ROT_TWO": _op_rot_two,
+            "ROT_THREE": _op_rot_three,
+            "POP_TOP": _op_pop_top,
+            "RETURN_VALUE": _op_return_value,
+            "RETURN_CONST": _op_return_const,
+            **dict.fromkeys(("JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD", "JUMP", "JUMP_NO_INTERRUPT"), _op_jump),
+            **dict.fromkeys(("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"), _op_jump_or_pop),
+            "COPY": _op_copy,
+        }
+    )
 
     # --- pieces -------------------------------------------------------------------------------------------------
     def _constant(self, value, i):
@@ -554,7 +718,7 @@ class Reader:
         value = self._value(right.stack[-1], i)
         values = [left] + (value.values if isinstance(value, ast.BoolOp) and isinstance(value.op, kind) else [value])
         stack.append(ast.BoolOp(kind(), values))
-        self.order[id(stack[-1])] = len(self.order)
+        self.order[stack[-1]] = len(self.order)
         return self.index(target, i)
 
     def _condition(self, kind, value):
@@ -636,7 +800,7 @@ class Reader:
             if len(then.stack) == len(stack) + 1 == len(other.stack) and not then.body and not other.body:
                 a, b = self._value(then.stack[-1], i), self._value(other.stack[-1], i)
                 stack.append(ast.IfExp(condition, a, b))
-                self.order[id(stack[-1])] = len(self.order)
+                self.order[stack[-1]] = len(self.order)
                 return self.index(end, i)
             if len(then.stack) == len(stack) == len(other.stack) and then.body:
                 body.append(ast.If(condition, then.body, other.body))

@@ -376,8 +376,6 @@ def _optimizer(graph, training, trainable, folder):
 
 def _plan(tf, folder):
     """Work out the legacy file from the folder's records, reading no weight value (runs in the probe's child)."""
-    from mgpu_io.format.config import layer_name
-
     meta = _parse(folder)
     metadata, model_config, training = _root_metadata(meta, folder)
     values = read_graph(tf, str(folder / "variables" / "variables"), folder, what=VARIABLES)
@@ -386,39 +384,8 @@ def _plan(tf, folder):
     pairs = pair_layers(graph, 0, model_layers_of(model_config, folder), model_config, folder)
     layers, used = [], set()
     for layer, node in pairs:
-        name = _metadata(meta, node).get("name")
-        if name != layer_name(layer):
-            raise NotAModelFile(
-                f"The SavedModel's object graph and its model_config disagree: layer {len(layers)} is {name!r} in "
-                f"the graph and {layer_name(layer)!r} in the config. Expected one model. Received: "
-                f"filepath={folder}. Restore the folder from its source."
-            )
-        nodes = layer_weights(graph, node, folder)
-        unnamed = [n for n in nodes if not graph.variables[n].full_name]
-        if unnamed:
-            raise UnsupportedModel(
-                f"A weight of layer {name!r} has no name in the SavedModel. Expected every variable named, as a "
-                f"legacy HDF5 file keys weights by name. Received: filepath={folder} (object {unnamed[0]}). Save the "
-                f"model in the TensorFlow that wrote it with model.save('model.h5') instead."
-            )
+        name, nodes, weights = _layer(graph, meta, layer, node, len(layers), folder)
         used.update(nodes)
-        weights = [
-            Weight(
-                graph.variables[n].full_name + ":0",
-                graph.variables[n].key,
-                graph.variables[n].shape,
-                graph.variables[n].dtype,
-            )
-            for n in nodes
-        ]
-        for weight in weights:
-            if weight.dtype not in FLOAT_DTYPES:
-                raise UnsupportedModel(
-                    f"The weight {weight.name!r} of layer {name!r} has dtype {weight.dtype}, which a legacy Keras "
-                    f"file does not store. Expected float16, float32 or float64. Received: filepath={folder}. Cast "
-                    f"the model to float32 in the TensorFlow that wrote it and save it as .h5."
-                )
-        unique_names(name, weights, folder)
         layers.append((name, weights))
     check_layers_with_weights(
         graph, 0, [node for _, node in pairs], folder, holds=lambda n: layer_weights(graph, n, folder)
@@ -429,10 +396,7 @@ def _plan(tf, folder):
     notes = [why_not] if why_not else []
     notes += _left_out(graph, used, optimizer)
 
-    keras_version, backend = metadata.get("keras_version"), metadata.get("backend")
-    keras_version = keras_version if isinstance(keras_version, str) else None
-    backend = backend if isinstance(backend, str) else None
-    tensorflow_version = meta.meta_info_def.tensorflow_version or None
+    tensorflow_version, keras_version, backend = _versions(meta, metadata)
     root_attrs = {
         "keras_version": keras_version,
         "backend": backend,
@@ -440,8 +404,73 @@ def _plan(tf, folder):
         "training_config": json.dumps(training).encode("utf8") if training is not None else None,
         "mgpu_io": provenance(SAVEDMODEL, tensorflow_version),
     }
+    summary = _summary(
+        folder, model_config, training, layers, (tensorflow_version, keras_version, backend), graph, optimizer, notes
+    )
+    return Plan(
+        prefix=graph.prefix,
+        full_model=True,
+        layers=layers,
+        root_attrs=root_attrs,
+        weights_attrs={"keras_version": ascii_attr(keras_version), "backend": ascii_attr(backend)},
+        optimizer=optimizer,
+        summary=summary,
+    )
+
+
+def _layer(graph, meta, layer, node, index, folder):
+    """Layer ``index`` of the config (``layer``) and of the object graph (``node``): its name, its variables' nodes
+    and its weights, refused where the two disagree or a weight cannot be written to a legacy file."""
+    from mgpu_io.format.config import layer_name
+
+    name = _metadata(meta, node).get("name")
+    if name != layer_name(layer):
+        raise NotAModelFile(
+            f"The SavedModel's object graph and its model_config disagree: layer {index} is {name!r} in "
+            f"the graph and {layer_name(layer)!r} in the config. Expected one model. Received: "
+            f"filepath={folder}. Restore the folder from its source."
+        )
+    nodes = layer_weights(graph, node, folder)
+    unnamed = [n for n in nodes if not graph.variables[n].full_name]
+    if unnamed:
+        raise UnsupportedModel(
+            f"A weight of layer {name!r} has no name in the SavedModel. Expected every variable named, as a "
+            f"legacy HDF5 file keys weights by name. Received: filepath={folder} (object {unnamed[0]}). Save the "
+            f"model in the TensorFlow that wrote it with model.save('model.h5') instead."
+        )
+    weights = [
+        Weight(
+            graph.variables[n].full_name + ":0",
+            graph.variables[n].key,
+            graph.variables[n].shape,
+            graph.variables[n].dtype,
+        )
+        for n in nodes
+    ]
+    for weight in weights:
+        if weight.dtype not in FLOAT_DTYPES:
+            raise UnsupportedModel(
+                f"The weight {weight.name!r} of layer {name!r} has dtype {weight.dtype}, which a legacy Keras "
+                f"file does not store. Expected float16, float32 or float64. Received: filepath={folder}. Cast "
+                f"the model to float32 in the TensorFlow that wrote it and save it as .h5."
+            )
+    unique_names(name, weights, folder)
+    return name, nodes, weights
+
+
+def _versions(meta, metadata):
+    """``(tensorflow_version, keras_version, backend)`` the folder records (``None`` where it records no text)."""
+    keras_version, backend = metadata.get("keras_version"), metadata.get("backend")
+    keras_version = keras_version if isinstance(keras_version, str) else None
+    backend = backend if isinstance(backend, str) else None
+    return meta.meta_info_def.tensorflow_version or None, keras_version, backend
+
+
+def _summary(folder, model_config, training, layers, versions, graph, optimizer, notes):
+    """What the plan says it found: the folder, the versions that wrote it, the model, its weights and optimizer."""
+    tensorflow_version, keras_version, backend = versions
     config = training.get("optimizer_config") if training else None
-    summary = {
+    return {
         "kind": SAVEDMODEL,
         "input": str(folder),
         "output_type": "model",
@@ -456,15 +485,6 @@ def _plan(tf, folder):
         "optimizer_class": config.get("class_name") if isinstance(config, dict) else None,
         "notes": notes,
     }
-    return Plan(
-        prefix=graph.prefix,
-        full_model=True,
-        layers=layers,
-        root_attrs=root_attrs,
-        weights_attrs={"keras_version": ascii_attr(keras_version), "backend": ascii_attr(backend)},
-        optimizer=optimizer,
-        summary=summary,
-    )
 
 
 def _left_out(graph, used, optimizer):
