@@ -1,9 +1,10 @@
-"""Every output of mgpu-io's 3.9-3.12 decompiler (``_rebuild.py``) on the Lambda bytecode the repository holds, recorded.
+"""Every output of mgpu-io's 3.9-3.12 decompiler (``lambdas/_decompile39.py``) on the Lambda bytecode the repository
+holds, recorded.
 
-Run it before and after a change to ``_rebuild.py`` that must change nothing; the two records must be identical::
+Run it before and after a change to the decompiler that must change nothing; the two records must be identical::
 
     PYTHONPATH=$PWD .venv/bin/python tests/benchmarks/rebuild_outputs.py before.jsonl
-    (change _rebuild.py)
+    (change lambdas/_decompile39.py)
     PYTHONPATH=$PWD .venv/bin/python tests/benchmarks/rebuild_outputs.py after.jsonl
     cmp before.jsonl after.jsonl
 
@@ -20,7 +21,7 @@ The inputs:
   ``tests/fuzz`` damages stored bytecode.
 
 Each output is the decompiled text, or the refusal (``Unreadable: ...``), or any other exception's type and message.
-``_rebuild.py`` is loaded by path as the decompiler program loads it (``--rebuild PATH`` where it has moved).
+``lambdas/_decompile39.py`` is loaded by path as the decompiler program loads it (``--rebuild PATH`` reads another copy).
 """
 
 import argparse
@@ -217,7 +218,7 @@ def _mutant(instructions, rng, opnames):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the record to write (one JSON line per input)")
-    parser.add_argument("--rebuild", default=str(ROOT / "mgpu_io" / "format" / "_rebuild.py"))
+    parser.add_argument("--rebuild", default=str(ROOT / "mgpu_io" / "lambdas" / "_decompile39.py"))
     args = parser.parse_args()
     sys.setrecursionlimit(5000)
     rebuild = _rebuild(args.rebuild)
