@@ -16,9 +16,9 @@ from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.conversions.lambdas import template_lambdas
 from mgpu_io.format.extract import extract, template_outputs
 from mgpu_io.format.findings import non_finite_message
-from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.recover import recover_lambdas, recovered_lines
+from mgpu_io.format.sandbox import probed
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import scoped_weight_names
 from mgpu_io.format.wrapper_writers import BY_NAME
