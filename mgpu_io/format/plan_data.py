@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from mgpu_io.format.attrs import read_str_list
-from mgpu_io.format.read import MODEL, open_stored, reading
+from mgpu_io.format.read import CONFIG, open_stored, reading
 from mgpu_io.format.sandbox import hand_over
 from mgpu_io.format.weights import LayerWeights
 
@@ -71,7 +71,8 @@ class PlanData:
 
 def plan_data(source, *, output=None, **options):
     """Plan ``source`` (:func:`~mgpu_io.format.plan.make_plan`'s ``options``) and return it as a :class:`PlanData`;
-    the weights are read only for a full model (a weights-only file or a config is refused by the caller)."""
+    the weights are read only where there is a model to build (a weights-only file without its config, or a config
+    alone, is refused by the caller)."""
     from mgpu_io.format.plan import make_plan
 
     with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
@@ -85,7 +86,7 @@ def plan_data(source, *, output=None, **options):
             plan.report,
             plan.lambdas,
         )
-        if stored.file_type != MODEL:
+        if plan.config is None or stored.file_type == CONFIG:  # nothing to build: the caller refuses it
             return data
         pairs = [plan.converted(layer) for layer in plan.layers]
         optimizer = plan.optimizer_weights
