@@ -23,6 +23,8 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="children are fo
 
 #: A child that says its pid, then waits far longer than any test.
 WAIT = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+#: The program may write no file (its limits): it is found among its parent's children once it runs this.
+PROGRAM_WAIT = "import time; time.sleep(60)"
 
 PARENTS = {
     "the sandbox's child": f"""
@@ -43,8 +45,7 @@ PARENTS = {
     "the decompiler program": f"""
         import sys
         from mgpu_io.format import sandbox
-        sandbox.run_program([sys.executable, "-c", {WAIT!r}, sys.argv[2]], b"", seconds=60, memory=1 << 32,
-                            timeout=60)
+        sandbox.run_program([sys.executable, "-c", {PROGRAM_WAIT!r}], b"", seconds=60, memory=1 << 32, timeout=60)
     """,
 }
 
@@ -62,6 +63,15 @@ def _alive(pid):
         except ProcessLookupError:
             return False
         return True
+
+
+def _runs(pid, code):
+    """Whether process ``pid`` runs ``python -c code`` (after its exec)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return code.encode() in cmdline.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def _children(pid):
@@ -89,9 +99,8 @@ def test_a_child_dies_with_its_parent_when_the_parent_is_killed(tmp_path, child)
             time.sleep(0.1)
             waiting = said.exists() and said.read_text()
             pid = int(said.read_text()) if waiting else None
-            if child == "the decompiler program" and _children(parent.pid):
-                pid = _children(parent.pid)[0]
-                time.sleep(0.5)  # its interpreter started, under its limits
+            if child == "the decompiler program":
+                pid = next((pid for pid in _children(parent.pid) if _runs(pid, PROGRAM_WAIT)), None)
         assert pid is not None and _alive(pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait()

@@ -26,6 +26,7 @@ forked child whose parent is gone. Limits are only ever lowered (:mod:`.limits`)
 set is never raised.
 """
 
+import contextlib
 import io
 import mmap
 import os
@@ -482,7 +483,8 @@ class _Shared:
                 value.read_direct(target)
             del target
         finally:
-            region.close()
+            with contextlib.suppress(BufferError):  # a failed read's traceback still views it: unmapped with it
+                region.close()
         return _Handed(offset, dtype.str, tuple(shape))
 
 

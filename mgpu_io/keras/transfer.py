@@ -151,7 +151,8 @@ def transfer_weights(source, model, *, strict=True, config=None):
             handed = probed(source, lambda: _layers_as_data(source, targets))
         data, stored = handed
         layers = [_Layer(layer.name, (lambda arrays=layer.arrays: list(arrays)), layer.shapes) for layer in data]
-        return _transfer(layers, stored, str(source), model, targets, keras3, strict)
+        with reading(stored.path, "reading the weights"):  # a conversion that the stored shapes defeat: its error
+            return _transfer(layers, stored, str(source), model, targets, keras3, strict)
     template = find_template(source)
     layers = [
         _Layer(
