@@ -13,6 +13,7 @@ from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
 from mgpu_io.format.plan import UnwrapReport, check_output, plan_only
+from mgpu_io.format.plan_data import PlanData
 from mgpu_io.format.read import file_of
 from mgpu_io.tf import read_converted
 
@@ -300,6 +301,10 @@ def unwrap(
         options = checked(description)
         if options.output_format != SAME_FORMAT and not options.dry_run:  # Keras builds it in the parent
             check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
+            if options.output_format == KERAS_FORMAT:  # the plan as data: the parent builds it, opening nothing
+                from mgpu_io.keras.save import plan_for_keras
+
+                return plan_for_keras(source, output, options)
             plan_only(source, **options.plan_options())  # so that the parent plans it without a probe of its own
             return None
         return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
@@ -307,19 +312,18 @@ def unwrap(
     from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
 
     description, outcome = door.describe_then(source, repaired, progress=progress)
-    if outcome is not None and outcome[0] is not None:
-        return outcome[0]
+    handed = outcome[0] if outcome is not None else None
+    if handed is not None and not isinstance(handed, PlanData):  # the child's report: repaired in the child
+        return handed
     options = checked(description)
-    return _unwrap(
-        source, output, description, options, jobs=jobs, progress=progress, checked=outcome is not None, inputs=inputs
-    )
+    return _unwrap(source, output, description, options, jobs=jobs, progress=progress, plan=handed, inputs=inputs)
 
 
-def _unwrap(source, output, description, options, *, jobs=None, progress=None, checked=False, inputs=None):
+def _unwrap(source, output, description, options, *, jobs=None, progress=None, plan=None, inputs=None):
     """Send ``source``, as ``description`` says it is, to what repairs it: a TensorFlow format through its legacy
     copy, a folder to :mod:`mgpu_io.format.batch` (or, for a deployable format, :mod:`mgpu_io.keras.exports.tree`),
     a ``.keras`` output to :mod:`mgpu_io.keras.save`, a deployable one to its exporter, anything else to
-    :mod:`mgpu_io.format.unwrap`. ``checked``: planned in a probe's child already."""
+    :mod:`mgpu_io.format.unwrap`. ``plan``: a ``.keras`` output's plan, handed back as data by the door's child."""
     kind = description.kind
     if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
         return read_converted(
@@ -371,7 +375,7 @@ def _unwrap(source, output, description, options, *, jobs=None, progress=None, c
     if options.output_format == KERAS_FORMAT and not options.dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 
-        return unwrap_to_keras(source, output, options, checked=checked)
+        return unwrap_to_keras(source, output, options, plan=plan)
     from mgpu_io.format.unwrap import unwrap_file
 
     return unwrap_file(source, output, options, progress=progress)

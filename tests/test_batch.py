@@ -121,9 +121,9 @@ def _misbehaving_on(monkeypatch, name, behaviour):
 
     def unwrap_file(source, output, **options):
         if Path(source).name == name:
-            from mgpu_io.format import probe
+            from mgpu_io.format import sandbox
 
-            return probe.probed(source, behaviour)
+            return sandbox.probed(source, behaviour)
         return original(source, output, **options)
 
     monkeypatch.setattr(mgpu_io.format.unwrap, "unwrap_file", unwrap_file)
@@ -141,11 +141,11 @@ def test_a_file_that_crashes_its_worker_fails_alone(checkpoints, tmp_path, monke
 
 
 def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints, tmp_path, monkeypatch):
-    from mgpu_io.format import probe
+    from mgpu_io.format import sandbox
 
     # The limit holds for every file: 3 s, not 1, so that a loaded machine never stretches a good file's reading
     # past it (the hanging file is ended at 3 s all the same).
-    monkeypatch.setattr(probe, "TIMEOUT", 3.0)
+    monkeypatch.setattr(sandbox, "TIMEOUT", 3.0)
     _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(900))  # the first file, in one worker
     started = time.monotonic()
     report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
@@ -158,12 +158,12 @@ def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints,
 
 
 def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, monkeypatch):
-    from mgpu_io.format import probe
+    from mgpu_io.format import sandbox
 
-    monkeypatch.setattr(probe, "TIMEOUT", 3.0)  # not 1 s: every file's reading must fit in it, on a loaded machine too
+    monkeypatch.setattr(sandbox, "TIMEOUT", 3.0)  # not 1 s: every file's reading must fit in it, on a loaded machine too
 
     def slow_copy():  # a large file: its structure is read at once, its bytes take longer than the limit
-        probe.structure_read()
+        sandbox.structure_read()
         time.sleep(4.0)
         raise OutputError("copied slowly, and then refused")
 

@@ -22,7 +22,7 @@ import pytest
 from helpers import FIXTURES, ROOT
 
 import mgpu_io
-from mgpu_io.format import limits, probe
+from mgpu_io.format import limits, sandbox
 
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 LIMITS = {"-v": resource.RLIMIT_AS, "-f": resource.RLIMIT_FSIZE, "-n": resource.RLIMIT_NOFILE,
@@ -126,7 +126,7 @@ def test_load_model_and_the_checkpoint_callback_work_under_each_ulimit_and_leave
 
 PROBE_SCRIPT = textwrap.dedent("""
     import json, resource, sys
-    from mgpu_io.format import probe
+    from mgpu_io.format import sandbox
     with open("/proc/self/status") as status:
         mapped = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
     user = mapped + (int(sys.argv[1]) << 20) if int(sys.argv[1]) else resource.RLIM_INFINITY
@@ -136,7 +136,7 @@ PROBE_SCRIPT = textwrap.dedent("""
             return resource.getrlimit(resource.RLIMIT_AS)
         return len(bytearray(int(sys.argv[2]) << 20))
     try:
-        answer = probe.probed(sys.argv[3], work)
+        answer = sandbox.probed(sys.argv[3], work)
     except Exception as error:
         answer = f"{type(error).__name__}: {error}"
     print(json.dumps(dict(user=user, answer=answer, after=resource.getrlimit(resource.RLIMIT_AS))))
@@ -334,7 +334,7 @@ def _worker_script(action):
 
 @pytest.mark.parametrize("action, detail", [
     ("os.kill(os.getpid(), signal.SIGSEGV)", "Reading the file's structure crashed the HDF5 library (signal 11)."),
-    ("from mgpu_io.format import probe; probe.probed(source, lambda: time.sleep(60))",
+    ("from mgpu_io.format import sandbox; sandbox.probed(source, lambda: time.sleep(60))",
      "Reading the file's structure did not finish within 3 s."),
     ("os.kill(os.getpid(), signal.SIGTERM)", "Reading the file's structure crashed the HDF5 library (signal 15)."),
 ])
@@ -431,7 +431,7 @@ def assert_same_weights(path, reference):
 
 def test_without_fork_the_work_runs_in_this_process(monkeypatch, tmp_path, folder, reference):
     monkeypatch.delattr(os, "fork")
-    assert not probe.forking()
+    assert not sandbox.forking()
     mgpu_io.unwrap(WRAPPER, tmp_path / "model.h5")
     assert_same_weights(tmp_path / "model.h5", reference)
     report = mgpu_io.unwrap(folder, tmp_path / "repaired", jobs=2)  # one by one, here
@@ -442,7 +442,7 @@ def test_when_fork_fails_the_work_runs_in_this_process(monkeypatch, tmp_path, re
     def refused():
         raise BlockingIOError(11, "Resource temporarily unavailable")  # ulimit -u
 
-    monkeypatch.setattr(probe, "_fork", refused)
+    monkeypatch.setattr(sandbox, "_fork", refused)
     mgpu_io.unwrap(WRAPPER, tmp_path / "model.h5")
     assert_same_weights(tmp_path / "model.h5", reference)
 

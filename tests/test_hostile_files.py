@@ -149,32 +149,32 @@ def test_a_huge_file_that_is_not_hdf5_is_refused_without_reading_it(tmp_path):
 def test_a_reader_that_hangs_becomes_a_clear_error_within_the_time_limit(monkeypatch):
     import time
 
-    from mgpu_io.format import probe
+    from mgpu_io.format import sandbox
 
-    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
+    monkeypatch.setattr(sandbox, "TIMEOUT", 1.0)
     started = time.monotonic()
     with pytest.raises(NotAModelFile, match="did not finish within 1 s"):
-        probe.probed("hanging.h5", lambda: time.sleep(30))
+        sandbox.probed("hanging.h5", lambda: time.sleep(30))
     assert time.monotonic() - started < 10
 
 
 def test_a_reader_that_crashes_becomes_a_clear_error():
     import signal
 
-    from mgpu_io.format import probe
+    from mgpu_io.format import sandbox
 
     with pytest.raises(NotAModelFile, match=r"crashed the HDF5 library \(signal 11\)"):
-        probe.probed("crashing.h5", lambda: os.kill(os.getpid(), signal.SIGSEGV))
+        sandbox.probed("crashing.h5", lambda: os.kill(os.getpid(), signal.SIGSEGV))
 
 
 def test_a_typed_error_in_the_child_is_the_same_error_here():
-    from mgpu_io.format import probe
+    from mgpu_io.format import sandbox
 
     def refuse():
         raise WeightsMismatch("exactly this")
 
     with pytest.raises(WeightsMismatch, match="^exactly this$"):
-        probe.probed("x.h5", refuse)
+        sandbox.probed("x.h5", refuse)
 
 
 def test_a_number_too_large_for_a_float_is_refused_not_written_as_infinity(tmp_path):

@@ -258,20 +258,20 @@ def test_a_hanging_decompiler_is_stopped_by_the_wall_clock_limit(monkeypatch, tm
 
 
 LIMITS = r"""
-import importlib.util, resource, sys
-spec = importlib.util.spec_from_file_location("d", sys.argv[1]); d = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(d)
+import resource, sys
+from mgpu_io.format.sandbox import run_program
 resource.setrlimit(resource.RLIMIT_CPU, (5, resource.getrlimit(resource.RLIMIT_CPU)[1]))
-d.lower_limits(30, 1 << 40)
-print(resource.getrlimit(resource.RLIMIT_CPU)[0], resource.getrlimit(resource.RLIMIT_AS)[0] in (1 << 40,
-      resource.getrlimit(resource.RLIMIT_AS)[1]), resource.getrlimit(resource.RLIMIT_FSIZE)[0])
+shown = "import resource as r; print(*(r.getrlimit(getattr(r, 'RLIMIT_' + n))[0] for n in ('CPU', 'AS', 'FSIZE')))"
+status, output = run_program([sys.executable, "-I", "-c", shown], b"", seconds=30, memory=1 << 40, timeout=30)
+print(output.decode().strip())
 """
 
 
-def test_the_decompilers_limits_are_only_ever_lowered():
-    program = ROOT / "mgpu_io" / "lambdas" / "_decompile.py"
-    done = subprocess.run([sys.executable, "-c", LIMITS, str(program)], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["5", "True", "0"]  # CPU stays at the 5 s already set, not raised to 30
+def test_the_decompilers_limits_are_set_by_the_one_launcher_and_only_ever_lowered():
+    done = subprocess.run([sys.executable, "-c", LIMITS], capture_output=True, text=True, check=True)
+    cpu, memory, size = (int(value) for value in done.stdout.split())
+    assert cpu == 5  # the 5 s already set stay, not raised to 30
+    assert 0 < memory <= 1 << 40 and size == 0  # lowered to the 1 TiB asked (or a lower hard limit); no file
 
 
 # --- fixtures of every Python of the era (fixtures/generate/lambdas/run.sh) -------------------------------------

@@ -10,16 +10,14 @@ import collections
 import contextlib
 import multiprocessing
 import os
-import signal
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Optional
 
 from mgpu_io.errors import InvalidArgument, LimitReached, MgpuIOError, NotAModelFile, NotAWrapper, OutputError, Param
-from mgpu_io.format import limits, probe
+from mgpu_io.format import limits, sandbox
 from mgpu_io.format.options import UnwrapOptions
 from mgpu_io.format.text import columns, plural, printable
 
@@ -221,7 +219,7 @@ def _run(tasks, workers, finished):
     it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked (or with
     ``MGPU_IO_PROBE=0``), the files are repaired here, one by one.
     """
-    if not probe.forking() or "fork" not in multiprocessing.get_all_start_methods():
+    if not sandbox.forking() or "fork" not in multiprocessing.get_all_start_methods():
         for index, task in enumerate(tasks):
             finished(index, _repair_one(*task))
         return
@@ -245,11 +243,11 @@ def _run(tasks, workers, finished):
                 result = worker.collect()
                 if result is None and not worker.process.is_alive():
                     result = worker.failed(
-                        probe.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read)
+                        sandbox.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read)
                     )
                 elif result is None and worker.deadline is not None and time.monotonic() > worker.deadline:
                     worker.stop()
-                    result = worker.failed(probe.hang_error(worker.source))
+                    result = worker.failed(sandbox.hang_error(worker.source))
                 if result is None:
                     continue
                 index = worker.index
@@ -304,10 +302,7 @@ class _Worker:
 
     def __init__(self, context):
         self.connection, theirs = context.Pipe()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded fork" (a progress bar's thread)
-            self.process = context.Process(target=_serve, args=(theirs,), daemon=True)
-            self.process.start()
+        self.process = sandbox.start_worker(context, _serve, theirs)  # tied to this process's life, Ctrl-C ours
         theirs.close()
         self.index = self.source = self.output = self.deadline = None
         self.structure_read = False
@@ -315,7 +310,7 @@ class _Worker:
     def give(self, index, task):
         self.index, self.source, self.structure_read = index, task[0], False
         self.output = task[1]
-        self.deadline = time.monotonic() + probe.TIMEOUT
+        self.deadline = time.monotonic() + sandbox.TIMEOUT
         self.connection.send(task)
 
     def collect(self):
@@ -324,7 +319,7 @@ class _Worker:
             while self.connection.poll():
                 kind, value = self.connection.recv()
                 if kind == "start":
-                    self.deadline, self.structure_read = time.monotonic() + probe.TIMEOUT, False
+                    self.deadline, self.structure_read = time.monotonic() + sandbox.TIMEOUT, False
                 elif kind == "read":
                     self.deadline, self.structure_read = None, True
                 else:
@@ -355,17 +350,8 @@ class _Worker:
                     leftover.unlink()
 
 
-def _serve(connection):  # pragma: no cover - runs in a worker process
-    import faulthandler
-
-    faulthandler.disable()  # a crash is reported by the supervisor, in one line, not as a stack dump
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle: it stops its workers
-    # Ended by the supervisor (SIGTERM at its exit), or by the CPU-time limit (SIGXCPU): die at once, quietly, as the
-    # signal's default does, and not through a handler inherited from the command line (its traceback on stderr).
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if hasattr(signal, "SIGXCPU"):
-        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
-    probe.supervise(connection.send)
+def _serve(connection):  # pragma: no cover - runs in a worker process (sandbox.start_worker set its signals)
+    sandbox.supervise(connection.send)
     try:
         while True:
             task = connection.recv()

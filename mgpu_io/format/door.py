@@ -212,7 +212,7 @@ def describe_then(path, then, *, progress=None):
     child that looked at it (:mod:`.probe`), so that the file is read in one child, not one to describe it and
     another to plan it. Returns ``(description, outcome)``: ``outcome`` is ``(then's value,)`` (it must pickle), or
     ``None`` for a path that is no HDF5 file (then nothing was run: the caller goes on with the description); what
-    ``then`` raises is raised here. ``progress`` receives what the child's :func:`~mgpu_io.format.probe.relayed`
+    ``then`` raises is raised here. ``progress`` receives what the child's :func:`~mgpu_io.format.sandbox.relayed`
     callbacks send.
 
     Example:
@@ -230,7 +230,7 @@ def _describe_hdf5(path, then=None, progress=None):
     import h5py  # imported here, once, not in each probe's child (a third of a second there)
 
     from mgpu_io.format import string_attrs  # noqa: F401 - the same
-    from mgpu_io.format.probe import probed
+    from mgpu_io.format.sandbox import probed
 
     def work():
         try:

@@ -14,8 +14,8 @@ from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.extract import extract, template_outputs
 from mgpu_io.format.non_finite import non_finite_message
-from mgpu_io.format.probe import probed
 from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.sandbox import probed
 from mgpu_io.format.string_attrs import read_str
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import scoped_weight_names

@@ -144,8 +144,8 @@ def inspect_keras3(path, description):
     from mgpu_io.format.config import input_names, model_layers, model_name, output_names
     from mgpu_io.format.door import KERAS_ARCHIVE
     from mgpu_io.format.inspect import Finding, InspectReport
-    from mgpu_io.format.probe import probed
     from mgpu_io.format.read import reading
+    from mgpu_io.format.sandbox import probed
 
     path = Path(path)
     config = template = None

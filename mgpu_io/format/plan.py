@@ -32,8 +32,8 @@ from mgpu_io.format.conversions.training_config import metrics_per_output, rekey
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.extract import Extraction, extract, template_outputs
 from mgpu_io.format.optimizer import update_rule
-from mgpu_io.format.probe import probed
 from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
+from mgpu_io.format.sandbox import probed
 from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names

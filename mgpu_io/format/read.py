@@ -394,10 +394,10 @@ def reading(path, doing):
 def limit_reached(error, path, doing):
     """Raise :class:`~mgpu_io.errors.LimitReached` when ``error`` comes from a limit the user set (``ulimit -n``
     for no file descriptor left, ``ulimit -v`` for memory that ran out under it), not from the file."""
-    from mgpu_io.format import limits, probe
+    from mgpu_io.format import limits, sandbox
 
     if isinstance(error, MemoryError) or "memory allocation failed" in str(error).lower():
-        problem, flag = probe.user_memory_problem(), "-v"
+        problem, flag = sandbox.user_memory_problem(), "-v"
     else:
         problem, flag = limits.descriptor_problem(error), "-n"
     if problem is None:

@@ -9,8 +9,8 @@ from pathlib import Path
 from mgpu_io.errors import InvalidArgument
 from mgpu_io.format.options import UnwrapOptions
 from mgpu_io.format.plan import check_output, make_plan
-from mgpu_io.format.probe import probed, relayed, structure_read
 from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.sandbox import probed, relayed, structure_read
 from mgpu_io.format.write import write_plan
 
 
@@ -31,7 +31,7 @@ def unwrap_file(source, output, options=None, *, progress=None, folder_made_late
         inputs=(config,) if config is not None else (),
         folder_made_later=folder_made_later,
     )
-    # One child reads the file once, plans and writes (see probe.py): libhdf5 hangs and crashes become errors.
+    # One child reads the file once, plans and writes (see sandbox.py): libhdf5 hangs and crashes become errors.
     return probed(source, lambda: _unwrap(source, output, options, relayed(progress)), progress=progress)
 
 

@@ -9,7 +9,6 @@ optimizer state in Keras 3's layout.
 
 import contextlib
 import copy
-import json
 import mmap
 import re
 import warnings
@@ -31,8 +30,9 @@ from mgpu_io.errors import (
 from mgpu_io.format import door
 from mgpu_io.format.non_finite import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
-from mgpu_io.format.plan import plan_only, planned
-from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading
+from mgpu_io.format.plan_data import PlanData, plan_data, source_keras_version
+from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading, sharing
+from mgpu_io.format.sandbox import probed
 from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.keras._compat import (
     BUILD_ERRORS,
@@ -92,7 +92,8 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
                 readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
             )
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
-    # What the input is, decided once (format/door.py); a legacy file is planned in the same child that looked at it.
+    # What the input is, decided once (format/door.py); a legacy file is planned in the same child that looked at it,
+    # which hands the plan back as data (its weights in shared memory): the file is opened once.
     described, outcome = door.describe_then(path, lambda d: _plan_in_child(path, weights, d))
     if described.kind in (door.KERAS3_WEIGHTS, door.FOLDER):
         raise door.refusal(
@@ -117,8 +118,9 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         model = _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas)
         _warn_non_finite(model, path)
         return model
-    with _planned(path, weights, checked=outcome is not None and outcome[0]) as plan:
-        model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
+    plan = _planned(path, weights, outcome[0] if outcome is not None else None)
+    model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
+    del plan  # its arrays are the model's now
     _warn_non_finite(model, path)
     _warn_channels_first_on_cpu(model, keras)
     return model
@@ -145,50 +147,52 @@ def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
 
 
 def _plan_in_child(path, weights, description):
-    """In the door's child: plan a legacy file that :func:`load_model` will plan (whether it did: the parent then
-    plans without a probe of its own)."""
+    """In the door's child: the plan of a legacy file, as data (:func:`~mgpu_io.format.plan_data.plan_data`), else
+    ``None`` (the parent plans what it reads with ``weights=``)."""
     if weights is not None or description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
-        return False
-    plan_only(path, allow_plain=True)
-    return True
+        return None
+    return plan_data(path, allow_plain=True)
 
 
-@contextlib.contextmanager
-def _planned(path, weights, checked=False):
-    """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``), refusing what cannot load;
-    ``checked``: planned in a probe's child already."""
+def _weights_plan(path, weights):
+    """In the sandbox's child: the plan of the weights-only file ``weights`` laid out by the JSON config ``path``,
+    as data; the file is opened once, to check what it holds and to plan it."""
+    with open_stored(weights) as stored:
+        if stored.file_type != WEIGHTS:
+            raise InvalidArgument(
+                f"weights= takes a weights-only file. Expected the file of save_weights() (or a weights "
+                f"checkpoint). Received: weights={weights} (a {stored.file_type} file, which carries its own "
+                f"architecture). Load it alone: load_model('{Path(weights).name}')."
+            )
+        with sharing(weights, stored.h5):
+            return plan_data(weights, config=path, allow_plain=True)
+
+
+def _planned(path, weights, handed=None):
+    """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``) as data, refusing what cannot
+    load; ``handed``: the plan the door's child made already."""
     if weights is not None:
         if door.sniff(path) == door.HDF5:
             raise InvalidArgument(
                 f"weights= goes with a JSON config. Expected a JSON config as the first argument. Received: "
                 f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."
             )
-        with open_stored(weights) as stored:
-            weights_type = stored.file_type
-        if weights_type != WEIGHTS:
-            raise InvalidArgument(
-                f"weights= takes a weights-only file. Expected the file of save_weights() (or a weights "
-                f"checkpoint). Received: weights={weights} (a {weights_type} file, which carries its own "
-                f"architecture). Load it alone: load_model('{Path(weights).name}')."
-            )
-        with planned(weights, config=path, allow_plain=True) as plan:
-            yield plan
-        return
-    with planned(path, allow_plain=True, checked=checked) as plan:
-        if plan.file_type == WEIGHTS:
-            raise InvalidArgument(
-                f"A weights-only file holds no architecture to build a model from. Expected a full model file, or "
-                f"a JSON config with weights=. Received: filepath={path} (weights only). Pass the architecture: "
-                f"load_model('model.json', weights='{path.name}'), or build the model in code and call "
-                f"mgpu_io.transfer_weights('{path.name}', model)."
-            )
-        if plan.file_type == CONFIG:
-            raise InvalidArgument(
-                f"A JSON config holds no weights to load. Expected a full model file, or a JSON config with "
-                f"weights=. Received: filepath={path} (config only). Pass its weights: "
-                f"load_model('{path.name}', weights='weights.h5')."
-            )
-        yield plan
+        return probed(weights, lambda: _weights_plan(path, weights))
+    plan = handed if handed is not None else probed(path, lambda: plan_data(path, allow_plain=True))
+    if plan.file_type == WEIGHTS:
+        raise InvalidArgument(
+            f"A weights-only file holds no architecture to build a model from. Expected a full model file, or "
+            f"a JSON config with weights=. Received: filepath={path} (weights only). Pass the architecture: "
+            f"load_model('model.json', weights='{path.name}'), or build the model in code and call "
+            f"mgpu_io.transfer_weights('{path.name}', model)."
+        )
+    if plan.file_type == CONFIG:
+        raise InvalidArgument(
+            f"A JSON config holds no weights to load. Expected a full model file, or a JSON config with "
+            f"weights=. Received: filepath={path} (config only). Pass its weights: "
+            f"load_model('{path.name}', weights='weights.h5')."
+        )
+    return plan
 
 
 #: Keras 3's messages for a class it does not know (its legacy reader; its native one for wrapped layers).
@@ -294,13 +298,8 @@ def build(
             f"`mgpu-io inspect`."
         ) from None
     if compile and plan.training is not None:
-        stored_optimizer = plan.optimizer_weights if include_optimizer else None
-        arrays = None
-        if stored_optimizer is not None:  # (name, array) pairs: tf_keras and Keras 3 say each slot's role by name
-            arrays = [
-                (name, _read(stored_optimizer[name])) for name in read_str_list(stored_optimizer.attrs, "weight_names")
-            ]
-        order = _writer_order(model, plan.config, _source_keras_version(plan.stored), stored_names)
+        arrays = _optimizer_arrays(plan) if include_optimizer else None
+        order = _writer_order(model, plan.config, source_keras_version(plan.stored), stored_names)
         _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version, faithful, order)
         if (
             arrays is None
@@ -310,6 +309,17 @@ def build(
         ):
             model.optimizer.build(model.trainable_variables)  # a fresh state that Keras saves and reloads whole
     return model
+
+
+def _optimizer_arrays(plan):
+    """The stored optimizer state as ``(name, array)`` pairs (tf_keras and Keras 3 say each slot's role by name),
+    where the plan carries it over; ``None`` otherwise."""
+    if isinstance(plan, PlanData):
+        return plan.optimizer_arrays
+    stored = plan.optimizer_weights
+    if stored is None:
+        return None
+    return [(name, _read(stored[name])) for name in read_str_list(stored.attrs, "weight_names")]
 
 
 def _finalize_states(model):
@@ -333,7 +343,8 @@ def _assign_weights(model, plan, deferred=None, stored_names=None):
         variables = [v for v in [*layer.trainable_weights, *layer.non_trainable_weights] if id(v) not in state]
         source = stored.pop(layer.name, None)
         values = [value for _, value in plan.converted(source)] if source is not None else []
-        fresh = [isinstance(value, h5py.Dataset) for value in values]  # read here, into arrays nothing else holds
+        # read here, or handed over by the sandbox's child, into arrays nothing else holds
+        fresh = [isinstance(value, h5py.Dataset) or isinstance(plan, PlanData) for value in values]
         arrays = [_read(value) for value in values]
         if [tuple(v.shape) for v in variables] != [tuple(a.shape) for a in arrays]:
             raise WeightsMismatch(
@@ -463,19 +474,6 @@ def _uncompiled(error):
         MgpuIOWarning,
         stacklevel=5,
     )
-
-
-def _source_keras_version(stored):
-    """The ``keras_version`` of the Keras that trained the file: a ``.h5`` that mgpu-io repaired says it in its
-    provenance (``mgpu_io`` attribute, ``source_keras_version``), where its ``keras_version`` is the one it is
-    written for (Keras 1 files become 2.2.4)."""
-    h5 = getattr(stored, "h5", None)
-    try:
-        provenance = json.loads(h5.attrs["mgpu_io"]) if h5 is not None and "mgpu_io" in h5.attrs else {}
-    except (TypeError, ValueError):
-        provenance = {}
-    source = provenance.get("source_keras_version") if isinstance(provenance, dict) else None
-    return source if isinstance(source, str) else stored.keras_version
 
 
 def _writer_order(model, config, keras_version=None, stored_names=None):

@@ -4,17 +4,20 @@ from pathlib import Path
 
 from mgpu_io.format.options import KERAS_FORMAT, UnwrapOptions
 from mgpu_io.format.plan import check_output, planned
+from mgpu_io.format.plan_data import plan_data
+from mgpu_io.format.sandbox import probed
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.load import build
 
 
-def unwrap_to_keras(source, output, options=None, *, checked=False, **fields):
+def unwrap_to_keras(source, output, options=None, *, plan=None, **fields):
     """Write the innermost template of ``source`` as a Keras 3 ``.keras`` file (with its training setup).
 
     The file is planned once (as :func:`mgpu_io.unwrap` plans a legacy output), built in Keras 3 and saved;
     ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and
     checked (or one built here from ``fields``, its arguments), and it calls this for an output ending in
-    ``.keras``. ``checked``: the file was planned in a probe's child already (after the door's look).
+    ``.keras``. ``plan``: the :func:`plan_for_keras` that the door's child made already, after its look (the file
+    is then not opened here); without it, the file is planned in the sandbox's child and handed back as data.
     Each Lambda function is saved by its reference name (never as bytecode), so the ``.keras`` file loads in safe
     mode with ``custom_objects={layer name: function}`` (Keras' own functions: after ``import mgpu_io.keras.known``).
 
@@ -31,27 +34,34 @@ def unwrap_to_keras(source, output, options=None, *, checked=False, **fields):
     options = options if options is not None else UnwrapOptions(output_format=KERAS_FORMAT, **fields)
     config = options.config
     check_output(source, output, options.overwrite, inputs=(config,) if config is not None else ())
-    with planned(
-        source,
-        output=output,
-        config=config,
+    if plan is None:
+        plan = probed(source, lambda: plan_for_keras(source, output, options))
+    model = build(
+        plan,
         include_optimizer=options.include_optimizer,
-        allow_plain=options.allow_plain,
-        checked=checked,
-    ) as plan:
-        model = build(
-            plan,
-            include_optimizer=options.include_optimizer,
-            safe_mode=options.safe_mode,
-            lambdas=options.lambdas,
-            custom_objects=options.custom_objects,
-            faithful=False,  # Keras 3's own optimizer classes: the .keras file is for plain Keras 3
-        )
-        report = plan.report
+        safe_mode=options.safe_mode,
+        lambdas=options.lambdas,
+        custom_objects=options.custom_objects,
+        faithful=False,  # Keras 3's own optimizer classes: the .keras file is for plain Keras 3
+    )
+    report = plan.report
+    del plan  # its arrays are the model's now
     with atomic_path(output, suffix=".keras") as temporary:
         model.save(temporary)
     report.written = True
     return report
+
+
+def plan_for_keras(source, output, options):
+    """In the sandbox's child: the plan of a ``.keras`` output, as data
+    (:func:`~mgpu_io.format.plan_data.plan_data`)."""
+    return plan_data(
+        source,
+        output=Path(output),
+        config=options.config,
+        include_optimizer=options.include_optimizer,
+        allow_plain=options.allow_plain,
+    )
 
 
 def unwrap_to_export(

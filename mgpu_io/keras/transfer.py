@@ -18,8 +18,9 @@ from mgpu_io.format import conversions, door
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.extract import extract
 from mgpu_io.format.plan import check_output
-from mgpu_io.format.probe import probed
+from mgpu_io.format.plan_data import StoredFacts
 from mgpu_io.format.read import CONFIG, file_of, open_stored, reading
+from mgpu_io.format.sandbox import hand_over, probed
 from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.custom import import_function
@@ -126,11 +127,12 @@ def transfer_weights(source, model, *, strict=True, config=None):
     """
     source = file_of(source, "source")  # an open h5py.File, as Keras takes one
     targets = [layer for layer in model.layers if legacy_weights(layer)]
-    checked = False
+    handed = None
     if isinstance(source, (str, Path)):
-        # What the input is, decided once (format/door.py); a legacy file's layers are read in the same child.
+        # What the input is, decided once (format/door.py); a legacy file's layers are read in the same child, which
+        # hands them back as data (their arrays in shared memory): the file is opened once.
         described, outcome = door.describe_then(source, lambda d: _layers_in_child(source, targets, d))
-        checked = outcome is not None and outcome[0]
+        handed = outcome[0] if outcome is not None else None
         if described.kind in (*door.KERAS3_KINDS, door.FOLDER):
             raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
         if described.kind in door.TENSORFLOW_KINDS:
@@ -145,10 +147,12 @@ def transfer_weights(source, model, *, strict=True, config=None):
             )
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
-        if not checked:
-            probed(source, lambda: _layers_only(source, targets))  # libhdf5 hangs and crashes become errors
-        with open_stored(source) as stored, reading(stored.path, "reading the weights"):
-            return _transfer(_file_layers(stored, targets), stored, str(source), model, targets, keras3, strict)
+        if handed is None:  # libhdf5 hangs and crashes become errors
+            handed = probed(source, lambda: _layers_as_data(source, targets))
+        data, stored = handed
+        layers = [_Layer(layer.name, (lambda arrays=layer.arrays: list(arrays)), layer.shapes) for layer in data]
+        with reading(stored.path, "reading the weights"):  # a conversion that the stored shapes defeat: its error
+            return _transfer(layers, stored, str(source), model, targets, keras3, strict)
     template = find_template(source)
     layers = [
         _Layer(
@@ -270,17 +274,20 @@ def _strict_message(report):
 
 
 def _layers_in_child(source, targets, description):
-    """In the door's child: read the layers of a legacy file that :func:`transfer_weights` will read (whether it
-    did: the parent then reads them without a probe of its own)."""
+    """In the door's child: the layers of a legacy file, as data (:func:`_layers_as_data`), else ``None``."""
     if description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
-        return False
-    _layers_only(source, targets)
-    return True
+        return None
+    return _layers_as_data(source, targets)
 
 
-def _layers_only(source, targets):
+def _layers_as_data(source, targets):
+    """In the sandbox's child: the stored layers that fit ``targets``, their arrays handed over to the parent
+    (:func:`~mgpu_io.format.sandbox.hand_over`), and what the file records (:class:`StoredFacts`)."""
     with open_stored(source) as stored, reading(stored.path, "reading the weights"):
-        _file_layers(stored, targets)
+        layers = _file_layers(stored, targets)
+        data = [_Layer(layer.name, hand_over(layer.arrays()), layer.shapes) for layer in layers]
+        facts = StoredFacts(str(stored.path), stored.keras_version, None, stored.file_type)
+    return data, facts  # plain data: it crosses the pipe
 
 
 def _file_layers(stored, targets):

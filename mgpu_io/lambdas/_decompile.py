@@ -4,9 +4,9 @@ This file is run as its own process (``python -I _decompile.py``), never importe
 request on standard input: ``{"path": [...], "seconds": N, "memory": BYTES, "functions": [{"code": BASE64}, ...]}``
 and writes one JSON answer on standard output: a list, one entry per function (see :func:`recover`).
 
-Before it reads anything it lowers its own limits (never raises one the environment set): address space to
-``memory`` bytes, CPU time to ``seconds``, no file written, no core dumped. The parent also keeps a wall-clock
-limit and kills it past that.
+It runs under the limits its parent set between the fork and the exec
+(:func:`mgpu_io.format.sandbox.run_program`; never raising one the environment set): address space to ``memory``
+bytes, CPU time to ``seconds``, no file written, no core dumped, and a wall-clock limit past which it is killed.
 
 The bytecode is read by xdis' own unmarshaller, a pure-Python reader of any Python version's marshal format
 (it builds xdis' data objects, never a code object of this interpreter), for each candidate writer's Python in
@@ -38,24 +38,6 @@ PY2_BUILTINS = {
 }  # fmt: skip
 _GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME"}
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
-
-
-def lower_limits(seconds, memory):
-    """Lower this process's CPU time, address space, file size and core size limits (never raise them)."""
-    import resource
-
-    def lower(kind, value):
-        soft, hard = resource.getrlimit(kind)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        if soft != resource.RLIM_INFINITY:
-            value = min(value, soft)
-        resource.setrlimit(kind, (value, hard))
-
-    lower(resource.RLIMIT_CPU, int(seconds))
-    lower(resource.RLIMIT_AS, int(memory))
-    lower(resource.RLIMIT_FSIZE, 0)
-    lower(resource.RLIMIT_CORE, 0)
 
 
 def _load(data, version):
@@ -411,7 +393,6 @@ def recover(data, pythons=None):
 def main():
     request = json.loads(sys.stdin.read())
     answer_to, sys.stdout = sys.stdout, sys.stderr  # the decompilers print their diagnostics: keep them apart
-    lower_limits(request["seconds"], request["memory"])
     sys.setrecursionlimit(5000)
     sys.path[:0] = [entry for entry in request.get("path", []) if isinstance(entry, str) and entry]
     answers = []

@@ -3,7 +3,7 @@
 A Lambda's function is stored as CPython bytecode of the writer's Python (2.7, 3.5-3.8), which no other Python
 loads ("bad marshal data"). The decompilers made for it, uncompyle6 and decompyle3 on xdis (GPL-3.0; the optional
 extra ``pip install "mgpu-io[lambdas]"``), turn it back into source without running it. They run as a separate
-program (``lambdas/_decompile.py``, started with ``python -I``) under lowered limits: CPU time, address space
+program (``lambdas/_decompile.py``, started with ``python -I`` by :func:`~mgpu_io.format.sandbox.run_program`) under lowered limits: CPU time, address space
 (:data:`MEMORY`), no file written, and a wall-clock limit (:data:`TIMEOUT`) after which it is killed. A crafted
 code object gives an ``error`` for its Lambda, never a hang or an exhausted parent. Nothing recovered is compiled or
 run here: :mod:`mgpu_io.lambdas.trusted` does that, and only when the caller trusts the file (``safe_mode=False``).
@@ -18,10 +18,10 @@ import json
 import keyword
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+from mgpu_io.format.sandbox import run_program
 from mgpu_io.lambdas.stored import SCAN_LIMIT, decode_payload
 from mgpu_io.lambdas.writer_pythons import writer_pythons
 
@@ -68,23 +68,23 @@ def decompile(payloads, *, timeout=None, pythons=None):
     }
     limit = min(TIMEOUT + PER_FUNCTION * len(payloads), MOST_SECONDS) if timeout is None else timeout
     try:
-        done = subprocess.run(
+        returncode, stdout = run_program(
             [sys.executable, "-I", str(_PROGRAM)],
-            input=json.dumps(request).encode(),
-            capture_output=True,
+            json.dumps(request).encode(),
+            seconds=request["seconds"],
+            memory=MEMORY,
             timeout=limit,
-            check=False,
         )
-    except subprocess.TimeoutExpired:
+    except TimeoutError:
         return [{"error": f"the decompiler did not finish within {limit:g} s"}] * len(payloads)
     except OSError as error:
         return [{"error": f"the decompiler could not start ({error})"}] * len(payloads)
     try:
-        answers = json.loads(done.stdout.decode("utf-8"))
+        answers = json.loads(stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         answers = None
-    if done.returncode != 0 or not isinstance(answers, list) or len(answers) != len(payloads):
-        what = f"signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
+    if returncode != 0 or not isinstance(answers, list) or len(answers) != len(payloads):
+        what = f"signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
         return [{"error": f"the decompiler stopped ({what}) within its limits"}] * len(payloads)
     return [answer if isinstance(answer, dict) else {"error": "no answer"} for answer in answers]
 

@@ -4,7 +4,7 @@
 The bundle is read with TensorFlow's ``CheckpointReader`` (``tf.train.load_checkpoint``: ``get_variable_to_shape_map``
 and ``get_tensor``), which returns arrays and nothing else, and the object graph is parsed as a protocol buffer
 (``TrackableObjectGraph``). No model is built, no saved function or Python object is loaded, nothing stored is run.
-The structure is read in a forked child first (:mod:`mgpu_io.format.probe`), under a time and memory limit, and
+The structure is read in a forked child first (:mod:`mgpu_io.format.sandbox`), under a time and memory limit, and
 every declared tensor size is checked against the data files' size before any value is read.
 
 :mod:`mgpu_io.tf.checkpoint` matches what is read here to a model; :mod:`mgpu_io.tf.legacy` writes the result.
@@ -68,11 +68,11 @@ def import_tensorflow(what="Reading a SavedModel"):
 
 
 def probed_tf(path, what, work):
-    """Run ``work()`` in a forked child (:func:`mgpu_io.format.probe.probed`), saying what hung or crashed.
+    """Run ``work()`` in a forked child (:func:`mgpu_io.format.sandbox.probed`), saying what hung or crashed.
 
     The probe's own wording names libhdf5, which these files never reach; the messages are restated for TF files.
     """
-    from mgpu_io.format.probe import TIMEOUT, probed
+    from mgpu_io.format.sandbox import TIMEOUT, probed
 
     try:
         return probed(path, work)

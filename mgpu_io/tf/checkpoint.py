@@ -11,7 +11,7 @@ pairs the wrapper's K-th layer with the object graph's ``layer-K`` child, level 
 Why this is safe: the checkpoint is read with TensorFlow's ``CheckpointReader`` (``tf.train.load_checkpoint``:
 ``get_variable_to_shape_map`` and ``get_tensor``), which returns arrays and nothing else, and the object graph is
 parsed as a protocol buffer (``TrackableObjectGraph``). No model is built, no saved function or Python object is
-loaded, nothing stored is run. The structure is read in a forked child first (:mod:`mgpu_io.format.probe`), under a
+loaded, nothing stored is run. The structure is read in a forked child first (:mod:`mgpu_io.format.sandbox`), under a
 time and memory limit, and every declared tensor size is checked against the data files' size before any value is
 read, so a damaged or hostile bundle becomes a typed error, never a hang, a crash or a huge allocation.
 

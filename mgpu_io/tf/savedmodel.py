@@ -21,7 +21,7 @@ Why this is safe: ``saved_model.pb`` is parsed as a protocol buffer (``saved_mod
 object graph is read; its function library (the traced graphs) is never loaded, let alone executed; the variable
 values are read with ``CheckpointReader``. ``tf.saved_model.load`` and ``load_model`` are never called, and the
 slice Lambdas' bytecode stays an opaque string in the config. The parsing runs in a forked child under a time and
-memory limit (:mod:`mgpu_io.format.probe`), so a damaged or hostile folder becomes a typed error.
+memory limit (:mod:`mgpu_io.format.sandbox`), so a damaged or hostile folder becomes a typed error.
 
 Example:
     >>> import tempfile, pathlib

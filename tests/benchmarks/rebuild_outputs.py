@@ -100,7 +100,7 @@ def _assigned_string(path, name):
 
 
 def _compiled(sources):
-    from mgpu_io.format import recompile
+    from mgpu_io.lambdas import proof as recompile
 
     found = []
     for version in VERSIONS:

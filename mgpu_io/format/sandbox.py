@@ -1,0 +1,590 @@
+"""Child processes, one mechanism: start one, limit it, tie it to its parent's life, time it, hand back its answer.
+
+Every child mgpu-io starts goes through here, for three jobs:
+
+- **The sandbox** (:func:`probed`): libhdf5 can loop forever or crash on some corrupt metadata (a zeroed region
+  inside an attribute's heap, for example); no Python code can interrupt it while it runs. So the format core does
+  its reading in a forked child, under a time limit and a memory limit. A hang becomes "did not finish", a crash
+  "crashed the HDF5 library", a typed error in the child the same error here. Where ``os.fork`` does not exist, or
+  with ``MGPU_IO_PROBE=0``, the work runs directly. The child may do the whole job, not only the reading:
+  :func:`mgpu_io.unwrap` plans and writes in one child, so the file is read once. Such work calls
+  :func:`structure_read` once it has read what a plan reads; the time and memory limits then end (what is left,
+  copying weight bytes, takes as long as the file is large), and the parent's ``progress`` callback gets what
+  :func:`relayed` sends. What the child hands back may hold weight arrays: :func:`hand_over` puts them in memory
+  shared with the parent (a ``memfd``), so that the parent builds from them without opening the file again.
+- **Supervised workers** (:func:`start_worker`, used by :mod:`.batch`): a fork per small file costs more than a
+  third of its repair, so a folder's workers repair file after file. In such a worker (:func:`supervise`) the work
+  runs in the worker itself, which reports when a file's reading starts and when its structure is read; the
+  supervisor keeps the time limit and notices a crash, with the same errors.
+- **Another program** (:func:`run_program`): a separate interpreter (the Lambda decompiler, ``python -I``), whose
+  limits (CPU time, address space, no file written, no core) are set between the fork and the exec, and which is
+  killed past a wall-clock limit.
+
+Each child is tied to its parent's life (:func:`tie_to_parent`): on Linux the kernel kills it when the parent dies
+(``PR_SET_PDEATHSIG``), so a ``kill -9`` of the command leaves no child reading on; elsewhere a watch thread ends a
+forked child whose parent is gone. Limits are only ever lowered (:mod:`.limits`): a limit the user's environment
+set is never raised.
+"""
+
+import contextlib
+import io
+import mmap
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import time
+import warnings
+
+from mgpu_io.errors import LimitReached, NotAModelFile
+from mgpu_io.format import limits
+
+#: Seconds the child may take to read a file's structure (``MGPU_IO_PROBE_TIMEOUT`` changes it).
+TIMEOUT = float(os.environ.get("MGPU_IO_PROBE_TIMEOUT", "20"))
+#: Memory the child may add to what the process already maps, while it reads the structure.
+EXTRA_MEMORY = 2 << 30
+
+_FRAME = struct.Struct("<Q")  # each message on the pipe: its length, then its pickle
+_pipe = None  # in a probe's child: the write end of the pipe to the parent
+_supervisor = None  # in a supervised worker: sends ("start" | "read", None) to its supervisor
+_memory_limit = None  # what limits.lower_soft returned for the probe's cap (False: the user's limit was lower)
+_shared = None  # in a probe's child: the memory shared with the parent, where hand_over puts arrays
+#: Linux's ``prctl`` option that sends the child a signal when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def probed(path, work, *, progress=None):
+    """Run ``work()`` (which reads ``path``) in a child; return what it returned (it must pickle), raise what it
+    raised, or raise a clear error if it hangs, crashes or runs out of memory.
+
+    ``progress`` receives, here, what the child's :func:`relayed` callback is called with. Where no child can be
+    forked (or with ``MGPU_IO_PROBE=0``), or inside a probe's child already (the door's, which runs the caller's
+    work after its look: :func:`mgpu_io.format.door.describe_then`), ``work()`` runs here.
+    """
+    if _supervisor is not None:
+        return _supervised(path, work)
+    if not forking() or _pipe is not None:  # no fork, or already in a probe's child: this process is the sandbox
+        return _unprobed(path, work)
+    try:
+        read_end, write_end = os.pipe()
+    except OSError as error:
+        raise _limit_error(error, path) from None
+    shared, parent = _shared_memory(), os.getpid()
+    _death_signal_ready()  # ctypes loaded here, once, not in each child
+    try:
+        with warnings.catch_warnings():
+            # Python's "multi-threaded fork" warning, and JAX's ("os.fork() was called ... JAX is multithreaded"):
+            # the child runs no thread's code, only h5py's reading, and exits.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+            pid = _fork()
+    except OSError:  # no process may be started here (ulimit -u, no memory to copy): the work runs here instead
+        os.close(read_end)
+        os.close(write_end)
+        _close(shared)
+        return _unprobed(path, work)
+    if pid == 0:  # pragma: no cover - the child; its outcome is what the tests check
+        os.close(read_end)
+        _child(path, work, write_end, parent, shared)
+    os.close(write_end)
+    answer, finished, structure_done = None, False, False
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        # The wait is read anew at each message: no limit once the structure is read.
+        wait = lambda: None if structure_done else deadline - time.monotonic()  # noqa: E731
+        for kind, value in _messages(read_end, wait, shared):
+            if kind == "read":
+                structure_done = True
+            elif kind == "progress":
+                if progress is not None:
+                    progress(*value)
+            else:
+                answer = kind, value
+        finished = True
+    except TimeoutError:
+        pass
+    finally:
+        os.close(read_end)
+        _close(shared)  # what the answer maps of it stays mapped
+        if not finished:
+            _kill(pid)
+    if not finished:
+        raise hang_error(path)
+    _, status = os.waitpid(pid, 0)
+    if answer is not None and not (os.WIFSIGNALED(status) or os.WEXITSTATUS(status) not in (0, 3)):
+        kind, value = answer
+        if kind == "error":
+            raise value
+        return value
+    what = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
+    raise crash_error(path, what, structure_done)
+
+
+def forking():
+    """Whether files are read in forked processes: where ``os.fork`` exists, unless ``MGPU_IO_PROBE=0`` turns it off
+    (then the work runs in this process, without a time limit, and a folder's files are repaired one by one)."""
+    return hasattr(os, "fork") and os.environ.get("MGPU_IO_PROBE", "1") != "0"
+
+
+def _fork():
+    return os.fork()
+
+
+def _unprobed(path, work):
+    """``work()`` in this process, where no child can be forked: no time limit, but the same errors."""
+    try:
+        return work()
+    except MemoryError:
+        raise _memory_error(path) from None
+
+
+def _limit_error(error, path):
+    """The error for an ``OSError`` that a resource limit caused (no file descriptor left), else ``error``."""
+    problem = limits.descriptor_problem(error)
+    if problem is None:
+        return error
+    return LimitReached(
+        f"Cannot open what reading the file needs: {problem}. Expected a few free file descriptors. Received: "
+        f"filepath={path}. Raise the limit (ulimit -n 1024) or close other files."
+    )
+
+
+def hang_error(path):
+    """The error for a file whose structure was not read within :data:`TIMEOUT`."""
+    return NotAModelFile(
+        f"Reading the file's structure did not finish within {TIMEOUT:g} s. Expected a file that libhdf5 reads "
+        f"in well under a second. Received: filepath={path}. Its metadata is damaged (libhdf5 loops on some "
+        f"corrupt files); restore it from its source."
+    )
+
+
+def crash_error(path, what, structure_done):
+    """The error for a process that died reading ``path`` (``what``: "signal 11", "exit code 1"); one that the
+    CPU-time limit ended (``SIGXCPU``, or the ``SIGKILL`` at its hard limit) names the limit."""
+    doing = "Copying the weights" if structure_done else "Reading the file's structure"
+    cpu = limits.cpu_problem()
+    if cpu is not None and what in (f"signal {signal.SIGXCPU}", f"signal {signal.SIGKILL}"):
+        return LimitReached(
+            f"{doing} was stopped: {cpu}. Expected enough CPU time for the file. Received: filepath={path} "
+            f"({what}). Raise the limit (ulimit -t unlimited, or more seconds) or repair fewer files per run."
+        )
+    return NotAModelFile(
+        f"{doing} crashed the HDF5 library ({what}). Expected a file as Keras writes it. Received: "
+        f"filepath={path}. The file is damaged; restore it from its source."
+    )
+
+
+def _memory_error(path):
+    """Memory ran out reading ``path``: under the user's own ``ulimit -v`` (when the probe's cap was not the lower
+    one), the limit is named; else the file declares more than fits."""
+    user_limit = user_memory_problem()
+    if user_limit is not None:
+        return LimitReached(
+            f"Reading the file ran out of memory: {user_limit}. Expected room for the file's structure and weights. "
+            f"Received: filepath={path}. Raise the limit (ulimit -v unlimited, or a larger value) or run where "
+            f"more memory is allowed."
+        )
+    return NotAModelFile(
+        f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
+        f"Received: filepath={path}. The file is damaged or hostile."
+    )
+
+
+def user_memory_problem():
+    """What to say when memory runs out now under the user's own ``ulimit -v`` (not under the probe's lower cap,
+    which a file that declares too much runs into); ``None`` when no such limit is what binds."""
+    capped_here = _memory_limit is not None and _memory_limit is not False
+    return None if capped_here else limits.memory_problem()
+
+
+def supervise(send):
+    """Make this process a supervised worker: :func:`probed` runs its work here, under the memory limit until the
+    structure is read, and ``send`` tells the supervisor ``("start", None)`` and ``("read", None)``; the supervisor
+    keeps the time limit and notices a crash (see :mod:`.batch`)."""
+    global _supervisor
+    _supervisor = send
+
+
+def _supervised(path, work):
+    _supervisor(("start", None))
+    _limit_memory()
+    try:
+        return work()
+    except MemoryError:
+        raise _memory_error(path) from None
+    finally:
+        _unlimit_memory()
+
+
+def structure_read():
+    """In a probe's child: the file's structure has been read. The time limit and the memory limit end; the rest
+    of the work (copying weight bytes) may take as long, and map as much, as the file needs. Elsewhere: nothing."""
+    if _pipe is not None:
+        _send(_pipe, ("read", None))
+    elif _supervisor is not None:
+        _supervisor(("read", None))
+    else:
+        return
+    _unlimit_memory()
+
+
+def relayed(progress):
+    """In a probe's child, a callback that sends its arguments to the parent's ``progress``; elsewhere
+    ``progress`` itself (``None`` stays ``None``)."""
+    if _pipe is None or progress is None:
+        return progress
+    return lambda *args: _send(_pipe, ("progress", args))
+
+
+def _messages(fd, time_left, shared=None):
+    """The child's messages, as ``(kind, value)``, until it closes the pipe; ``TimeoutError`` once ``time_left()``
+    (seconds, or ``None`` for no limit) runs out."""
+    buffer = b""
+    while True:
+        left = time_left()
+        if left is not None and left <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        buffer += chunk
+        while len(buffer) >= _FRAME.size:
+            (size,) = _FRAME.unpack_from(buffer)
+            if len(buffer) < _FRAME.size + size:
+                break
+            yield _loads(buffer[_FRAME.size : _FRAME.size + size], shared)  # our own child's answer, our own pipe
+            buffer = buffer[_FRAME.size + size :]
+
+
+def _child(path, work, write_end, parent, shared):  # pragma: no cover - runs in the forked child
+    global _pipe, _shared
+    _pipe, code = write_end, 0
+    _shared = _Shared(shared) if shared is not None else None
+    try:
+        import gc
+
+        # What the parent left for the garbage collector is the parent's to collect: closing its HDF5 objects here
+        # (a damaged file it gave up on, say) would run libhdf5 on them a second time, in this process.
+        gc.freeze()
+        become_child(parent)
+        _limit_memory()
+        try:
+            _send(write_end, ("value", work()))
+        except MemoryError:
+            _send(write_end, ("error", _memory_error(path)))
+            code = 3
+        except Exception as error:
+            _send(write_end, ("error", error))
+            code = 3
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _send(fd, answer):
+    try:
+        data = _dumps(answer)
+    except Exception:
+        data = pickle.dumps(("error", NotAModelFile(str(answer[1]))))
+    view = memoryview(_FRAME.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _limit_memory():  # pragma: no cover - runs in the forked child or a supervised worker
+    """Cap the address space at what the process maps now plus :data:`EXTRA_MEMORY`, lowering the soft limit only
+    (never the hard one, never above a limit the user set: ``ulimit -v`` stays the user's)."""
+    global _memory_limit
+    try:
+        with open("/proc/self/status") as status:
+            mapped = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
+    except (OSError, ValueError, StopIteration):
+        return
+    _memory_limit = limits.lower_soft("AS", mapped + EXTRA_MEMORY)
+
+
+def _unlimit_memory():
+    """Give the address space back the soft limit it had before :func:`_limit_memory` (none, as a rule)."""
+    global _memory_limit
+    limits.restore_soft("AS", _memory_limit)
+    _memory_limit = None
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+# --- every child: tied to its parent, quiet, its signals its own --------------------------------------------------
+
+
+def become_child(parent, *, interrupt=signal.SIG_DFL):  # pragma: no cover - runs in a child
+    """What every forked child does first: die with its ``parent`` (:func:`tie_to_parent`), leave a crash to its
+    parent to report (in one line, not as a stack dump), and take SIGINT as ``interrupt`` says (a folder's workers
+    ignore Ctrl-C: their supervisor stops them), SIGTERM and the CPU-time limit's SIGXCPU as their defaults (die at
+    once, quietly, not through a handler inherited from the command line)."""
+    import faulthandler
+
+    tie_to_parent(parent)
+    faulthandler.disable()
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "SIGXCPU"):
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the parent names the CPU-time limit (crash_error)
+
+
+def tie_to_parent(parent, *, watch=True):  # pragma: no cover - runs in a child
+    """End this child when process ``parent`` (its parent) dies, however it dies (``kill -9`` included): on Linux the
+    kernel sends it SIGKILL (``PR_SET_PDEATHSIG``); elsewhere, with ``watch``, a thread that sees the parent gone
+    ends it. A parent that died before this ran ends it now."""
+    if not _death_signal(signal.SIGKILL) and watch:
+        import threading
+
+        def watching():
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watching, name="mgpu-io-parent-watch", daemon=True).start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_libc = None
+
+
+def _death_signal_ready():
+    """Load what :func:`_death_signal` calls (``ctypes``, libc), here in the parent, once."""
+    global _libc
+    if _libc is None and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            _libc = ctypes.CDLL(None, use_errno=True)
+        except (ImportError, OSError):  # pragma: no cover - a Linux without a loadable libc
+            _libc = False
+    return _libc
+
+
+def _death_signal(signum):
+    """Ask the kernel to send ``signum`` to this process when its parent dies; whether it could (Linux only)."""
+    libc = _death_signal_ready()
+    if not libc:
+        return False
+    try:
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+    except (AttributeError, OSError):  # pragma: no cover - a libc without prctl
+        return False
+
+
+def start_worker(context, target, *args):
+    """Start ``target(*args)`` in a supervised worker process of the ``multiprocessing`` ``context`` (fork), as a
+    child of this one (:func:`become_child`, Ctrl-C left to the supervisor); returns its ``Process``."""
+    _death_signal_ready()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded fork" (a progress bar's thread)
+        process = context.Process(target=_worker, args=(os.getpid(), target, args), daemon=True)
+        process.start()
+    return process
+
+
+def _worker(parent, target, args):  # pragma: no cover - runs in a worker process
+    become_child(parent, interrupt=signal.SIG_IGN)
+    target(*args)
+
+
+def run_program(argv, data, *, seconds, memory, timeout):
+    """Run another program (``argv``: an interpreter and its script) with ``data`` on its standard input, under
+    limits set between the fork and the exec: ``seconds`` of CPU time, ``memory`` bytes of address space, no file
+    written, no core dumped (each only lowered, never raised above what this process has), tied to this process's
+    life, and killed after ``timeout`` seconds of wall-clock time.
+
+    Returns ``(exit status, standard output)`` (a negative status: the signal that ended it). Raises
+    ``TimeoutError`` past ``timeout`` (the program is killed first), ``OSError`` when it cannot start.
+
+    Example:
+        >>> run_program([sys.executable, "-c", "print(input())"], b"hi", seconds=5, memory=1 << 30, timeout=30)
+        (0, b'hi\\n')
+    """
+    import subprocess
+
+    parent = os.getpid()
+    _death_signal_ready()
+
+    def prepare():  # pragma: no cover - between the fork and the exec
+        tie_to_parent(parent, watch=False)  # a thread would not survive the exec
+        for name, value in (("CPU", int(seconds)), ("AS", int(memory)), ("FSIZE", 0), ("CORE", 0)):
+            limits.lower_soft(name, value)
+
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=prepare if os.name == "posix" else None,
+    )
+    try:
+        output, _ = process.communicate(data, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise TimeoutError(f"{argv[-1]} did not finish within {timeout:g} s") from None
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process.returncode, output
+
+
+# --- arrays handed back through memory shared with the parent -----------------------------------------------------
+
+#: Arrays of at least this many bytes start on a page of their own (64 bytes, TensorFlow's alignment, for the rest).
+_PAGE_FROM = 1 << 20
+_ALIGNMENT = 64
+
+
+class _Shared:
+    """In a probe's child: the memory (a ``memfd``) the parent made before the fork, filled by :func:`hand_over`."""
+
+    def __init__(self, fd):
+        self.fd, self.size = fd, 0
+
+    def place(self, nbytes):
+        """The offset of ``nbytes`` new bytes at the end, the memory grown to hold them."""
+        alignment = mmap.PAGESIZE if nbytes >= _PAGE_FROM else _ALIGNMENT
+        offset = -(-self.size // alignment) * alignment
+        self.size = offset + nbytes
+        os.ftruncate(self.fd, self.size)
+        return offset
+
+    def write(self, value, dtype, shape):
+        """Copy ``value`` (a dataset or an array) there; the :class:`_Handed` that stands for it."""
+        import numpy as np
+
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        offset = self.place(nbytes)
+        start = offset - offset % mmap.PAGESIZE
+        region = mmap.mmap(self.fd, offset - start + nbytes, offset=start)
+        try:
+            target = np.frombuffer(region, dtype, count=nbytes // dtype.itemsize, offset=offset - start)
+            target = target.reshape(shape)
+            if isinstance(value, np.ndarray):
+                np.copyto(target, value, casting="no")
+            else:
+                value.read_direct(target)
+            del target
+        finally:
+            with contextlib.suppress(BufferError):  # a failed read's traceback still views it: unmapped with it
+                region.close()
+        return _Handed(offset, dtype.str, tuple(shape))
+
+
+class _Handed:
+    """An array in the shared memory, as it crosses the pipe: where it is and what it is."""
+
+    def __init__(self, offset, dtype, shape):
+        self.offset, self.dtype, self.shape = offset, dtype, shape
+
+
+def hand_over(values):
+    """Arrays of ``values`` (datasets, or arrays a conversion computed) for the parent: in a probe's child, copied
+    into memory shared with it, so that they cross to the parent without a copy through the pipe and without the
+    parent opening the file again; elsewhere, read into fresh arrays here. Each comes out as an array that nothing
+    else holds, aligned as TensorFlow aligns its own buffers (a caller may hand it to a tensor without a copy).
+
+    Call it once the file's structure is read: it ends the structure's time and memory limits
+    (:func:`structure_read`), as copying weight bytes takes as long as the file is large.
+
+    Example:
+        >>> import numpy as np
+        >>> [array.tolist() for array in hand_over([np.arange(3.0)])]
+        [[0.0, 1.0, 2.0]]
+    """
+    import numpy as np
+
+    structure_read()
+    handed = []
+    for value in values:
+        dtype, shape = np.dtype(value.dtype), tuple(value.shape)
+        simple = dtype.kind in "biuf" and not dtype.fields and value.ndim > 0 and value.size > 0
+        if not simple:
+            handed.append(value[()] if not isinstance(value, np.ndarray) else value)
+        elif _shared is not None:
+            handed.append(_shared.write(value, dtype, shape))
+        else:
+            handed.append(_fresh(value, dtype, shape))
+    return handed
+
+
+def _fresh(value, dtype, shape):
+    """``value``'s data in a new array, aligned to :data:`_ALIGNMENT` (whole pages from :data:`_PAGE_FROM`)."""
+    import numpy as np
+
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes >= _PAGE_FROM:
+        raw = np.frombuffer(mmap.mmap(-1, nbytes), np.uint8)  # page-aligned
+    else:
+        raw = np.empty(nbytes + _ALIGNMENT, np.uint8)
+        raw = raw[-raw.ctypes.data % _ALIGNMENT :][:nbytes]
+    array = raw.view(dtype).reshape(shape)
+    if isinstance(value, np.ndarray):
+        np.copyto(array, value, casting="no")
+    else:
+        value.read_direct(array)
+    return array
+
+
+def _shared_memory():
+    """A new ``memfd`` for a probe's child to hand arrays back in, or ``None`` where there is none (then they cross
+    the pipe)."""
+    if not hasattr(os, "memfd_create"):
+        return None
+    try:
+        return os.memfd_create("mgpu-io-arrays", getattr(os, "MFD_CLOEXEC", 0))
+    except OSError:
+        return None
+
+
+def _close(fd):
+    if fd is not None:
+        os.close(fd)
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        if isinstance(obj, _Handed):
+            return ("handed", obj.offset, obj.dtype, obj.shape)
+        return None
+
+
+def _dumps(answer):
+    buffer = io.BytesIO()
+    _Pickler(buffer).dump(answer)
+    return buffer.getvalue()
+
+
+def _loads(data, shared):
+    """Unpickle a message of our own child; each handed-over array becomes a view of the shared memory."""
+    mapping = []
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid):
+            import numpy as np
+
+            _, offset, dtype, shape = pid
+            if not mapping:
+                mapping.append(mmap.mmap(shared, 0))  # the whole memory, shared: it stays while an array views it
+            dtype = np.dtype(dtype)
+            count = int(np.prod(shape, dtype=np.int64))
+            return np.frombuffer(mapping[0], dtype, count=count, offset=offset).reshape(shape)
+
+    return Unpickler(io.BytesIO(data)).load()

@@ -1,0 +1,138 @@
+"""Child processes die with the command (issue 34): the sandbox's child, a folder's worker and the decompiler
+program are tied to their parent's life by the one mechanism (``format/sandbox.py``). A ``kill -9`` of the command
+(an out-of-memory killer, a batch system's hard stop) leaves no child reading a possibly hostile file on.
+
+Each test starts a parent process whose child writes its pid and then waits a minute, kills the parent with SIGKILL
+(nothing of the parent runs after it), and sees the child gone within seconds.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from helpers import ROOT
+
+from mgpu_io.format import sandbox
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="children are forked where os.fork exists")
+
+#: A child that says its pid, then waits far longer than any test.
+WAIT = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+#: The program may write no file (its limits): it is found among its parent's children once it runs this.
+PROGRAM_WAIT = "import time; time.sleep(60)"
+
+PARENTS = {
+    "the sandbox's child": f"""
+        import sys
+        from mgpu_io.format import sandbox
+        def work():
+            {WAIT.replace("sys.argv[1]", "sys.argv[2]")}
+        sandbox.probed("hostile.h5", work)
+    """,
+    "a folder's worker": f"""
+        import multiprocessing, sys, time
+        from mgpu_io.format import sandbox
+        def serve(path):
+            {WAIT.replace("sys.argv[1]", "path")}
+        sandbox.start_worker(multiprocessing.get_context("fork"), serve, sys.argv[2])
+        time.sleep(60)
+    """,
+    "the decompiler program": f"""
+        import sys
+        from mgpu_io.format import sandbox
+        sandbox.run_program([sys.executable, "-c", {PROGRAM_WAIT!r}], b"", seconds=60, memory=1 << 32, timeout=60)
+    """,
+}
+
+
+def _alive(pid):
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by its new parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # pragma: no cover - no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def _runs(pid, code):
+    """Whether process ``pid`` runs ``python -c code`` (after its exec)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return code.encode() in cmdline.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _children(pid):
+    """The pids of ``pid``'s children (Linux's ``/proc``)."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as children:
+            found += [int(child) for child in children.read().split()]
+    return found
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="the children are found through Linux's /proc")
+@pytest.mark.parametrize("child", sorted(PARENTS))
+def test_a_child_dies_with_its_parent_when_the_parent_is_killed(tmp_path, child):
+    said = tmp_path / "child.pid"  # a forked child writes it; the program (no file may be written) is found in /proc
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(PARENTS[child]), "parent", str(said)], env=env, cwd=tmp_path
+    )
+    pid = None
+    try:
+        deadline = time.monotonic() + 60
+        while pid is None and time.monotonic() < deadline:
+            assert parent.poll() is None, f"the parent ended first ({parent.returncode})"
+            time.sleep(0.1)
+            waiting = said.exists() and said.read_text()
+            pid = int(said.read_text()) if waiting else None
+            if child == "the decompiler program":
+                pid = next((pid for pid in _children(parent.pid) if _runs(pid, PROGRAM_WAIT)), None)
+        assert pid is not None and _alive(pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), f"{child} (pid {pid}) outlived its killed parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_arrays_handed_over_by_the_sandbox_are_the_childs_own_values_in_memory_shared_with_it():
+    import h5py
+
+    def work():
+        with h5py.File(ROOT / "fixtures" / "files" / "k224_functional_bn_x2_full.h5", "r") as h5:
+            names = []
+            h5["model_weights"].visit(names.append)
+            datasets = [h5["model_weights"][n] for n in names if isinstance(h5["model_weights"][n], h5py.Dataset)]
+            return [d[()] for d in datasets], sandbox.hand_over([*datasets, np.arange(5.0) * 2])
+
+    expected, handed = sandbox.probed("k224_functional_bn_x2_full.h5", work)
+    assert len(handed) == len(expected) + 1 and len(expected) > 4
+    for want, got in zip(expected, handed):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.ctypes.data % 64 == 0
+    np.testing.assert_array_equal(handed[-1], np.arange(5.0) * 2)
+    if hasattr(os, "memfd_create") and sandbox.forking() and os.path.exists("/proc/self/maps"):
+        with open("/proc/self/maps") as maps:  # the child's memfd, mapped here: nothing was copied through the pipe
+            shared = [[int(x, 16) for x in line.split()[0].split("-")] for line in maps if "mgpu-io-arrays" in line]
+        assert all(any(start <= a.ctypes.data < end for start, end in shared) for a in handed if a.size)
+        handed[0][...] = 0  # writable: a tensor may take it over without a copy
