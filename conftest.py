@@ -2,7 +2,7 @@
 
 Every test runs on the CPU, as the users' laptops do, and TensorFlow keeps quiet. Docstring examples create their
 temporary folders with ``tempfile``, as a reader would; here those land in pytest's own temporary folder, so a run
-leaves nothing behind. The helpers the tests share live in tests/helpers.py.
+leaves nothing behind. The helpers the tests share live in tests/support/ (on the path: ``from helpers import ...``).
 
 The suite has tiers, marked here by file so that a new test file joins its tier in one line:
 
@@ -25,8 +25,8 @@ ROOT = Path(__file__).parent
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-sys.path.insert(0, str(ROOT / "tests"))
-from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/tiers.py: the one list of tiers)
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/support/tiers.py: the one list of tiers)
 
 
 def pytest_configure(config):

@@ -2,7 +2,7 @@
 and keras1_weights.py.
 
 Small dicts and arrays only, no Keras: each conversion is checked against what Keras 1.2.2's own source computes
-(``.venv-legacy/keras-1.2.2/keras``); the layer sweep (tests/test_layer_sweep.py) checks them on its real files.
+(``.venv-legacy/keras-1.2.2/keras``); the layer sweep (tests/load/test_layer_sweep.py) checks them on its real files.
 """
 
 import numpy as np

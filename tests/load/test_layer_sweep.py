@@ -5,7 +5,7 @@ refused by name with the reason and the fix. Never may a case load and predict s
 Each writer is one class (TestSweep_<writer>), evaluated once for its tests: pytest-xdist (``--dist loadscope``)
 gives each class to a worker of its own, so that a new writer adds a unit that runs beside the others, not time to
 one long test. Keras 3 evaluates here; tf_keras, and the channels_first convolutions on Keras 3's JAX backend where
-this machine's TensorFlow has no GPU, in one process each per pytest worker (tests/layer_sweep_server.py).
+this machine's TensorFlow has no GPU, in one process each per pytest worker (tests/support/layer_sweep_server.py).
 """
 
 import dataclasses
@@ -19,17 +19,17 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import layer_sweep  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not layer_sweep.writers(), reason="no layer sweep in fixtures/layers")
 keras = pytest.importorskip("keras")
 
-SERVER = Path(__file__).parent / "layer_sweep_server.py"
+SERVER = Path(__file__).parents[1] / "support" / "layer_sweep_server.py"
 
 
 class _Server:
-    """A tests/layer_sweep_server.py process, started on the first question."""
+    """A tests/support/layer_sweep_server.py process, started on the first question."""
 
     def __init__(self, python, env):
         self.python, self.env, self.process = python, env, None
@@ -93,7 +93,7 @@ class WriterSweep:
     @pytest.fixture(scope="class")
     def sweep(self, servers):
         outcomes, tf_keras = _sweep(self.writer, servers)
-        if os.environ.get("LAYER_SWEEP_KEEP"):  # a folder: `python tests/layer_sweep.py --from FOLDER` writes the page
+        if os.environ.get("LAYER_SWEEP_KEEP"):  # a folder: `python tests/support/layer_sweep.py --from FOLDER` writes the page
             kept = Path(os.environ["LAYER_SWEEP_KEEP"]) / f"{self.writer}.json"
             kept.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]))
         return outcomes, tf_keras
@@ -127,7 +127,7 @@ class WriterSweep:
     def test_the_layers_page_shows_this_writers_current_result(self, sweep):
         outcomes, _ = sweep
         page = layer_sweep.PAGE.read_text().splitlines()
-        stale = "docs/layers.md is stale: run `python tests/layer_sweep.py`"
+        stale = "docs/layers.md is stale: run `python tests/support/layer_sweep.py`"
         assert layer_sweep.writer_line(self.writer, outcomes) in page, stale
         header = next(line for line in page if line.startswith("| class |"))
         column = _cells(header).index(layer_sweep.WRITER_NAMES[self.writer])

@@ -38,7 +38,7 @@ def cli():
     return lambda *args: CliRunner().invoke(app, [str(a) for a in args])
 
 
-FUNCTIONS_FILE = ROOT / "tests" / "lambda_functions.py"
+FUNCTIONS_FILE = ROOT / "tests" / "support" / "lambda_functions.py"
 USER_LAMBDAS = fixture_path({"folder": "applications", "file": "k224_user_lambdas_x2_full.h5"})
 INCEPTION = fixture_path({"folder": "applications", "file": "k224_inception_resnet_x2_full.h5"})
 

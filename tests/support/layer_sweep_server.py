@@ -1,5 +1,5 @@
 """One process that answers the layer sweep's questions writer by writer, so that a pytest worker starts tf_keras
-(or Keras 3 on JAX) once, not once per writer (tests/test_layer_sweep.py starts it).
+(or Keras 3 on JAX) once, not once per writer (tests/load/test_layer_sweep.py starts it).
 
 It reads one JSON request a line on stdin and writes one JSON answer a line:
 ``{"tf_keras": "k224"}`` -> ``{"k224/Dense": "loads", ...}`` (:func:`layer_sweep.tf_keras_outcomes`);

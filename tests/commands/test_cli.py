@@ -70,7 +70,7 @@ def test_deep_nesting_collapses_and_never_loses_the_templates_line(capsys):
 
 # --- Habits of a well-kept command line: JSON errors, several files, quiet, tracebacks on request, completion ---
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "files" / "k224_nested_depth3_full.h5"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "files" / "k224_nested_depth3_full.h5"
 
 
 def test_a_json_error_is_one_json_object_on_stdout(tmp_path):

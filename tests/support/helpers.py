@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "files"
 REFERENCE = ROOT.parent / "shared" / "reference"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())

@@ -177,7 +177,7 @@ KILL_MID_SAVE = textwrap.dedent("""
 
 def test_a_process_killed_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path):
     path = tmp_path / "ckpt.keras"
-    script = KILL_MID_SAVE.format(tests=str(ROOT / "tests"), root=str(ROOT), path=str(path))
+    script = KILL_MID_SAVE.format(tests=str(ROOT / "tests" / "support"), root=str(ROOT), path=str(path))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == -signal.SIGKILL, result.stderr[-2000:]

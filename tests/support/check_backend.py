@@ -1,6 +1,6 @@
 """Run inside an environment with Keras 3 on a non-TensorFlow backend (``KERAS_BACKEND=jax`` or ``torch``) and no
 TensorFlow: load every full-model fixture with mgpu_io.load_model, compare with the old Keras' predictions, write a
-.keras output and transfer weights into a model built in code. Prints one JSON object; tests/test_backends.py reads it.
+.keras output and transfer weights into a model built in code. Prints one JSON object; tests/load/test_backends.py reads it.
 """
 
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 import keras  # noqa: E402
 from helpers import APP_MANIFEST, MANIFEST, TF2_MANIFEST, fixture_batch, fixture_path, predict  # noqa: E402
@@ -20,7 +20,7 @@ from lambda_functions import USER_FUNCTIONS  # noqa: E402
 
 import mgpu_io  # noqa: E402
 
-#: JAX's float32 kernels vs TF 1.15's: 1.4e-5 measured at most (tests/test_backends.py states the same bound).
+#: JAX's float32 kernels vs TF 1.15's: 1.4e-5 measured at most (tests/load/test_backends.py states the same bound).
 BOUND = 2e-5
 
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from mgpu_io.cli import app
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli-reference.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli-reference.md"
 
 
 def commands():
@@ -25,7 +25,7 @@ def help_text(*args):
 
 def render():
     parts = ["# Command-line reference", "",
-             "Generated from `mgpu-io --help` by `python tests/cli_reference.py`; do not edit by hand.", "",
+             "Generated from `mgpu-io --help` by `python tests/support/cli_reference.py`; do not edit by hand.", "",
              "```", help_text(), "```"]
     for name, _ in commands():
         parts += ["", f"## `mgpu-io {name}`", "", "```", help_text(name), "```"]

@@ -2,7 +2,7 @@
 
 A cell is "proven" when the real writer's files of that format are in fixtures/ (every manifest entry is repaired,
 loaded and compared with the old Keras' predictions by the parametrized tests), and otherwise says why that version
-never wrote the format. ``python tests/writer_formats.py`` prints the table; tests/test_docs.py checks the page.
+never wrote the format. ``python tests/support/writer_formats.py`` prints the table; tests/project/test_docs.py checks the page.
 """
 
 from collections import defaultdict

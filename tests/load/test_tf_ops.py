@@ -14,7 +14,7 @@ from mgpu_io.errors import UnsupportedModel
 from mgpu_io.format.conversions import Context, convert_config
 from mgpu_io.format.conversions.tfops import FUNCTIONS, OPS
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "tfops"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "tfops"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text()) if (FIXTURES / "manifest.json").exists() else []
 BOUND = 1e-5
 

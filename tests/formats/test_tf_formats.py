@@ -213,7 +213,7 @@ def test_config_does_not_apply_to_a_savedmodel(tmp_path):
 
 def test_nothing_stored_is_loaded_or_run(monkeypatch, tmp_path):
     """The loaders that would run the SavedModel's graphs fail here if anything calls them (no module of mgpu_io
-    imports marshal at all: tests/test_architecture.py)."""
+    imports marshal at all: tests/project/test_architecture.py)."""
     import keras
 
     def forbidden(*args, **kwargs):

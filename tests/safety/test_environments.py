@@ -98,7 +98,7 @@ KERAS_SCRIPT = textwrap.dedent("""
     import numpy as np
     import mgpu_io
     model = mgpu_io.load_model(sys.argv[1])
-    sys.path.insert(0, "tests")
+    sys.path.insert(0, "tests/support")
     from parallel import data, make_parallel, template
     import keras
     base = template(keras)

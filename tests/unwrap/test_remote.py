@@ -1,5 +1,5 @@
 """Checkpoints kept where they were kept then, in a bucket: a user inspects and repairs them in place, against a
-real S3-compatible server started here on 127.0.0.1 (moto in server mode, credentials checked: tests/s3server.py),
+real S3-compatible server started here on 127.0.0.1 (moto in server mode, credentials checked: tests/support/s3server.py),
 never a mock of the client's calls. Credentials come from the usual AWS variables, as a user's shell has them."""
 
 import json

@@ -17,7 +17,7 @@ from helpers import fixture_batch, fixture_path, fixtures, has_user_lambda
 import mgpu_io
 
 keras = pytest.importorskip("keras")
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import parallel  # noqa: E402
 
 WITH_STATE = fixtures("model", where=lambda e: e.get("has_optimizer_weights") and not has_user_lambda(e))

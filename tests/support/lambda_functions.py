@@ -2,7 +2,7 @@
 ported from Keras 2's backend (`K.concatenate`, `K.l2_normalize`) to Keras 3's `keras.ops`, as their owner would.
 
 Keyed by layer name, as `mgpu_io.load_model(path, lambdas=USER_FUNCTIONS)` takes them; the CLI names them as
-`tests/lambda_functions.py:preprocess`. fixtures/files' `k224_template_lambda` template has one more: `double`.
+`tests/support/lambda_functions.py:preprocess`. fixtures/files' `k224_template_lambda` template has one more: `double`.
 """
 
 from keras import ops

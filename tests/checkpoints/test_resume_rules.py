@@ -5,7 +5,7 @@ fixtures/generate/optimizers) trained a small model 1000 steps with each optimiz
 with tiny gradients, where epsilon matters; `decay`; amsgrad, nesterov, centered, momentum), saved it with its state,
 loaded their own file and took K more steps. ``mgpu_io.load_model(...)`` and the same K steps must land where the
 writer landed: each weight tensor's change within 1e-3 of the writer's change (plus 4 float32 spacings of the
-tensor's weights: see tests/backends/resume_rules.py), on TensorFlow here and on JAX in ``.venv-jax``.
+tensor's weights: see tests/support/resume_rules.py), on TensorFlow here and on JAX in ``.venv-jax``.
 """
 
 import json
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "backends"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import resume_rules
 from resume_rules import entries, loaded, resume
 

@@ -1,5 +1,5 @@
 """Resume each optimizer fixture (fixtures/optimizers) for the K steps its writer took, and measure how far each
-weight's change lands from the writer's. Imported by tests/test_resume_rules.py (TensorFlow, in process) and run as a
+weight's change lands from the writer's. Imported by tests/checkpoints/test_resume_rules.py (TensorFlow, in process) and run as a
 script in ``.venv-jax`` (``KERAS_BACKEND=jax``), where it prints one JSON object: ``{file: relative difference}``.
 
 The relative difference of a fixture is the largest, over its weight tensors, of ``max|Δours - Δwriter|`` over

@@ -1,6 +1,6 @@
 """A user on Keras 3 with JAX and no TensorFlow loads every wrapper file (issue: Keras 3 without TensorFlow).
 
-`make test` builds `.venv-jax` (Keras 3 + JAX, no TensorFlow); this test runs tests/backends/check_backend.py there
+`make test` builds `.venv-jax` (Keras 3 + JAX, no TensorFlow); this test runs tests/support/check_backend.py there
 with KERAS_BACKEND=jax and checks what it measured. Without that environment it skips and says how to build it.
 """
 
@@ -22,7 +22,7 @@ def measured():
     if not JAX_PYTHON.exists():
         pytest.skip("no .venv-jax: `make jax-env` (or `make test`) builds Keras 3 on JAX without TensorFlow")
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    done = subprocess.run([str(JAX_PYTHON), str(ROOT / "tests" / "backends" / "check_backend.py")], cwd=ROOT,
+    done = subprocess.run([str(JAX_PYTHON), str(ROOT / "tests" / "support" / "check_backend.py")], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     return dict(json.loads(done.stdout.strip().splitlines()[-1]), stderr=done.stderr)

@@ -1,34 +1,34 @@
 """The test tiers, by path: which files `make check` runs (``core``) and the long families' markers.
 
-The root conftest.py marks each collected test with the tiers of its file; tests/test_tiers.py checks the list.
+The root conftest.py marks each collected test with the tiers of its file; tests/project/test_tiers.py checks the list.
 """
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Tier markers by path (a file, or a folder for everything under it), relative to the repository root.
 TIERS = {
     "core": [
-        "tests/test_format_units.py",
-        "tests/test_cli.py",
-        "tests/test_inspect.py",
-        "tests/test_errors.py",
-        "tests/test_unwrap_behaviour.py",
-        "tests/test_batch.py",
-        "tests/test_h5attrs.py",
-        "tests/test_hostile_files.py",
-        "tests/test_interruptions.py",
-        "tests/test_architecture.py",
-        "tests/test_architecture_doc.py",
-        "tests/test_tiers.py",
+        "tests/formats/test_format_units.py",
+        "tests/commands/test_cli.py",
+        "tests/formats/test_inspect.py",
+        "tests/safety/test_errors.py",
+        "tests/unwrap/test_unwrap_behaviour.py",
+        "tests/unwrap/test_batch.py",
+        "tests/formats/test_h5attrs.py",
+        "tests/safety/test_hostile_files.py",
+        "tests/unwrap/test_interruptions.py",
+        "tests/project/test_architecture.py",
+        "tests/project/test_architecture_doc.py",
+        "tests/project/test_tiers.py",
         "mgpu_io/format",
         "mgpu_io/cli",
     ],
-    "layer_sweep": ["tests/test_layer_sweep.py"],
-    "backends": ["tests/test_backends.py"],
-    "legacy_stack": ["tests/test_checkpoint_stacks.py"],
-    "packaging": ["tests/test_packaging.py"],
+    "layer_sweep": ["tests/load/test_layer_sweep.py"],
+    "backends": ["tests/load/test_backends.py"],
+    "legacy_stack": ["tests/checkpoints/test_checkpoint_stacks.py"],
+    "packaging": ["tests/project/test_packaging.py"],
     "fuzz": ["tests/fuzz"],
 }
 

@@ -23,11 +23,11 @@ def test_the_quick_tier_holds_every_file_of_the_core_only_matrix_session():
 
 
 def test_a_file_is_marked_by_its_path_and_a_folder_marks_everything_under_it():
-    assert tiers_of("tests/test_layer_sweep.py") == ["layer_sweep"]
+    assert tiers_of("tests/load/test_layer_sweep.py") == ["layer_sweep"]
     assert tiers_of("tests/fuzz/test_fuzz_contract.py") == ["fuzz"]
     assert tiers_of("mgpu_io/format/read.py") == ["core"]
     assert tiers_of("mgpu_io/formats.py") == []  # a prefix of a folder's name is not inside it
-    assert tiers_of("tests/test_load_model.py") == []
+    assert tiers_of("tests/load/test_load_model.py") == []
 
 
 def test_every_tier_names_paths_that_exist_and_every_marker_is_described():
@@ -52,7 +52,7 @@ def test_the_core_tier_collects_with_keras_and_tensorflow_unimportable():
         sys.exit(pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-m", "core", *sys.argv[1:]]))
         """
     )
-    paths = [path for path in TIERS["core"] if path != "tests/test_tiers.py"]
+    paths = [path for path in TIERS["core"] if path != "tests/project/test_tiers.py"]
     done = subprocess.run(
         [sys.executable, "-c", blocker, *paths], cwd=ROOT, capture_output=True, text=True, timeout=300
     )

@@ -21,7 +21,7 @@ import mgpu_io
 
 keras = pytest.importorskip("keras")
 LEGACY_PYTHON = ROOT / ".venv-legacy" / "bin" / "python"
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "support"), str(ROOT)]))
 
 PRELUDE = """
 import json, os, sys, warnings

@@ -528,7 +528,7 @@ def test_a_stored_dataset_reads_like_h5pys_own(stored_file, name):
         assert ours.id.get_offset() == theirs.id.get_offset()
 
 
-# --- keras2_legacy: the era's habits (real files: tests/test_habits.py) -------------------------------------------
+# --- keras2_legacy: the era's habits (real files: tests/load/test_habits.py) -------------------------------------------
 
 
 def _lstm(name, **shape):

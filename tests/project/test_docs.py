@@ -85,7 +85,7 @@ def test_every_error_message_users_reported_is_in_troubleshooting_verbatim():
 def test_the_cli_reference_is_generated_from_the_current_help():
     from cli_reference import PAGE, render
 
-    assert PAGE.read_text() == render(), "docs/cli-reference.md is stale: run `python tests/cli_reference.py`"
+    assert PAGE.read_text() == render(), "docs/cli-reference.md is stale: run `python tests/support/cli_reference.py`"
 
 
 def test_every_command_has_help_and_an_example():
@@ -135,7 +135,7 @@ def test_the_writer_format_table_is_the_fixtures_own_and_has_no_gap():
 
     page = (ROOT / "docs" / "writers-formats.md").read_text()
     written = page.split("<!-- writers-formats -->\n", 1)[1].split("\n<!-- /writers-formats -->", 1)[0]
-    assert written == table(), "docs/writers-formats.md is stale: paste `python tests/writer_formats.py`"
+    assert written == table(), "docs/writers-formats.md is stale: paste `python tests/support/writer_formats.py`"
     assert "NOT COVERED" not in written
 
 
@@ -243,7 +243,7 @@ RUN_ELSEWHERE = {
     "docs/checkpoint.md": "test_the_checkpoint_guides_examples_run_as_written",
     "docs/api.md": "pytest's doctest of docs/api.md (testpaths)",
     "docs/cli-reference.md": "generated from --help; test_the_cli_reference_is_generated_from_the_current_help",
-    "docs/scale.md": "tests/test_scale.py (it needs Dask, and runs the recipe as a script twice)",
+    "docs/scale.md": "tests/unwrap/test_scale.py (it needs Dask, and runs the recipe as a script twice)",
 }
 _BLOCK = re.compile(r"(<!-- not run: ([^>]*?) -->\n)?```(bash|console|python)\n(.*?)```", re.S)
 
