@@ -146,8 +146,14 @@ def test_a_crash_while_writing_leaves_the_previous_output_and_no_partial_file(tm
         raise KeyboardInterrupt
 
     monkeypatch.setattr(mgpu_io.format.write, "_copy_raw", crash)
-    with pytest.raises(KeyboardInterrupt):
-        unwrap(WRAPPER, out, overwrite=True)
+    # Ctrl-C reaches Python as KeyboardInterrupt, also where the suite was started with SIGINT ignored (a shell's
+    # background job, nohup): otherwise the signal would be lost and only the child's death seen.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            unwrap(WRAPPER, out, overwrite=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert out.read_text() == "previous checkpoint"
     assert [p.name for p in tmp_path.iterdir()] == ["out.h5"]
 
