@@ -8,7 +8,7 @@ The suite has tiers, marked here by file so that a new test file joins its tier 
 
 - ``core``: the format core, the CLI, the errors and the architecture (no Keras imported): ``make check``;
 - the long families, each a marker that selects it or leaves it out (``pytest -m "not layer_sweep"``):
-  ``layer_sweep``, ``backends`` (Keras 3 on JAX, its own environment), ``legacy_stack`` (Keras 2.2.4 on Python 3.7,
+  ``resume_rules`` (every optimizer fixture resumed), ``layer_sweep``, ``backends`` (Keras 3 on JAX, its own environment), ``legacy_stack`` (Keras 2.2.4 on Python 3.7,
   and the tf.distribute strategies), ``packaging`` (wheel and core-only installs) and ``fuzz`` (the harness's slice).
 
 Everything else (Keras 3 and tf_keras loading the fixtures) is unmarked: ``make test`` runs it all.

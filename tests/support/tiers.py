@@ -25,6 +25,7 @@ TIERS = {
         "mgpu_io/format",
         "mgpu_io/cli",
     ],
+    "resume_rules": ["tests/checkpoints/test_resume_rules.py"],
     "layer_sweep": ["tests/load/test_layer_sweep.py"],
     "backends": ["tests/load/test_backends.py"],
     "legacy_stack": ["tests/checkpoints/test_checkpoint_stacks.py"],
@@ -34,6 +35,7 @@ TIERS = {
 
 MARKER_HELP = {
     "core": "the format core, the CLI, errors and the architecture, without Keras (make check)",
+    "resume_rules": "every optimizer fixture resumed for its writer's steps, on TensorFlow and on JAX (long)",
     "layer_sweep": "every public layer class of every writer through load_model (long)",
     "backends": "every fixture on Keras 3's JAX backend, in .venv-jax (long)",
     "legacy_stack": "BaseModelCheckpoint on Keras 2.2.4 / Python 3.7 and under tf.distribute (long)",
@@ -48,5 +50,6 @@ def tiers_of(relative):
     ]
 
 
-#: The long families, longest first: `make test` starts them in this order, before everything else.
-LONG = ["layer_sweep", "backends", "legacy_stack", "fuzz", "packaging"]
+#: The long families, longest unit first: `make test` starts them in this order, before everything else. The resume
+#: rules are one unit (a module, about 9 minutes on one core): started last, they would end the run alone.
+LONG = ["resume_rules", "layer_sweep", "backends", "legacy_stack", "fuzz", "packaging"]
