@@ -29,7 +29,7 @@ legacy-env:
 	@if [ -n "$(LEGACY_PYTHON)" ]; then LEGACY_PYTHON=$(LEGACY_PYTHON) bash fixtures/generate/run.sh --install-only; \
 	else echo "no Python 3.7: the legacy-stack test will skip"; fi
 
-# Keras 3 on JAX with no TensorFlow: tests/test_backends.py loads every fixture there (KERAS_BACKEND=jax).
+# Keras 3 on JAX with no TensorFlow: tests/load/test_backends.py loads every fixture there (KERAS_BACKEND=jax).
 $(JAX_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(JAX_VENV)
 	$(JAX_VENV)/bin/python -m pip install -q --upgrade pip

@@ -2,13 +2,13 @@
 
 Every test runs on the CPU, as the users' laptops do, and TensorFlow keeps quiet. Docstring examples create their
 temporary folders with ``tempfile``, as a reader would; here those land in pytest's own temporary folder, so a run
-leaves nothing behind. The helpers the tests share live in tests/helpers.py.
+leaves nothing behind. The helpers the tests share live in tests/support/ (on the path: ``from helpers import ...``).
 
 The suite has tiers, marked here by file so that a new test file joins its tier in one line:
 
 - ``core``: the format core, the CLI, the errors and the architecture (no Keras imported): ``make check``;
 - the long families, each a marker that selects it or leaves it out (``pytest -m "not layer_sweep"``):
-  ``layer_sweep``, ``backends`` (Keras 3 on JAX, its own environment), ``legacy_stack`` (Keras 2.2.4 on Python 3.7,
+  ``resume_rules`` (every optimizer fixture resumed), ``layer_sweep``, ``backends`` (Keras 3 on JAX, its own environment), ``legacy_stack`` (Keras 2.2.4 on Python 3.7,
   and the tf.distribute strategies), ``packaging`` (wheel and core-only installs) and ``fuzz`` (the harness's slice).
 
 Everything else (Keras 3 and tf_keras loading the fixtures) is unmarked: ``make test`` runs it all.
@@ -25,8 +25,8 @@ ROOT = Path(__file__).parent
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-sys.path.insert(0, str(ROOT / "tests"))
-from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/tiers.py: the one list of tiers)
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/support/tiers.py: the one list of tiers)
 
 
 def pytest_configure(config):

@@ -1,7 +1,7 @@
 """The Lambda feature in one place: a ``Lambda`` layer's stored function, read as data, written by reference, its
 source recovered and proven, and given back to Keras 3, with the h5py-only parts and the Keras parts side by side.
 
-A floor is checked per module here, not per folder (``tests/test_architecture.py``, and the table in
+A floor is checked per module here, not per folder (``tests/project/test_architecture.py``, and the table in
 docs/architecture.md): :data:`FLOORS` gives each module's. A ``format`` module imports what ``format/`` may (h5py,
 NumPy, the standard library; no Keras, TensorFlow, typer or rich, at any depth), so that ``inspect``, ``unwrap`` to
 ``.h5`` and ``mgpu-io lambdas`` work on a core install; a ``keras`` module imports Keras only inside its functions

@@ -11,7 +11,7 @@ list, tuple, set and dict displays), conditional expressions (nested too), ``if`
 (``in``, ``not in``, ``is``, ``is not``), ``and``/``or``/``not``, nested lambdas, and comprehensions and generator
 expressions with one ``for`` and ``if`` filters. Anything else is refused by name, with the opcode it stopped at
 (:class:`Unreadable`). Whether a reading is right is proven by recompiling it on the writer's Python
-(``tests/test_lambda_recompile.py``, ``mgpu-io lambdas --check``).
+(``tests/lambdas/test_lambda_recompile.py``, ``mgpu-io lambdas --check``).
 
 Example:
     >>> Unreadable("SETUP_FINALLY", 12).args[0]

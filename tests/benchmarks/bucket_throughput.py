@@ -1,9 +1,9 @@
 """Throughput per worker of the bucket recipe (docs/scale.md): files repaired per second, per Dask worker, from one
 prefix of an S3-compatible server to another.
 
-    PYTHONPATH=.:tests python tests/benchmarks/bucket_throughput.py [--files N] [--workers 1 2] [--format onnx]
+    PYTHONPATH=.:tests/support python tests/benchmarks/bucket_throughput.py [--files N] [--workers 1 2] [--format onnx]
 
-Starts moto's S3 server on 127.0.0.1 (tests/s3server.py), uploads N small wrappers (copies of four fixtures), then
+Starts moto's S3 server on 127.0.0.1 (tests/support/s3server.py), uploads N small wrappers (copies of four fixtures), then
 for each worker count runs a LocalCluster of that many single-threaded worker processes over the prefix into a
 fresh output prefix, and prints one row per run: files, wall seconds (the map alone, the cluster already started),
 files per second and files per second per worker. The server runs on the same machine as the workers, so the
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 SOURCES = ["k224_functional_bn_x2_full.h5", "k216_kuza55_x2_full.h5", "k224_sequential_x3_full.h5",
            "k224_siamese_x2_full.h5"]
 

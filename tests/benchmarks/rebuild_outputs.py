@@ -13,8 +13,8 @@ The inputs:
 * every Lambda function (and ``output_shape`` function) stored as bytecode in the fixtures' ``model_config``
   (fixtures/lambdas, the applications, the layer sweep, ...), read as each of Python 3.9-3.12 whose marshal format
   reads it (xdis, as ``_decompile.py`` reads it);
-* the sources of ``tests/test_lambda_recompile.py`` (the shapes Keras Lambdas take, and those refused by name) and
-  ``tests/test_lambda_recovery.py``'s VAE sampling function, compiled by the real Pythons 3.9-3.12 (pyenv; a Python
+* the sources of ``tests/lambdas/test_lambda_recompile.py`` (the shapes Keras Lambdas take, and those refused by name) and
+  ``tests/lambdas/test_lambda_recovery.py``'s VAE sampling function, compiled by the real Pythons 3.9-3.12 (pyenv; a Python
   that is not installed is left out, and said);
 * hostile variants of each of these (seeded, so the same every run): one instruction of the stream dropped,
   repeated, swapped with the next, or replaced by another opcode of that Python (its argument kept), as
@@ -77,7 +77,7 @@ def _list_literal(path, name):
 
 
 def _sources():
-    recompile_tests = ROOT / "tests" / "test_lambda_recompile.py"
+    recompile_tests = ROOT / "tests" / "lambdas" / "test_lambda_recompile.py"
     sources = list(_list_literal(recompile_tests, "SHAPES"))
     tree = ast.parse(recompile_tests.read_text())  # the refused-by-name cases: the parametrize's tuples' sources
     for node in ast.walk(tree):
@@ -87,7 +87,7 @@ def _sources():
             except ValueError:
                 continue
             sources += [case[0] for case in cases if isinstance(case, tuple) and isinstance(case[0], str)]
-    sources.append(_assigned_string(ROOT / "tests" / "test_lambda_recovery.py", "VAE_SAMPLING"))
+    sources.append(_assigned_string(ROOT / "tests" / "lambdas" / "test_lambda_recovery.py", "VAE_SAMPLING"))
     return sources
 
 

@@ -130,8 +130,8 @@ def write_wrapper(path, width, depth, nesting, train=True):
     if path.exists() and params.exists() and params.read_text() == wanted:
         return path
     params.unlink(missing_ok=True)
-    script = WRITE.format(tests=str(ROOT / "tests"), width=width, depth=depth, nesting=nesting, train=train,
-                          path=str(path))
+    script = WRITE.format(tests=str(ROOT / "tests" / "support"), width=width, depth=depth, nesting=nesting,
+                          train=train, path=str(path))
     run([sys.executable, "-c", textwrap.dedent(script)], timeout=1800)
     params.write_text(wanted)
     return path
@@ -227,7 +227,7 @@ def main():
     # PYTHONDONTWRITEBYTECODE (set on the project's machines) would compile changed modules on every start instead.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mgpu_io")], check=True)
     mgpu = str(BIN / "mgpu-io")
-    tests = str(ROOT / "tests")
+    tests = str(ROOT / "tests" / "support")
 
     # Dense(width) x depth, float32, plus Adam's two slots: a file of about 3 * 4 * width^2 * depth bytes.
     sizes = {"1 GB": (4096, 5), "10 GB": (8192, 13)} if not args.quick else {"1 GB": (512, 4), "10 GB": (1024, 4)}

@@ -281,7 +281,7 @@ def _api(ctx, call):
         return record
     except BaseException as error:  # noqa: BLE001 - everything else breaks the contract
         if isinstance(error, ValueError) and str(error).startswith(_SAFE_MODE_REFUSAL):
-            # By design (tests/test_load_model.py): Keras' safe mode refuses a template's own Lambda layer.
+            # By design (tests/load/test_load_model.py): Keras' safe mode refuses a template's own Lambda layer.
             return {"outcome": TYPED, "exc_type": "ValueError (Keras safe mode, by design)",
                     "message": _clip(str(error), 300)}
         record = _exception_record(error)

@@ -1,0 +1,57 @@
+"""A user on Keras 3 with JAX and no TensorFlow loads every wrapper file (issue: Keras 3 without TensorFlow).
+
+`make test` builds `.venv-jax` (Keras 3 + JAX, no TensorFlow); this test runs tests/support/check_backend.py there
+with KERAS_BACKEND=jax and checks what it measured. Without that environment it skips and says how to build it.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+from helpers import ROOT
+
+JAX_PYTHON = ROOT / ".venv-jax" / "bin" / "python"
+# JAX's float32 kernels round differently from TF 1.15's: 1.4e-5 measured on k231_mobilenet_x2_full.h5 (outputs
+# up to 0.73), 6.3e-6 or less on every other fixture; TensorFlow's backend stays within 1e-5 (test_load_model.py).
+JAX_TOLERANCE = 2e-5
+
+
+@pytest.fixture(scope="module")
+def measured():
+    if not JAX_PYTHON.exists():
+        pytest.skip("no .venv-jax: `make jax-env` (or `make test`) builds Keras 3 on JAX without TensorFlow")
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    done = subprocess.run([str(JAX_PYTHON), str(ROOT / "tests" / "support" / "check_backend.py")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]), stderr=done.stderr)
+
+
+def test_every_full_model_loads_on_jax_without_tensorflow(measured):
+    assert measured["backend"] == "jax" and not measured["tensorflow_imported"]
+    assert measured["failures"] == {}
+    assert len(measured["models"]) >= 60
+    worst = max(measured["models"], key=measured["models"].get)
+    assert measured["models"][worst] <= JAX_TOLERANCE, worst
+
+
+def test_loading_on_jax_says_nothing_of_the_child_that_reads_the_file(measured):
+    # The probe forks a child to read each file; JAX warns on every fork ("JAX is multithreaded"), which the child,
+    # reading with h5py only, does not concern.
+    assert "os.fork()" not in measured["stderr"]
+
+
+def test_a_keras_output_and_transferred_weights_work_on_jax(measured):
+    assert measured["keras_output"] <= JAX_TOLERANCE
+    assert measured["transfer_ok"] and measured["transfer"] <= JAX_TOLERANCE
+
+
+def test_tf_keras_2_4_to_2_15_files_predict_evaluate_and_train_on_jax(measured):
+    """SlicingOpLambda, TFOpLambda, AddLoss and AddMetric of TF 2.5, 2.8 and 2.15's files: the writer's predictions,
+    evaluate numbers (relative to values above 1) and predictions after one SGD step."""
+    tfops = measured["tfops"]
+    assert len(tfops) == 15
+    failed = {name: value for name, value in tfops.items() if isinstance(value, str)}
+    assert failed == {}
+    assert max(tfops.values()) <= JAX_TOLERANCE

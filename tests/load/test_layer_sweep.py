@@ -1,0 +1,198 @@
+"""Every layer of the era: each public layer class of each writer (fixtures/layers, written by the real Keras 1.2.2,
+2.1.6, 2.2.4, 2.3.1, tf.keras 1.15, 2.0-2.4 and 2.15, and tf_keras) loads with the writer's own predictions, or is
+refused by name with the reason and the fix. Never may a case load and predict something else.
+
+Each writer is one class (TestSweep_<writer>), evaluated once for its tests: pytest-xdist (``--dist loadscope``)
+gives each class to a worker of its own, so that a new writer adds a unit that runs beside the others, not time to
+one long test. Keras 3 evaluates here; tf_keras, and the channels_first convolutions on Keras 3's JAX backend where
+this machine's TensorFlow has no GPU, in one process each per pytest worker (tests/support/layer_sweep_server.py).
+"""
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
+import layer_sweep  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not layer_sweep.writers(), reason="no layer sweep in fixtures/layers")
+keras = pytest.importorskip("keras")
+
+SERVER = Path(__file__).parents[1] / "support" / "layer_sweep_server.py"
+
+
+class _Server:
+    """A tests/support/layer_sweep_server.py process, started on the first question."""
+
+    def __init__(self, python, env):
+        self.python, self.env, self.process = python, env, None
+
+    def ask(self, request):
+        if self.process is None:
+            self.process = subprocess.Popen([str(self.python), str(SERVER)], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=self.env)
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+
+    def answer(self):
+        line = self.process.stdout.readline()
+        assert line, f"the sweep's {self.python} process ended without an answer"
+        return json.loads(line)
+
+    def close(self):
+        if self.process is not None:
+            self.process.stdin.close()
+            self.process.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def servers():
+    started = {"tf_keras": _Server(sys.executable, layer_sweep._env()),
+               "jax": _Server(layer_sweep.JAX_PYTHON, layer_sweep._env(KERAS_BACKEND="jax"))}
+    yield started
+    for server in started.values():
+        server.close()
+
+
+def _sweep(writer, servers):
+    """``(outcomes, {case key: tf_keras status})`` of one writer's cases, the three processes working at once."""
+    servers["tf_keras"].ask({"tf_keras": writer})
+    here, there = layer_sweep.partition([writer])
+    on_jax = bool(there) and layer_sweep.JAX_PYTHON.exists()
+    if on_jax:
+        servers["jax"].ask({"evaluate": [f"{w}/{c}" for w, c, _ in there]})
+    outcomes = []
+    for _, case, entry in here:
+        outcomes.append(layer_sweep.evaluate(writer, case, entry))
+        keras.backend.clear_session()
+    if on_jax:
+        outcomes += [layer_sweep.Outcome(**fields) for fields in servers["jax"].answer()]
+    else:
+        outcomes += [layer_sweep.Outcome(w, c, e["class"], "not run", "needs .venv-jax (make jax-env)")
+                     for w, c, e in there]
+    order = {case: i for i, (case, _) in enumerate(layer_sweep.cases(writer))}
+    return sorted(outcomes, key=lambda o: order[o.case]), servers["tf_keras"].answer()
+
+
+def _cells(row):
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
+
+
+class WriterSweep:
+    """The sweep's checks of one writer (``writer``); a subclass per writer is made below."""
+
+    writer = ""
+
+    @pytest.fixture(scope="class")
+    def sweep(self, servers):
+        outcomes, tf_keras = _sweep(self.writer, servers)
+        if os.environ.get("LAYER_SWEEP_KEEP"):  # a folder: `python tests/support/layer_sweep.py --from FOLDER` writes the page
+            kept = Path(os.environ["LAYER_SWEEP_KEEP"]) / f"{self.writer}.json"
+            kept.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]))
+        return outcomes, tf_keras
+
+    def test_no_case_loads_with_other_predictions_or_fails_with_a_raw_error(self, sweep):
+        outcomes, _ = sweep
+        assert len(outcomes) == len(layer_sweep.cases(self.writer))
+        failures = [f"{o.writer}/{o.case}: {o.status} {o.detail[:300]}" for o in outcomes
+                    if o.status in ("DIFFERS", "ERROR", "not run")]
+        assert not failures, "\n".join(failures)
+
+    def test_every_refusal_is_typed_names_the_layer_class_and_says_what_to_do(self, sweep):
+        outcomes, _ = sweep
+        vague = []
+        for outcome in (o for o in outcomes if o.status == "refused"):
+            message = outcome.detail.split(": ", 1)[1]
+            classes = set(layer_sweep.manifest(outcome.writer)["classes"]) | {outcome.cls}
+            if not (any(cls in message for cls in classes) and "Received:" in message and
+                    any(fix in message for fix in ("transfer_weights", "Rebuild", "keep_config", "Pass "))):
+                vague.append(f"{outcome.writer}/{outcome.case}: {message[:300]}")
+        assert not vague, "\n".join(vague)
+
+    def test_load_model_loads_every_case_that_tf_keras_loads(self, sweep):
+        outcomes, tf_keras = sweep
+        ours = {f"{o.writer}/{o.case}": o for o in outcomes}
+        assert set(tf_keras) == set(ours)  # tf_keras was asked about every case
+        behind = [f"{key}: {ours[key].status} {ours[key].detail[:200]}" for key, status in tf_keras.items()
+                  if status == "loads" and ours[key].status not in ("loads", "converted")]
+        assert not behind, "\n".join(behind)
+
+    def test_the_layers_page_shows_this_writers_current_result(self, sweep):
+        outcomes, _ = sweep
+        page = layer_sweep.PAGE.read_text().splitlines()
+        stale = "docs/layers.md is stale: run `python tests/support/layer_sweep.py`"
+        assert layer_sweep.writer_line(self.writer, outcomes) in page, stale
+        header = next(line for line in page if line.startswith("| class |"))
+        column = _cells(header).index(layer_sweep.WRITER_NAMES[self.writer])
+        shown = {_cells(row)[0].strip("`"): _cells(row)[column] for row in page if row.startswith("| `")}
+        expected = {cls: layer_sweep.cell(self.writer, cls, outcomes).replace("|", "\\|") for cls in shown}
+        assert shown == expected, stale
+
+
+for _writer in layer_sweep.writers():
+    globals()[f"TestSweep_{_writer}"] = type(f"TestSweep_{_writer}", (WriterSweep,), {"writer": _writer})
+
+
+def test_the_layers_page_lists_every_writer_and_class_and_its_counts_add_up():
+    """What the per-writer checks do not see: the table's rows and columns, and the total line."""
+    page = layer_sweep.PAGE.read_text().splitlines()
+    present = layer_sweep.writers()
+    header = next(line for line in page if line.startswith("| class |"))
+    assert _cells(header) == ["class", *[layer_sweep.WRITER_NAMES[w] for w in present]]
+    rows = [_cells(row)[0].strip("`") for row in page if row.startswith("| `")]
+    assert rows == sorted({cls for w in present for cls in layer_sweep.manifest(w)["classes"]})
+    lines = [line for line in page if line.startswith("- ")]
+    assert [line[2:].split(":")[0] for line in lines] == [layer_sweep.WRITER_NAMES[w] for w in present]
+    total, by_status = 0, {}
+    for line in lines:
+        count, statuses = re.fullmatch(r"- .*: (\d+) \((.*)\)", line).groups()
+        total += int(count)
+        for n, status in (part.split(" ", 1) for part in statuses.split(", ")):
+            by_status[status] = by_status.get(status, 0) + int(n)
+    assert total == sum(len(layer_sweep.cases(w)) for w in present)
+    expected = f"{total} (" + ", ".join(f"{n} {status}" for status, n in sorted(by_status.items())) + ")"
+    assert f"Cases: {expected}, by writer:" in page
+
+
+def test_every_class_in_each_writers_layers_namespace_is_accounted_for():
+    for writer in layer_sweep.writers():
+        manifest = layer_sweep.manifest(writer)
+        assert len(manifest["classes"]) > 40, writer
+        for cls, info in manifest["classes"].items():
+            assert info["status"], (writer, cls)
+            if info["status"] == "saved":
+                assert info["cases"] and all(case in manifest["cases"] for case in info["cases"]), (writer, cls)
+
+
+def test_tensorflow_on_a_cpu_warns_of_channels_first_convolutions_instead_of_computing_something_else():
+    import mgpu_io
+
+    if keras.backend.backend() != "tensorflow" or layer_sweep._on_cpu_tensorflow() is False:
+        pytest.skip("the warning is for Keras 3 on TensorFlow without a GPU")
+    cases = [(w, c, e) for w in layer_sweep.writers() for c, e in layer_sweep.cases(w)
+             if c == "Conv3D-channels_first"]
+    assert cases
+    writer, _, entry = cases[0]
+    with pytest.warns(mgpu_io.MgpuIOWarning, match=r"data_format='channels_first'.*KERAS_BACKEND=jax"):
+        mgpu_io.load_model(layer_sweep.SWEEP / writer / entry["file"], compile=False)
+
+
+def test_a_refusal_happens_before_keras_is_asked(tmp_path):
+    """Removed classes and inexact layers are refused from the config alone: the CLI says so without Keras."""
+    import mgpu_io
+
+    refused = [(w, c, e) for w in layer_sweep.writers() for c, e in layer_sweep.cases(w) if c == "Highway"]
+    if not refused:
+        pytest.skip("no Highway case")
+    writer, _, entry = refused[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(mgpu_io.UnsupportedModel, match="Highway"):
+            mgpu_io.unwrap(layer_sweep.SWEEP / writer / entry["file"], tmp_path / "out.h5", allow_plain=True)

@@ -1,0 +1,317 @@
+"""The three floors hold: the format core imports no Keras, nothing imports the CLI, no cycles, registries walked.
+
+A contributor asking "where is the tf.keras writer handled?" or "where do I add a conversion?" finds one answer:
+docs/architecture.md, checked here against the registries themselves.
+"""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import APP_MANIFEST, HABITS_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST, fixture_path
+
+from mgpu_io import InvalidArgument
+from mgpu_io.format import conversions
+from mgpu_io.format import wrapper_writers as writers
+from mgpu_io.format.plan import planned
+from mgpu_io.lambdas import FLOORS as LAMBDA_FLOORS
+
+PACKAGE = ROOT / "mgpu_io"
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
+
+
+def module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path, top_level_only=False):
+    """Absolute module names imported by a file (relative imports resolved), at any depth or at module level."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    found = set()
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def files(under):
+    return sorted((PACKAGE / under).rglob("*.py"))
+
+
+def lambda_modules(floor):
+    """The modules of the Lambda feature's package on ``floor`` (``format``, ``keras``, ``program``)."""
+    return [PACKAGE / "lambdas" / f"{name}.py" for name, its in LAMBDA_FLOORS.items() if its == floor]
+
+
+def test_every_module_of_the_lambda_package_declares_its_floor():
+    """mgpu_io/lambdas/ holds the feature's h5py-only and Keras parts side by side: floors are checked per module."""
+    found = sorted(p.stem for p in (PACKAGE / "lambdas").glob("*.py") if p.stem != "__init__")
+    assert found == sorted(LAMBDA_FLOORS), "a module of mgpu_io/lambdas/ needs its row in FLOORS (and on the page)"
+    assert set(LAMBDA_FLOORS.values()) == {"format", "keras", "program"}
+
+
+FORMAT_FORBIDDEN = ("keras", "tensorflow", "tf_keras", "typer", "rich", "jax", "torch")
+
+
+def test_the_format_core_imports_neither_keras_nor_the_cli_tools():
+    """format/ and the format-floor modules of lambdas/ import no Keras, TensorFlow, typer or rich, at any depth;
+    of lambdas/ they import only its format-floor modules."""
+    for path in files("format") + lambda_modules("format") + [PACKAGE / "lambdas" / "__init__.py"]:
+        found = imports(path)
+        bad = [name for name in found if name.split(".")[0] in FORMAT_FORBIDDEN
+               or name.startswith(("mgpu_io.keras", "mgpu_io.cli", "mgpu_io.anykeras"))]
+        assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+        above = [name for name in found if name.startswith("mgpu_io.lambdas.")
+                 and LAMBDA_FLOORS.get(name.split(".")[2]) != "format"]
+        assert above == [], f"{path.relative_to(ROOT)} imports {above}, above its floor"
+
+
+def test_the_keras_modules_of_the_lambda_package_import_keras_only_inside_functions():
+    """As keras/ does: `import mgpu_io.lambdas.trusted` on a core install fails only when a function runs (the
+    module-level `import_keras()` of keras/_compat.py names the extra to install)."""
+    for path in lambda_modules("keras"):
+        top = imports(path, top_level_only=True)
+        assert not [n for n in top if n.split(".")[0] in FORMAT_FORBIDDEN], path
+        assert not [n for n in imports(path) if n.startswith("mgpu_io.cli")], path
+
+
+def test_nothing_below_the_cli_imports_it():
+    for path in files("format") + files("keras") + files("anykeras") + files("lambdas") + [
+            PACKAGE / "api.py", PACKAGE / "__init__.py", PACKAGE / "errors.py"]:
+        assert not [n for n in imports(path) if n.startswith("mgpu_io.cli")], path
+
+
+def test_the_callback_and_what_it_shares_use_the_standard_library_only():
+    allowed = {"mgpu_io.errors", "mgpu_io.format.non_finite", "mgpu_io.format.output_keys", "mgpu_io.anykeras.wrapper"}
+    anykeras = [p.relative_to(PACKAGE).as_posix() for p in files("anykeras")]
+    for name in (*anykeras, "format/non_finite.py", "format/output_keys.py", "errors.py"):
+        top = imports(PACKAGE / name, top_level_only=True)
+        outside = {n for n in top if n.split(".")[0] not in sys.stdlib_module_names and n not in allowed
+                   and not any(n.startswith(a + ".") for a in allowed)}
+        assert outside == set(), f"{name} imports {outside} at module level"
+
+
+def test_module_level_imports_have_no_cycles():
+    graph = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = module_name(path)
+        graph[own] = {n for n in imports(path, top_level_only=True) if n.startswith("mgpu_io")}
+    modules = set(graph)
+    edges = {m: {n if n in modules else n.rsplit(".", 1)[0] for n in targets} & modules - {m}
+             for m, targets in graph.items()}
+    for m in list(edges):  # importing a.b.c runs a and a.b first: only cycles among modules themselves count
+        edges[m] = {n for n in edges[m] if not m.startswith(n + ".")}
+    state = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in edges[node]:
+            if state.get(nxt) == "open":
+                pytest.fail(f"import cycle: {' -> '.join(stack + [node, nxt])}")
+            if nxt not in state:
+                visit(nxt, stack + [node])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [])
+
+
+def run_python(code):
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_base_model_checkpoint_imports_without_h5py_numpy_or_the_core():
+    loaded = json.loads(run_python(
+        "import sys, json; from mgpu_io import BaseModelCheckpoint; print(json.dumps(sorted(sys.modules)))"))
+    assert not {"h5py", "numpy", "keras", "tensorflow", "typer", "rich"} & set(loaded)
+    assert not [m for m in loaded if m.startswith(("mgpu_io.format.read", "mgpu_io.format.plan", "mgpu_io.api"))]
+
+
+def test_the_cli_and_inspect_import_no_keras():
+    loaded = json.loads(run_python(
+        "import sys, json; import mgpu_io.cli; import mgpu_io; mgpu_io.inspect('fixtures/files/k224_siamese_x2_full.h5');"
+        " print(json.dumps(sorted(sys.modules)))"))
+    assert not {"keras", "tensorflow", "tf_keras"} & set(loaded)
+
+
+def test_rich_is_declared_since_the_cli_uses_it():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    dependencies = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
+    for package in ("h5py", "numpy", "typer", "rich"):
+        assert f'"{package}' in dependencies, package
+
+
+# --- the registries ------------------------------------------------------------------------------------------
+
+
+def test_every_conversion_file_is_one_registered_family():
+    family_files = sorted(p.stem for p in (PACKAGE / "format" / "conversions").glob("*.py")
+                          if p.stem not in ("__init__", "base") and not p.stem.startswith("_"))
+    assert sorted(f.name for f in conversions.FAMILIES) == family_files
+    names = [rule.name for family in conversions.FAMILIES for rule in family.rules]
+    assert len(names) == len(set(names)), "two rules share a name"
+
+
+def test_each_rule_is_proven_on_the_writers_it_names_and_nothing_unregistered_is_reported(monkeypatch):
+    # Which rules each fixture triggers does not depend on where its structure is read: planned here, in this
+    # process, instead of a forked child per file (tests/safety/ checks the child; forking this process per
+    # fixture took most of this test's time).
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")
+    seen = {}
+    for entry in MANIFEST + APP_MANIFEST + TF2_MANIFEST + HABITS_MANIFEST:
+        if entry["file_type"] not in ("model", "weights", "config", "yaml"):
+            continue  # stubs; SavedModels and TF checkpoints are read by mgpu_io.tf first
+        config = None
+        if entry["file_type"] == "weights" and entry.get("config"):  # fixtures/habits names its architecture
+            config = fixture_path(entry).with_name(entry["config"])
+        elif entry["file_type"] == "weights" and "_weights.h5" in entry["file"]:  # with its architecture, if saved
+            beside = fixture_path(entry).with_name(entry["file"].replace("_weights.h5", "_config.json"))
+            config = beside if beside.exists() else None
+        try:
+            with planned(fixture_path(entry), allow_plain=True, config=config) as plan:
+                for change in plan.report.config_changes:
+                    seen.setdefault(change, set()).add(entry["writer"])
+        except InvalidArgument as refused:  # CuDNN weights without their architecture are refused, not planned
+            assert "CuDNN-layout weights" in str(refused), entry["file"]
+    assert set(seen) <= set(conversions.RULES), set(seen) - set(conversions.RULES)
+    for name, rule in conversions.RULES.items():
+        assert set(rule.verified) <= seen.get(name, set()), (
+            f"rule {name} claims {rule.verified}, but fixtures of {sorted(seen.get(name, []))} trigger it")
+
+
+def test_writers_are_one_registry_with_a_fallback_last():
+    assert writers.WRITERS[-1] is writers.GENERIC
+    assert len({w.name for w in writers.WRITERS}) == len(writers.WRITERS)
+    for writer in writers.WRITERS:
+        assert writer.display and writer.files
+
+
+def test_the_architecture_page_names_every_floor_writer_and_family():
+    floors = sorted(p.name + "/" for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+    assert floors == ["anykeras/", "cli/", "format/", "keras/", "lambdas/", "tf/"]  # a new floor needs its row and a test here
+    for floor in floors:
+        assert f"`{floor}`" in ARCHITECTURE
+    for writer in writers.WRITERS:
+        assert f"`{writer.name}`" in ARCHITECTURE, writer.name
+    for family in conversions.FAMILIES:
+        assert f"`conversions/{family.name}.py`" in ARCHITECTURE, family.name
+    for module in ("door.py", "keras3.py", "read.py", "detect.py", "plan.py", "write.py", "wrapper_writers.py"):
+        assert f"`format/{module}`" in ARCHITECTURE and (PACKAGE / "format" / module).is_file(), module
+
+
+def test_the_tf_floor_imports_tensorflow_only_inside_functions_and_nothing_above_it():
+    """tf/ reads TensorFlow's formats as data: TensorFlow is imported only where a SavedModel or checkpoint is read,
+    and `detect` (which the door asks) needs the standard library only."""
+    for path in files("tf"):
+        top = imports(path, top_level_only=True)
+        assert not [n for n in top if n.split(".")[0] in ("tensorflow", "keras", "tf_keras", "h5py", "numpy")], path
+        assert not [n for n in imports(path) if n.startswith(("mgpu_io.keras", "mgpu_io.cli", "keras", "tf_keras"))]
+    top = imports(PACKAGE / "tf" / "__init__.py", top_level_only=True)
+    assert {n.split(".")[0] for n in top if not n.startswith("mgpu_io")} <= set(sys.stdlib_module_names)
+    for path in files("format"):  # the format core asks tf/ only what a path is, from inside a function
+        assert not [n for n in imports(path, top_level_only=True) if n.startswith("mgpu_io.tf")], path
+        assert {n for n in imports(path) if n.startswith("mgpu_io.tf")} <= (
+            {"mgpu_io.tf", "mgpu_io.tf.detect"} if path.name == "door.py" else set()), path
+
+
+def test_every_entry_point_asks_the_one_door_what_its_input_is():
+    """inspect, unwrap, load_model, transfer_weights and the command line decide what a path is in one place
+    (format/door.py); verify loads through load_model. None tells .keras files apart by itself."""
+    for name in ("api.py", "keras/load.py", "keras/transfer.py", "cli/app.py"):
+        found = imports(PACKAGE / name)
+        assert "mgpu_io.format.door" in found or "mgpu_io.format.door.describe" in found, name
+        assert "zipfile" not in found, f"{name} recognises zip archives itself"
+    assert "mgpu_io.keras.load.load_model" in imports(PACKAGE / "keras" / "verify.py")
+
+
+#: What tells an input's kind by itself, outside the door: each names a rule that format/door.py holds.
+_OWN_DECISIONS = {
+    "mgpu_io.tf.detect": "asks tf/ whether a path is a TensorFlow format",
+    "h5py.is_hdf5": "tells HDF5 files apart",
+    "tensorflow_kind": "maps tf/'s kinds into the door's",
+}
+
+
+def test_what_an_input_is_is_decided_in_one_place_with_one_vocabulary():
+    """format/door.py is the only module that decides what an input is (the kinds themselves are one table,
+    format/kinds.py): no other module asks tf/'s `detect`, calls `h5py.is_hdf5`, sniffs YAML or spells a kind its
+    own way (the TF checkpoint once had two spellings, mapped into each other)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).as_posix() in ("format/door.py", "tf/__init__.py"):
+            continue
+        text, found = path.read_text(), imports(path)
+        for name, what in _OWN_DECISIONS.items():
+            assert name not in found and f"{name.rsplit('.', 1)[-1]}(" not in text.replace("def detect(", ""), (
+                f"{path.relative_to(ROOT)} {what} itself"
+            )
+        assert "tf_checkpoint" not in text, f"{path.relative_to(ROOT)} spells a kind its own way"
+        assert "_YAML_START" not in text and "_looks_like_yaml" not in text, f"{path.relative_to(ROOT)} sniffs YAML"
+
+
+#: The one module that may compile and run a Lambda's function: only with the caller's safe_mode=False.
+TRUSTED = PACKAGE / "lambdas" / "trusted.py"
+#: The program that proves a recovered source on the writer's own Python (compiles it, reads the stored bytes there).
+RECOMPILE = PACKAGE / "lambdas" / "_recompile.py"
+
+
+def test_the_programs_that_read_stored_code_are_run_never_imported():
+    """lambdas/_decompile.py, _decompile39.py (loaded by it) and _recompile.py run as separate programs under limits:
+    the modules whose floor is ``program``."""
+    programs = {f"mgpu_io.lambdas.{name}" for name, floor in LAMBDA_FLOORS.items() if floor == "program"}
+    assert programs == {"mgpu_io.lambdas._decompile", "mgpu_io.lambdas._decompile39", "mgpu_io.lambdas._recompile"}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found = imports(path)
+        assert not {n for n in found if n in programs or n.rsplit(".", 1)[0] in programs}, path
+
+
+def test_no_module_can_unmarshal_or_run_stored_code():
+    """Lambda payloads are data: no module imports marshal, pickle loading, or calls eval/exec/compile (but the one
+    that rebuilds Lambdas for a caller who trusts the file, reached only through safe_mode=False, and the program that
+    proves a recovered source on the writer's own Python, run by `mgpu-io lambdas --check`)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        names = imports(path)
+        assert "keras.src.utils.python_utils" not in names, path
+        if path in (TRUSTED, RECOMPILE):  # safe_mode=False, or the writer's own Python proving a source
+            continue
+        assert "marshal" not in names, path
+        calls = {node.func.id for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        assert not {"eval", "exec", "compile", "__import__"} & calls, path
+
+
+def test_every_function_keras_wrote_is_defined_once_and_registered_as_it_is():
+    """The functions Keras itself stored as Lambdas are defined once, as code (lambdas/by_reference.py); Keras'
+    registry holds those very objects, not a second copy kept equal to a text."""
+    keras = pytest.importorskip("keras")
+    from mgpu_io.format.conversions.hard_sigmoid import KERAS2_HARD_SIGMOID
+    from mgpu_io.keras import known
+    from mgpu_io.lambdas.by_reference import KNOWN_FUNCTIONS
+
+    assert sorted(known.FUNCTIONS) == sorted([k.registered for k in KNOWN_FUNCTIONS] + [KERAS2_HARD_SIGMOID])
+    for function in KNOWN_FUNCTIONS:
+        assert known.FUNCTIONS[function.registered] is function.function
+        assert not hasattr(function, "source")
+    for name, function in known.FUNCTIONS.items():
+        assert keras.saving.get_registered_object(name) is function
+
+
+def test_the_trusted_module_is_reached_only_through_safe_mode_false():
+    importers = [path for path in sorted(PACKAGE.rglob("*.py")) if "mgpu_io.lambdas.trusted" in imports(path)]
+    assert [path.relative_to(PACKAGE).as_posix() for path in importers] == ["keras/load.py"]
+    source = (PACKAGE / "keras" / "load.py").read_text()
+    assert "if not safe_mode:  # the caller trusts the file" in source

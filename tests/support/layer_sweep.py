@@ -1,0 +1,353 @@
+"""The layer sweep: every public layer class of every writer (fixtures/layers), loaded by ``mgpu_io.load_model`` in
+Keras 3 and compared with the old Keras' own predictions.
+
+Each case is one small model saved whole by the real writer (``fixtures/generate/layers``). Its outcome is one of
+
+- ``loads``: Keras 3 builds it as written and predicts what the writer did (max abs difference ≤ :data:`BOUND`);
+- ``converted``: it loads and predicts the same after the named conversion rules;
+- ``refused``: ``load_model`` raises a typed error that names the layer class, the reason and the fix;
+- ``DIFFERS`` or ``ERROR``: a failure of mgpu-io (different predictions; a raw exception).
+
+``python tests/support/layer_sweep.py`` writes docs/layers.md, the class × writer table; ``tests/load/test_layer_sweep.py``
+checks every case and that the page is current. Running it imports Keras 3.
+"""
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+SWEEP = ROOT / "fixtures" / "layers"
+PAGE = ROOT / "docs" / "layers.md"
+#: The largest difference from the writer's predictions that counts as the same model.
+BOUND = 1e-5
+#: Writers in the order of their releases, as the table shows them.
+WRITERS = ("k122", "k216", "k224", "k231", "tfk115", "tf20", "tf21", "tf22", "tf23", "tf24", "tf28", "tf210", "tf215",
+           "tfkeras")
+WRITER_NAMES = {"k122": "Keras 1.2.2", "k216": "Keras 2.1.6", "k224": "Keras 2.2.4", "k231": "Keras 2.3.1",
+                "tfk115": "tf.keras 1.15", "tf20": "tf.keras 2.0", "tf21": "tf.keras 2.1", "tf22": "tf.keras 2.2",
+                "tf23": "tf.keras 2.3", "tf24": "tf.keras 2.4", "tf28": "tf.keras 2.8", "tf210": "tf.keras 2.10",
+                "tf215": "tf.keras 2.15", "tfkeras": "tf_keras 2.21"}
+
+
+def _double_plus_one(x):
+    return x * 2.0 + 1.0
+
+
+def _scale_shift(x, scale=1.0, shift=0.5):
+    return x * scale + shift
+
+
+#: The generator's Lambda functions, by the name its bytecode records (the user's side of ``lambdas=``).
+FUNCTIONS = {"<lambda>": _double_plus_one, "scale_shift": _scale_shift}
+
+
+@dataclass
+class Outcome:
+    """What ``load_model`` did with one case."""
+
+    writer: str
+    case: str
+    cls: str
+    status: str
+    detail: str = ""
+    difference: Optional[float] = None
+    rules: List[str] = field(default_factory=list)
+    backend: str = "tensorflow"
+
+
+def writers():
+    """The writers whose sweep is in fixtures/layers, in release order."""
+    return [w for w in WRITERS if (SWEEP / w / "manifest.json").is_file()]
+
+
+@lru_cache(maxsize=None)
+def manifest(writer):
+    return json.loads((SWEEP / writer / "manifest.json").read_text())
+
+
+def cases(writer):
+    """``(case, entry)`` of every saved case of a writer."""
+    return [(case, entry) for case, entry in sorted(manifest(writer)["cases"].items())
+            if entry.get("status", "saved") == "saved"]
+
+
+def _batch(writer, case):
+    data = np.load(SWEEP / writer / "data.npz")
+    def numbered(prefix):
+        keys = sorted((k for k in data.files if k.startswith(f"{case}/{prefix}")),
+                      key=lambda k: int(k.rsplit("/", 1)[1][1:]))
+        return [data[k] for k in keys]
+    return numbered("x"), numbered("y")
+
+
+def _lambdas(path):
+    import mgpu_io
+
+    found = {}
+    for lam in mgpu_io.inspect(path).lambdas:
+        name = ((lam.get("code") or {}).get("function_name"))
+        if name in FUNCTIONS:
+            found[lam["layer"]] = FUNCTIONS[name]
+    return found or None
+
+
+def evaluate(writer, case, entry):
+    """Load one case with ``mgpu_io.load_model`` and compare its predictions with the writer's."""
+    import mgpu_io
+
+    path = SWEEP / writer / entry["file"]
+    outcome = Outcome(writer, case, entry["class"], "ERROR")
+    try:
+        report = mgpu_io.unwrap(path, path.with_suffix(".out.h5"), allow_plain=True, dry_run=True)
+        outcome.rules = list(report.config_changes)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = mgpu_io.load_model(path, compile=False, lambdas=_lambdas(path))
+        xs, ys = _batch(writer, case)
+        got = model(xs, training=False)
+        got = [np.asarray(g) for g in (got if isinstance(got, (list, tuple)) else [got])]
+        if [g.shape for g in got] != [y.shape for y in ys]:
+            outcome.status, outcome.detail = "DIFFERS", f"output shapes {[g.shape for g in got]}"
+            return outcome
+        outcome.difference = max((float(np.max(np.abs(g.astype("float64") - y))) if y.size else 0.0)
+                                 for g, y in zip(got, ys))
+        if not outcome.difference <= BOUND:
+            outcome.status, outcome.detail = "DIFFERS", f"max abs difference {outcome.difference:.2g}"
+        else:
+            outcome.status = "converted" if outcome.rules else "loads"
+    except mgpu_io.MgpuIOError as error:
+        outcome.status, outcome.detail = "refused", f"{type(error).__name__}: {error}"
+    except Exception as error:  # noqa: BLE001 - recorded as a failure of mgpu-io, for the test to show
+        outcome.detail = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    return outcome
+
+
+#: Keras 3 on JAX with no TensorFlow (``make jax-env``): where channels_first convolutions are checked.
+JAX_PYTHON = ROOT / ".venv-jax" / "bin" / "python"
+
+
+def channels_first_convolution(path):
+    """Whether the repaired model has a convolution computed channels_first, which Keras 3 on TensorFlow cannot
+    run on a CPU (``mgpu_io.load_model`` warns there); the sweep checks those on Keras 3's JAX backend."""
+    from mgpu_io.format.config import walk_layers
+    from mgpu_io.format.plan import planned
+
+    try:
+        with planned(path, allow_plain=True) as plan:
+            config = plan.config
+    except Exception:  # noqa: BLE001 - a refused file: evaluate() says why
+        return False
+    return any("Conv" in str(layer.get("class_name")) and (layer.get("config") or {}).get("data_format") ==
+               "channels_first" for layer in walk_layers(config, wrapped=True))
+
+
+def _on_cpu_tensorflow():
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return not tf.config.list_physical_devices("GPU")
+
+
+def partition(only=None):
+    """``(here, there)``: the ``(writer, case, entry)`` of the writers ``only`` (default: all) that this process
+    evaluates, and those it cannot (channels_first convolutions, on TensorFlow without a GPU: evaluated on JAX)."""
+    here, there = [], []
+    cpu = _on_cpu_tensorflow()
+    for writer in only or writers():
+        for case, entry in cases(writer):
+            (there if cpu and channels_first_convolution(SWEEP / writer / entry["file"])
+             else here).append((writer, case, entry))
+    return here, there
+
+
+def summary(outcomes):
+    """``"N (n1 status1, n2 status2)"``: the outcomes counted by status."""
+    counts = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    return f"{len(outcomes)} (" + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + ")"
+
+
+def results(jobs=()):
+    """Every case of every writer, evaluated (several hundred small models: a few minutes on 2 cores).
+
+    On TensorFlow without a GPU, channels_first convolutions are evaluated in a JAX process; ``jobs`` are other
+    processes started beside (their output is not read here)."""
+    import subprocess
+
+    import keras
+
+    here, there = partition()
+    jax = None
+    if there and JAX_PYTHON.exists():
+        jax = subprocess.Popen([str(JAX_PYTHON), __file__, "--evaluate", *[f"{w}/{c}" for w, c, _ in there]],
+                               stdout=subprocess.PIPE, text=True, env=_env(KERAS_BACKEND="jax"))
+    outcomes = []
+    for writer, case, entry in here:
+        outcomes.append(evaluate(writer, case, entry))
+        keras.backend.clear_session()
+    if jax is not None:
+        stdout, _ = jax.communicate()
+        outcomes += [Outcome(**fields) for fields in json.loads(stdout.strip().splitlines()[-1])]
+    else:
+        outcomes += [Outcome(w, c, e["class"], "not run", "needs .venv-jax (make jax-env)") for w, c, e in there]
+    order = {(w, c): i for i, (w, c, _) in enumerate((w, c, e) for w in writers() for c, e in cases(w))}
+    return sorted(outcomes, key=lambda o: order[(o.writer, o.case)])
+
+
+def _env(**values):
+    import os
+
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **values)
+
+
+def tf_keras_outcomes(only=None):
+    """``{(writer, case): status}`` as tf_keras 2.x loads each case of the writers ``only`` (default: all)
+    (``tf_keras.models.load_model``, uncompiled) and predicts: ``loads``, ``DIFFERS`` or ``fails``. Cases with a
+    Lambda layer are not tried: tf_keras would unmarshal their stored bytecode (``not tried``). Run in its own
+    process: ``python tests/support/layer_sweep.py --tf-keras`` prints the JSON."""
+    import tf_keras
+
+    found = {}
+    for writer in only or writers():
+        for case, entry in cases(writer):
+            path = SWEEP / writer / entry["file"]
+            key = f"{writer}/{case}"
+            if _has_lambda(path):
+                found[key] = "not tried"
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = tf_keras.models.load_model(path, compile=False)
+                    xs, ys = _batch(writer, case)
+                    got = model(xs if len(xs) > 1 else xs[0], training=False)
+                got = [np.asarray(g) for g in (got if isinstance(got, (list, tuple)) else [got])]
+                same = [g.shape for g in got] == [y.shape for y in ys] and all(
+                    float(np.max(np.abs(g.astype("float64") - y))) <= BOUND for g, y in zip(got, ys) if y.size)
+                found[key] = "loads" if same else "DIFFERS"
+            except Exception:  # noqa: BLE001 - whatever tf_keras raises, it did not load
+                found[key] = "fails"
+            tf_keras.backend.clear_session()
+    return found
+
+
+def _has_lambda(path):
+    """Whether the file stores code (a Lambda layer, a Keras 1 Merge with a function mode), read as text only."""
+    import h5py
+
+    with h5py.File(path, "r") as handle:
+        config = handle.attrs.get("model_config", b"")
+    config = config.decode("utf8") if isinstance(config, bytes) else str(config)
+    return '"Lambda"' in config or '"mode_type": "lambda"' in config or "Merge" in path.name
+
+
+def _first_sentence(text):
+    return text.split(". ")[0].rstrip(".")
+
+
+def cell(writer, cls, outcomes):
+    """The table's cell for one class and writer."""
+    info = manifest(writer)["classes"].get(cls)
+    if info is None:
+        return ""
+    if info["status"] != "saved":
+        return f"n/a ({info['status'].split(':')[0]})"
+    mine = [o for o in outcomes if o.writer == writer and o.cls == cls]
+    bad = [o for o in mine if o.status in ("DIFFERS", "ERROR")]
+    if bad:
+        return f"**{bad[0].status}** ({bad[0].case}: {bad[0].detail})"
+    refused = [o for o in mine if o.status == "refused"]
+    rules = sorted({rule for o in mine for rule in o.rules})
+    loaded = "loads" + (f" ({', '.join(f'`{r}`' for r in rules)})" if rules else "")
+    if any(o.backend == "jax" and o.status in ("loads", "converted") for o in mine):
+        loaded += " [channels_first: checked on JAX]"
+    if not refused:
+        return loaded
+    reason = _first_sentence(refused[0].detail.split(": ", 1)[1])
+    if len(refused) == len(mine):
+        return f"refused: {reason}"
+    return f"{loaded}; refused in {len(refused)} of {len(mine)} cases ({', '.join(o.case for o in refused)}): {reason}"
+
+
+def table(outcomes):
+    present = writers()
+    classes = sorted({cls for w in present for cls in manifest(w)["classes"]})
+    lines = ["| class | " + " | ".join(WRITER_NAMES[w] for w in present) + " |",
+             "|---|" + "---|" * len(present)]
+    for cls in classes:
+        cells = [cell(w, cls, outcomes).replace("|", "\\|") for w in present]
+        lines.append(f"| `{cls}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def writer_line(writer, outcomes):
+    """The page's line of one writer's cases, counted by status (the tests check each writer's apart)."""
+    return f"- {WRITER_NAMES[writer]}: {summary([o for o in outcomes if o.writer == writer])}"
+
+
+def render(outcomes):
+    return "\n".join([
+        "# Every layer of the era: what `mgpu_io.load_model` does with each",
+        "",
+        "Generated by `python tests/support/layer_sweep.py` from the layer sweep in `fixtures/layers/` (one small model per "
+        "public layer class of each writer, and per option that changes the stored config or the weight layout, "
+        "saved whole by the real writer with its own predictions: `fixtures/generate/layers/`). "
+        "`tests/load/test_layer_sweep.py` fails when this page is stale.",
+        "",
+        f"Each case is loaded with `mgpu_io.load_model(path, compile=False)` in Keras 3 and its predictions compared "
+        f"with the writer's (bound {BOUND:g}). **loads**: as written, or after the named conversion rules "
+        f"(docs/cli.md lists them); **refused**: a typed error naming the reason and the fix; **n/a**: the class "
+        f"cannot be saved by that writer, is abstract, or is out of scope (the manifest says why); empty: the class "
+        f"is not in that version. No cell may load with different predictions.",
+        "",
+        f"Cases: {summary(outcomes)}, by writer:",
+        "",
+        *[writer_line(writer, outcomes) for writer in writers()],
+        "",
+        table(outcomes),
+        "",
+    ])
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "--tf-keras" in sys.argv:
+        print(json.dumps(tf_keras_outcomes()))
+        sys.exit(0)
+    if "--evaluate" in sys.argv:  # these writer/case keys, in this process's Keras backend
+        from dataclasses import asdict
+
+        keys = sys.argv[sys.argv.index("--evaluate") + 1:]
+        import keras
+
+        done = []
+        for key in keys:
+            writer, case = key.split("/", 1)
+            outcome = evaluate(writer, case, manifest(writer)["cases"][case])
+            outcome.backend = keras.backend.backend()
+            done.append(asdict(outcome))
+        print(json.dumps(done))
+        sys.exit(0)
+    if "--from" in sys.argv:  # the outcomes that tests/load/test_layer_sweep.py kept (LAYER_SWEEP_KEEP=FOLDER), by writer
+        kept = Path(sys.argv[sys.argv.index("--from") + 1])
+        done = [Outcome(**fields) for w in writers() for fields in json.loads((kept / f"{w}.json").read_text())]
+    else:
+        done = results()
+    PAGE.write_text(render(done))
+    for outcome in done:
+        if outcome.status in ("DIFFERS", "ERROR", "refused") and "-v" in sys.argv:
+            print(outcome.writer, outcome.case, outcome.status, outcome.detail[:200])
+    print(f"wrote {PAGE}")

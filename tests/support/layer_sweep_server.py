@@ -1,0 +1,43 @@
+"""One process that answers the layer sweep's questions writer by writer, so that a pytest worker starts tf_keras
+(or Keras 3 on JAX) once, not once per writer (tests/load/test_layer_sweep.py starts it).
+
+It reads one JSON request a line on stdin and writes one JSON answer a line:
+``{"tf_keras": "k224"}`` -> ``{"k224/Dense": "loads", ...}`` (:func:`layer_sweep.tf_keras_outcomes`);
+``{"evaluate": ["k224/Conv3D-channels_first", ...]}`` -> ``[Outcome fields, ...]`` in this process's backend.
+"""
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def main():
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever a library prints goes to stderr: stdout carries the answers only
+    import layer_sweep
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "tf_keras" in request:
+            answer = layer_sweep.tf_keras_outcomes([request["tf_keras"]])
+        else:
+            import keras
+
+            answer = []
+            for key in request["evaluate"]:
+                writer, case = key.split("/", 1)
+                outcome = layer_sweep.evaluate(writer, case, layer_sweep.manifest(writer)["cases"][case])
+                outcome.backend = keras.backend.backend()
+                answer.append(asdict(outcome))
+                keras.backend.clear_session()
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Resume each optimizer fixture (fixtures/optimizers) for the K steps its writer took, and measure how far each
+weight's change lands from the writer's. Imported by tests/checkpoints/test_resume_rules.py (TensorFlow, in process) and run as a
+script in ``.venv-jax`` (``KERAS_BACKEND=jax``), where it prints one JSON object: ``{file: relative difference}``.
+
+The relative difference of a fixture is the largest, over its weight tensors, of ``max|Δours - Δwriter|`` over
+``max|Δwriter|``, where ``Δ`` is a tensor's change over the K steps. A tensor is within the bound when that
+difference is at most ``RELATIVE`` of its change plus ``ULPS`` float32 spacings of its largest weight: a layer whose
+change over K steps is a few float32 spacings of its weights (the tiny-gradient layer under SGD) cannot be compared
+more finely than its writer's own rounding.
+"""
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+OPTIMIZERS = ROOT / "fixtures" / "optimizers"
+RELATIVE = 1e-3
+ULPS = 4
+
+
+def entries():
+    path = OPTIMIZERS / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def stored_batches(entry):
+    data = np.load(OPTIMIZERS / entry["data"])
+    return data, list(zip(data["x0_steps"], data["x1_steps"], data["y_steps"]))
+
+
+#: Fixtures whose writer's own reload is not the reference: TF 2.15's Nadam does not save its product of momentum
+#: factors in a .h5, and its reload recomputes it once per weight at every step (its counter starts again at 1);
+#: mgpu-io rebuilds the product from the stored step count, which is where the run that saved the file went on.
+CONTINUED = ("tfk215_nadam.h5",)
+
+
+def resume(model, entry):
+    """Train ``model`` the writer's K steps; ``(relative difference, every tensor within the bound)``."""
+    data, batches = stored_batches(entry)
+    reference = "continued" if entry["file"] in CONTINUED else "after"
+    before = [np.asarray(w, "float64") for w in model.get_weights()]
+    for x0, x1, y in batches:
+        model.train_on_batch([x0, x1], y)
+    after = [np.asarray(w, "float64") for w in model.get_weights()]
+    writer = [data[f"{reference}_{i:03d}"].astype("float64") for i in range(len(after))]
+    worst, within = 0.0, True
+    for ours, start, theirs in zip(after, before, writer):
+        change = np.abs(theirs - start).max()
+        gap = np.abs((ours - start) - (theirs - start)).max()
+        worst = max(worst, gap / change if change else (0.0 if gap == 0 else np.inf))
+        floor = ULPS * float(np.spacing(np.float32(np.abs(np.concatenate([start.ravel(), theirs.ravel()])).max())))
+        within = within and gap <= RELATIVE * change + floor
+    return float(worst), bool(within)
+
+
+def loaded(entry, **options):
+    """``mgpu_io.load_model`` of the fixture, and the warnings it gave."""
+    import mgpu_io
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = mgpu_io.load_model(OPTIMIZERS / entry["file"], **options)
+    return model, [str(w.message) for w in caught if type(w.message).__name__ == "MgpuIOWarning"]
+
+
+def main():
+    measured = {}
+    for entry in entries():
+        model, said = loaded(entry)
+        worst, within = resume(model, entry)
+        measured[entry["file"]] = {"relative": worst, "within": within, "warnings": said,
+                                   "optimizer": type(model.optimizer).__name__}
+    import keras
+
+    print(json.dumps({"backend": keras.backend.backend(), "tensorflow_imported": "tensorflow" in sys.modules,
+                      "fixtures": measured}))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    main()

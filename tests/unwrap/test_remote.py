@@ -1,0 +1,154 @@
+"""Checkpoints kept where they were kept then, in a bucket: a user inspects and repairs them in place, against a
+real S3-compatible server started here on 127.0.0.1 (moto in server mode, credentials checked: tests/support/s3server.py),
+never a mock of the client's calls. Credentials come from the usual AWS variables, as a user's shell has them."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import FIXTURES, ROOT, assert_predictions_match, fixture_batch
+
+import mgpu_io
+from mgpu_io.errors import RemoteAccessError
+
+pytest.importorskip("s3fs")
+pytest.importorskip("moto.server")
+import s3server  # noqa: E402
+
+BUCKET = "legacy"
+RUN = ["k224_siamese_x2_full.h5", "k224_functional_bn_x2_full.h5", "k224_multi_io_x4_full.h5",
+       "k224_sequential_x3_weights.h5", "k224_nested_depth3_full.h5"]
+BIG = FIXTURES.parent / "applications" / "tfk115_densenet_x2_full.h5"  # 900 KB, most of it weights
+
+
+@pytest.fixture(scope="module")
+def s3():
+    import boto3
+
+    server = s3server.start()
+    try:
+        client = boto3.client("s3", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id=server.key,
+                              aws_secret_access_key=server.secret)
+        client.create_bucket(Bucket=BUCKET)
+        for name in RUN:
+            client.upload_file(str(FIXTURES / name), BUCKET, f"run1/{name}")
+        client.upload_file(str(BIG), BUCKET, f"big/{BIG.name}")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture()
+def user_env(s3, monkeypatch):
+    """This process, configured as the user's shell is (fsspec's cached clients dropped between tests)."""
+    import s3fs
+
+    for key, value in s3.env().items():
+        monkeypatch.setenv(key, value)
+    s3fs.S3FileSystem.clear_instance_cache()
+    yield s3
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def cli(env, *args):
+    return subprocess.run([sys.executable, "-m", "mgpu_io", *args], capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+def test_inspect_of_a_remote_file_reads_its_structure_and_not_its_weights(s3):
+    result = cli(s3.env(), "inspect", f"s3://{BUCKET}/big/{BIG.name}", "--json")
+    assert result.returncode == 0, result.stderr
+    remote = json.loads(result.stdout)
+    local = mgpu_io.inspect(BIG, scan_weights=False).to_dict()
+    for key in ("is_wrapper", "depth", "replicas", "template", "inputs", "outputs", "weights", "keras_version"):
+        assert remote[key] == local[key], key
+    note = next(f for f in remote["findings"] if f["kind"] == "remote")["message"]
+    fetched, size = (int(x) for x in note.split(": ")[1].split(" bytes")[0].split(" of "))
+    assert size == BIG.stat().st_size and fetched < size / 2, note  # the weights stayed in the bucket
+
+
+def test_unwrap_of_a_remote_file_to_a_local_file_predicts_like_the_old_keras(user_env, tmp_path):
+    keras = pytest.importorskip("keras")
+    out = tmp_path / "clean.h5"
+    report = mgpu_io.unwrap(f"s3://{BUCKET}/run1/k224_functional_bn_x2_full.h5", out)
+    assert report.written and report.source == f"s3://{BUCKET}/run1/k224_functional_bn_x2_full.h5"
+    xs, ys = fixture_batch({"file": "k224_functional_bn_x2_full.h5", "data": "k224_functional_bn_x2.npz"})
+    assert_predictions_match(keras.models.load_model(out).predict(xs[0], verbose=0), ys)
+
+
+def test_unwrap_from_the_bucket_to_the_bucket_uploads_the_whole_file(user_env, tmp_path):
+    import fsspec
+
+    target = f"s3://{BUCKET}/clean/siamese.h5"
+    mgpu_io.unwrap(f"s3://{BUCKET}/run1/k224_siamese_x2_full.h5", target)
+    with pytest.raises(mgpu_io.OutputError, match="The output exists"):
+        mgpu_io.unwrap(f"s3://{BUCKET}/run1/k224_siamese_x2_full.h5", target)
+    fsspec.filesystem("s3").get(target.removeprefix("s3://"), str(tmp_path / "siamese.h5"))
+    report = mgpu_io.inspect(tmp_path / "siamese.h5")
+    assert not report.is_wrapper and report.template is None or report.depth == 0
+
+
+def test_a_prefix_stopped_midway_resumes_where_it_left_off(user_env):
+    import fsspec
+
+    seen = []
+
+    def stop_after_two(done, total, result):
+        seen.append(result.status)
+        if done == 2:
+            raise KeyboardInterrupt
+
+    source, output = f"s3://{BUCKET}/run1/", f"s3://{BUCKET}/run1-clean/"
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        mgpu_io.unwrap(source, output, progress=stop_after_two)
+    first = stopped.value.report.counts()
+    assert first["repaired"] == 2 and first["failed"] == len(RUN) - 2  # the rest: "stopped before this file"
+    written = fsspec.filesystem("s3").find(f"{BUCKET}/run1-clean")
+    assert len(written) == 2
+    report = mgpu_io.unwrap(source, output)
+    counts = report.counts()
+    assert counts["done before"] == 2 and counts["repaired"] == len(RUN) - 2 and report.ok, counts
+    assert len(fsspec.filesystem("s3").find(f"{BUCKET}/run1-clean")) == len(RUN)
+
+
+def test_wrong_credentials_are_one_clear_line_that_prints_no_secret(s3):
+    secret = "wJalrXUtnFEMI-not-the-right-one"
+    result = cli(s3.env(AWS_ACCESS_KEY_ID="AKIAWRONGWRONGWRONG", AWS_SECRET_ACCESS_KEY=secret), "inspect",
+                 f"s3://{BUCKET}/run1/k224_siamese_x2_full.h5")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: The store refused the credentials"), result.stderr
+    assert "(InvalidAccessKeyId)" in lines[0] or "(HTTP 403 Forbidden)" in lines[0]  # a HEAD request has no body
+    assert secret not in result.stderr + result.stdout and "AKIAWRONG" not in result.stderr
+
+
+def test_a_missing_bucket_is_one_line(s3, tmp_path):
+    result = cli(s3.env(), "unwrap", "s3://no-such-bucket/run1/", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: The bucket does not exist while listing the input. Expected an existing bucket. Received: "
+        "s3://no-such-bucket/run1/ (NoSuchBucket). Check the bucket's name and the endpoint (AWS_ENDPOINT_URL)."]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_remote_checkpoint_goes_straight_to_onnx_in_the_bucket(user_env, tmp_path):
+    pytest.importorskip("onnxruntime")
+    import fsspec
+
+    from mgpu_io.keras.exports import run_artifact
+
+    target = f"s3://{BUCKET}/deploy/multi_io.onnx"
+    report = mgpu_io.unwrap(f"s3://{BUCKET}/run1/k224_multi_io_x4_full.h5", target)
+    assert report.export["difference"] <= report.export["bound"]
+    fsspec.filesystem("s3").get(target.removeprefix("s3://"), str(tmp_path / "m.onnx"))
+    xs, ys = fixture_batch({"file": "k224_multi_io_x4_full.h5", "data": "k224_multi_io_x4.npz"})
+    assert_predictions_match(run_artifact(tmp_path / "m.onnx", xs, ["in_a", "in_b"]), ys)
+
+
+def test_errors_from_the_store_are_typed(user_env):
+    with pytest.raises(RemoteAccessError, match="The bucket does not exist"):
+        mgpu_io.inspect("s3://no-such-bucket/model.h5")
+    with pytest.raises(mgpu_io.NotAModelFile, match="nothing is there"):
+        mgpu_io.inspect(f"s3://{BUCKET}/run1/no-such-file.h5")
+    assert np.isfinite(1.0)
