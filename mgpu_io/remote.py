@@ -141,6 +141,19 @@ def _code(error):
     return next((code for code in _DENIED + _MISSING_BUCKET if code in text), None)
 
 
+#: Per scheme: where its endpoint is set, and where its credentials come from (what a refusal's fix names).
+_HINTS = {
+    "s3": (" (AWS_ENDPOINT_URL)", " (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ~/.aws, a role)"),
+    "gs": (
+        " (STORAGE_EMULATOR_HOST for an emulator)",
+        " (for GCS: gcloud's application default credentials, GOOGLE_APPLICATION_CREDENTIALS)",
+    ),
+    "hf": ("", " (for the Hugging Face Hub: HF_TOKEN, or `hf auth login`)"),
+}
+_HINTS["s3a"], _HINTS["gcs"] = _HINTS["s3"], _HINTS["gs"]
+_NO_HINT = ("", "")
+
+
 @contextlib.contextmanager
 def access(url, doing):
     """Turn a store's refusal while ``doing`` something with ``url`` into one :class:`RemoteAccessError` line (or
@@ -154,7 +167,7 @@ def access(url, doing):
         if code in _MISSING_BUCKET or "bucket" in str(error).lower():
             raise RemoteAccessError(
                 f"The bucket does not exist while {doing}. Expected an existing bucket. Received: {_safe(url)} "
-                f"(NoSuchBucket). Check the bucket's name and the endpoint (AWS_ENDPOINT_URL)."
+                f"(NoSuchBucket). Check the bucket's name and the endpoint{_HINTS.get(_scheme(url), _NO_HINT)[0]}."
             ) from None
         raise NotAModelFile(
             f"Cannot read the input: nothing is there. Expected an object at the URL. Received: {_safe(url)}. "
@@ -166,9 +179,8 @@ def access(url, doing):
         if isinstance(error, PermissionError) or code in _DENIED or code.startswith("HTTP 403"):
             raise RemoteAccessError(
                 f"The store refused the credentials while {doing}. Expected credentials that may read and write "
-                f"there, from the filesystem's usual configuration (for S3: AWS_ACCESS_KEY_ID and "
-                f"AWS_SECRET_ACCESS_KEY, ~/.aws, a role). Received: {_safe(url)} ({code}). Check the credentials "
-                f"this process sees; they are not printed."
+                f"there, from the filesystem's usual configuration{_HINTS.get(_scheme(url), _NO_HINT)[1]}. Received: "
+                f"{_safe(url)} ({code}). Check the credentials this process sees; they are not printed."
             ) from None
         raise RemoteAccessError(
             f"The store failed while {doing}. Expected a reachable store. Received: {_safe(url)} ({code}: "
