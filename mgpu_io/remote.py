@@ -222,15 +222,17 @@ def inspect(url, scan_weights=False, *, storage_options=None):
             f"Cannot read the input: no file is there. Expected an object at the URL. Received: {_safe(url)}. Check "
             f"the path (a prefix is repaired with `mgpu-io unwrap PREFIX/ OUT`)."
         )
+    from mgpu_io.format.door import HDF5, ZIP
+
     with access(url, "reading the file's head"):
-        hdf5 = _is_hdf5(fs, path, size)
-    if hdf5 and not scan_weights:
+        kind, head = _kind(fs, path, size)
+    if kind == HDF5 and not scan_weights:
         report, fetched = _structure_in_child(url, storage_options, size)
-        what = "its structure only, in blocks; the weights were not read"
+        fetched, what = fetched + head, "its structure only, in blocks; the weights were not read"
         if report is None:  # a Keras 3 weights file: read by its own reader, from a whole copy
             report, fetched, what = _inspect_downloaded(url, fs, path, size, size, False), size, "the whole file"
     else:
-        limit = size if hdf5 or _is_archive(fs, path) else min(size, _CONFIG_LIMIT + 1)
+        limit = size if kind in (HDF5, ZIP) else min(size, _CONFIG_LIMIT + 1)
         report, fetched = _inspect_downloaded(url, fs, path, size, limit, bool(scan_weights)), limit
         what = "the whole file" if fetched == size else f"its first {fetched} bytes (a config's limit)"
     from mgpu_io.format.inspect import Finding
@@ -245,26 +247,35 @@ _CONFIG_LIMIT = 64 << 20
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
-def _is_hdf5(fs, path, size):
-    """Whether the remote file is HDF5, by the door's rule (its signature at 0, or after a user block at 512, 1024,
-    2048, ...: :func:`mgpu_io.format.door.content`), from a few small ranged reads."""
+def _kind(fs, path, size):
+    """``(kind, bytes fetched)`` of the remote file by the door's one rule (:func:`mgpu_io.format.door.sniff`), asked
+    of a sparse local file of the same name and size that holds what that rule reads: the head, and the places of
+    an HDF5 signature after a user block."""
+    from mgpu_io.format.door import sniff
+
+    with tempfile.TemporaryDirectory(prefix="mgpu-io-remote-") as folder:
+        local = Path(folder) / (PurePosixPath(path).name or "input")
+        with open(local, "wb") as sink:
+            sink.truncate(size)
+            fetched = _write_head(fs, path, size, sink)
+        return sniff(local), fetched
+
+
+def _write_head(fs, path, size, sink):
+    """Write into ``sink`` (at their offsets) the bytes the door reads to tell a file's kind; the bytes fetched."""
     head = fs.cat_file(path, start=0, end=min(size, 4096))
-    if head.startswith(_HDF5_SIGNATURE):
-        return True
-    offset = 512
-    while offset + len(_HDF5_SIGNATURE) <= size:
-        if offset + len(_HDF5_SIGNATURE) <= len(head):
-            found = head[offset : offset + len(_HDF5_SIGNATURE)]
-        else:
+    sink.seek(0)
+    sink.write(head)
+    fetched, offset = len(head), 512
+    while not head.startswith(_HDF5_SIGNATURE) and offset + len(_HDF5_SIGNATURE) <= size:
+        if offset + len(_HDF5_SIGNATURE) > len(head):
             found = fs.cat_file(path, start=offset, end=offset + len(_HDF5_SIGNATURE))
-        if found == _HDF5_SIGNATURE:
-            return True
+            sink.seek(offset)
+            sink.write(found)
+            fetched += len(found)
         offset *= 2
-    return False
-
-
-def _is_archive(fs, path):
-    return fs.cat_file(path, start=0, end=4)[:4] in (b"PK\x03\x04", b"PK\x05\x06")
+    sink.flush()
+    return fetched
 
 
 def _inspect_downloaded(url, fs, path, size, limit, scan_weights):
@@ -345,7 +356,7 @@ def _structure_report(url, storage_options, size):  # pragma: no cover - runs in
             handle = _Mirrored(fs, path, sink, size)
             try:
                 with access(url, "reading the file's structure"):
-                    handle.read_signature()
+                    _write_head(fs, path, size, sink)  # what the door reads of the mirror, to know it for HDF5
                     try:
                         h5 = h5py.File(handle, "r")
                     except (OSError, RuntimeError, ValueError):
@@ -409,20 +420,6 @@ class _Mirrored:
         for offset in range(0, len(data), BLOCK_SIZE):
             self._blocks[index + offset // BLOCK_SIZE] = data[offset : offset + BLOCK_SIZE]
         self._next = index + count
-
-    def read_signature(self):
-        """Read what :func:`mgpu_io.format.door.content` reads of a file (its head, and the signature's places after
-        a user block), so that the mirror answers it as the store would."""
-        self.seek(0)
-        if self.read(4096).startswith(_HDF5_SIGNATURE):
-            self.seek(0)
-            return
-        offset = 4096
-        while offset + len(_HDF5_SIGNATURE) <= self._size:
-            self.seek(offset)
-            self.read(len(_HDF5_SIGNATURE))
-            offset *= 2
-        self.seek(0)
 
     def read(self, size=-1):
         start = self._position
