@@ -264,3 +264,14 @@ def test_a_folder_export_takes_the_repairs_options_and_resumes_after_a_stop(tmp_
     assert counts["done before"] == 1 and counts["repaired"] == 3 and report.ok, counts  # the weights: with config=
     assert (tmp_path / "out" / "k224_siamese_x2_weights.onnx").is_file()
     assert seen[-1][:2] == (4, 4)
+
+
+def test_a_tf_op_without_a_litert_kernel_is_refused_naming_the_tf_op_layers_not_recurrent_ones(tmp_path):
+    """tf.math.argmax in a tf.keras 2.5 model converts to a Bitcast that LiteRT runs only with the Flex delegate: the
+    refusal quotes the interpreter and names the model's TFOp layers (it once said "the recurrent layers (none)")."""
+    with pytest.raises(UnsupportedModel) as refused:
+        write(TFOPS / "tf25_functions_full.h5", tmp_path, "litert", allow_plain=True)
+    message = str(refused.value)
+    assert message.startswith("The model cannot be written as litert: LiteRT interpreter cannot run it.")
+    assert "recurrent" not in message and "in a model that holds TFOp 'tf.math.abs_1'" in message, message
+    assert list(tmp_path.iterdir()) == []
