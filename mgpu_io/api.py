@@ -336,23 +336,7 @@ def _unwrap(source, output, description, options, *, jobs=None, progress=None, p
     if kind == door.FOLDER and exported:
         from mgpu_io.keras.exports.tree import export_tree
 
-        return export_tree(
-            source,
-            output,
-            options.output_format,
-            dry_run=options.dry_run,
-            progress=progress,
-            safe_mode=options.safe_mode,
-            lambdas=options.lambdas,
-            custom_objects=options.custom_objects,
-            config=options.config,
-            target=options.target,
-            keep_config=options.keep_config,
-            cpu=options.cpu,
-            include_optimizer=options.include_optimizer,
-            allow_plain=options.allow_plain,
-            overwrite=options.overwrite,
-        )
+        return export_tree(source, output, options, jobs=jobs, progress=progress)
     if kind == door.FOLDER:
         from mgpu_io.format.batch import unwrap_tree
 

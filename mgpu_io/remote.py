@@ -1,8 +1,8 @@
 """Files in object storage: ``s3://``, ``gs://``, ``hf://``, ``memory://`` and every other fsspec URL.
 
 Legacy checkpoints are often still where they were kept then, in a bucket. :func:`inspect` reads a remote HDF5
-file's structure through fsspec's block cache (attributes, groups, dataset shapes: never the weights' bytes) and
-says how many bytes it fetched; :func:`unwrap` repairs a remote file, or every file under a remote prefix, to a
+file's structure in 4 KiB blocks, in the door's sandboxed child (attributes, groups, dataset shapes: not the
+weights), and says how many bytes it fetched; :func:`unwrap` repairs a remote file, or every file under a remote prefix, to a
 local or remote destination, file by file through a local temporary copy, and resumes where a stopped run left off.
 
 Credentials come from each filesystem's own configuration (for S3: the ``AWS_*`` variables, ``~/.aws``, an
@@ -36,6 +36,11 @@ from mgpu_io.errors import InvalidArgument, MgpuIOError, MissingDependency, NotA
 BLOCK_SIZE = 4 << 10
 #: Blocks kept in memory while one file's structure is read (a block is never fetched twice).
 MAX_BLOCKS = 1 << 16
+#: Most blocks fetched in one request, where libhdf5 reads on from the last ones (a structure laid out in one piece).
+MAX_RUN = 64
+#: Seconds a store may take to accept a connection, and to answer one request, unless ``storage_options`` says
+#: otherwise (s3://, gs://, http(s)://; each other filesystem keeps its own).
+NETWORK_TIMEOUT = 30
 #: Schemes read as local paths.
 _LOCAL = ("", "file", "local")
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*)://")
@@ -63,7 +68,7 @@ def filesystem(url, storage_options=None):
             f"extra. Received: {_safe(url)}. pip install 'mgpu-io[remote]'."
         ) from None
     try:
-        return fsspec.core.url_to_fs(str(url), **(storage_options or {}))
+        return fsspec.core.url_to_fs(str(url), **with_timeouts(_scheme(url), storage_options))
     except ImportError as error:
         raise MissingDependency(
             f"The {_scheme(url)}:// filesystem needs a package that is not installed ({_first(error)}). Expected the "
@@ -74,6 +79,36 @@ def filesystem(url, storage_options=None):
             f"fsspec knows no filesystem for this URL. Expected s3://, gs://, hf://, memory:// or another fsspec "
             f"scheme. Received: {_safe(url)} ({_first(error)}). Check the URL."
         ) from None
+
+
+def with_timeouts(scheme, storage_options=None):
+    """``storage_options`` with :data:`NETWORK_TIMEOUT` for connecting and for each request where the filesystem
+    takes one (s3://, gs://, http(s)://) and the options do not set it: a store that stops answering ends the
+    request, not the program.
+
+    Example:
+        >>> with_timeouts("s3")["config_kwargs"]
+        {'connect_timeout': 30, 'read_timeout': 30}
+        >>> with_timeouts("s3", {"config_kwargs": {"read_timeout": 5}})["config_kwargs"]
+        {'read_timeout': 5, 'connect_timeout': 30}
+    """
+    options = dict(storage_options or {})
+    scheme = scheme.lower()
+    if scheme in ("s3", "s3a"):
+        config = dict(options.get("config_kwargs") or {})
+        config.setdefault("connect_timeout", NETWORK_TIMEOUT)
+        config.setdefault("read_timeout", NETWORK_TIMEOUT)
+        options["config_kwargs"] = config
+    elif scheme in ("gs", "gcs"):
+        options.setdefault("timeout", NETWORK_TIMEOUT)
+    elif scheme in ("http", "https"):
+        client = dict(options.get("client_kwargs") or {})
+        if "timeout" not in client:
+            import aiohttp
+
+            client["timeout"] = aiohttp.ClientTimeout(sock_connect=NETWORK_TIMEOUT, sock_read=NETWORK_TIMEOUT)
+        options["client_kwargs"] = client
+    return options
 
 
 def _scheme(url):
@@ -106,6 +141,19 @@ def _code(error):
     return next((code for code in _DENIED + _MISSING_BUCKET if code in text), None)
 
 
+#: Per scheme: where its endpoint is set, and where its credentials come from (what a refusal's fix names).
+_HINTS = {
+    "s3": (" (AWS_ENDPOINT_URL)", " (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ~/.aws, a role)"),
+    "gs": (
+        " (STORAGE_EMULATOR_HOST for an emulator)",
+        " (for GCS: gcloud's application default credentials, GOOGLE_APPLICATION_CREDENTIALS)",
+    ),
+    "hf": ("", " (for the Hugging Face Hub: HF_TOKEN, or `hf auth login`)"),
+}
+_HINTS["s3a"], _HINTS["gcs"] = _HINTS["s3"], _HINTS["gs"]
+_NO_HINT = ("", "")
+
+
 @contextlib.contextmanager
 def access(url, doing):
     """Turn a store's refusal while ``doing`` something with ``url`` into one :class:`RemoteAccessError` line (or
@@ -119,7 +167,7 @@ def access(url, doing):
         if code in _MISSING_BUCKET or "bucket" in str(error).lower():
             raise RemoteAccessError(
                 f"The bucket does not exist while {doing}. Expected an existing bucket. Received: {_safe(url)} "
-                f"(NoSuchBucket). Check the bucket's name and the endpoint (AWS_ENDPOINT_URL)."
+                f"(NoSuchBucket). Check the bucket's name and the endpoint{_HINTS.get(_scheme(url), _NO_HINT)[0]}."
             ) from None
         raise NotAModelFile(
             f"Cannot read the input: nothing is there. Expected an object at the URL. Received: {_safe(url)}. "
@@ -131,9 +179,8 @@ def access(url, doing):
         if isinstance(error, PermissionError) or code in _DENIED or code.startswith("HTTP 403"):
             raise RemoteAccessError(
                 f"The store refused the credentials while {doing}. Expected credentials that may read and write "
-                f"there, from the filesystem's usual configuration (for S3: AWS_ACCESS_KEY_ID and "
-                f"AWS_SECRET_ACCESS_KEY, ~/.aws, a role). Received: {_safe(url)} ({code}). Check the credentials "
-                f"this process sees; they are not printed."
+                f"there, from the filesystem's usual configuration{_HINTS.get(_scheme(url), _NO_HINT)[1]}. Received: "
+                f"{_safe(url)} ({code}). Check the credentials this process sees; they are not printed."
             ) from None
         raise RemoteAccessError(
             f"The store failed while {doing}. Expected a reachable store. Received: {_safe(url)} ({code}: "
@@ -147,100 +194,244 @@ def _redact(text):
 
 # --- inspect ---------------------------------------------------------------------------------------------------
 
+#: Most bytes fetched from the store while a remote file's structure is read (:data:`MAX_BLOCKS` blocks): a Keras
+#: file's structure is a few MiB at most, and a hostile file that makes libhdf5 ask for more is refused.
+MAX_STRUCTURE_BYTES = BLOCK_SIZE * MAX_BLOCKS
+
 
 def inspect(url, scan_weights=False, *, storage_options=None):
-    """Inspect a remote Keras file without reading its weights: its HDF5 structure (attributes, groups, dataset
-    shapes and types) is read through fsspec's block cache (:data:`BLOCK_SIZE` per request) into a local skeleton
-    that holds no weight bytes, and inspected there. ``scan_weights=True`` (NaN/Inf) downloads the whole file.
+    """Inspect a remote Keras file without reading its weights.
+
+    An HDF5 file is read in the door's sandboxed child (:func:`mgpu_io.format.sandbox.probed`, the child every local
+    file is read in): libhdf5 reads the remote file in :data:`BLOCK_SIZE` blocks (:class:`_Mirrored`),
+    the local reader inspects it through that handle, and every byte read is mirrored into a sparse local copy for
+    what reads the file by its path. The child has the local reading's time and memory limits, network included,
+    and fetches at most :data:`MAX_STRUCTURE_BYTES`; so a hostile remote file gives the error a local copy gives,
+    within the same limit. ``scan_weights=True`` (NaN/Inf) downloads the whole file, as does a Keras 3
+    ``.weights.h5`` file or ``.keras`` archive; a JSON or YAML config is downloaded up to the config readers' limit.
 
     Returns:
         The :class:`~mgpu_io.format.inspect.InspectReport`, with ``file`` the URL and a ``remote`` finding that says
         how many bytes were fetched from the store, of how many.
     """
-    from mgpu_io.api import inspect as inspect_local
-
     fs, path = filesystem(url, storage_options)
-    with tempfile.TemporaryDirectory(prefix="mgpu-io-remote-") as folder:
-        local = Path(folder) / PurePosixPath(path).name
-        if scan_weights:
-            with access(url, "downloading the file"):
-                fs.get(path, str(local))
-            fetched = local.stat().st_size
-        else:
-            fetched = skeleton(fs, path, local, url)
-        with access(url, "reading the file's size"):
-            size = fs.size(path)
-        report = inspect_local(local, scan_weights=bool(scan_weights))
+    with access(url, "reading the file's size"):
+        size = fs.size(path)
+    if size is None:  # a prefix, a bucket: no object
+        raise NotAModelFile(
+            f"Cannot read the input: no file is there. Expected an object at the URL. Received: {_safe(url)}. Check "
+            f"the path (a prefix is repaired with `mgpu-io unwrap PREFIX/ OUT`)."
+        )
+    from mgpu_io.format.door import HDF5, ZIP
+
+    with access(url, "reading the file's head"):
+        kind, head = _kind(fs, path, size)
+    if kind == HDF5 and not scan_weights:
+        report, fetched = _structure_in_child(url, storage_options, size)
+        fetched, what = fetched + head, "its structure only, in blocks; the weights were not read"
+        if report is None:  # a Keras 3 weights file: read by its own reader, from a whole copy
+            report, fetched, what = _inspect_downloaded(url, fs, path, size, size, False), size, "the whole file"
+    else:
+        limit = size if kind in (HDF5, ZIP) else min(size, _CONFIG_LIMIT + 1)
+        report, fetched = _inspect_downloaded(url, fs, path, size, limit, bool(scan_weights)), limit
+        what = "the whole file" if fetched == size else f"its first {fetched} bytes (a config's limit)"
     from mgpu_io.format.inspect import Finding
 
     report.file = str(url)
-    what = "the whole file" if scan_weights else "its structure only, through a block cache; no weight was read"
     report.findings.append(Finding("remote", f"read from object storage: {fetched} of {size} bytes fetched ({what})"))
     return report
 
 
-def skeleton(fs, path, destination, url=None):
-    """Copy the structure of the remote HDF5 file ``path`` to the local ``destination``: every group, attribute,
-    dataset shape, type and layout, and no dataset's bytes (a JSON or YAML config is copied whole). Returns the
-    bytes fetched from the store."""
+#: What a config reader reads at most (a larger file is refused by its size): the bytes a config is downloaded to.
+_CONFIG_LIMIT = 64 << 20
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _kind(fs, path, size):
+    """``(kind, bytes fetched)`` of the remote file by the door's one rule (:func:`mgpu_io.format.door.sniff`), asked
+    of a sparse local file of the same name and size that holds what that rule reads: the head, and the places of
+    an HDF5 signature after a user block."""
+    from mgpu_io.format.door import sniff
+
+    with tempfile.TemporaryDirectory(prefix="mgpu-io-remote-") as folder:
+        local = Path(folder) / (PurePosixPath(path).name or "input")
+        with open(local, "wb") as sink:
+            sink.truncate(size)
+            fetched = _write_head(fs, path, size, sink)
+        return sniff(local), fetched
+
+
+def _write_head(fs, path, size, sink):
+    """Write into ``sink`` (at their offsets) the bytes the door reads to tell a file's kind; the bytes fetched."""
+    head = fs.cat_file(path, start=0, end=min(size, 4096))
+    sink.seek(0)
+    sink.write(head)
+    fetched, offset = len(head), 512
+    while not head.startswith(_HDF5_SIGNATURE) and offset + len(_HDF5_SIGNATURE) <= size:
+        if offset + len(_HDF5_SIGNATURE) > len(head):
+            found = fs.cat_file(path, start=offset, end=offset + len(_HDF5_SIGNATURE))
+            sink.seek(offset)
+            sink.write(found)
+            fetched += len(found)
+        offset *= 2
+    sink.flush()
+    return fetched
+
+
+def _inspect_downloaded(url, fs, path, size, limit, scan_weights):
+    """Inspect the first ``limit`` bytes of the remote file from a local copy (the local reader's own limits apply)."""
+    from mgpu_io.api import inspect as inspect_local
+
+    with tempfile.TemporaryDirectory(prefix="mgpu-io-remote-") as folder:
+        local = Path(folder) / (PurePosixPath(path).name or "input")
+        with access(url, "downloading the file"):
+            _download(fs, path, local, limit)
+        try:
+            return inspect_local(local, scan_weights=scan_weights)
+        except MgpuIOError as error:
+            raise renamed(error, str(local), _safe(url)) from None
+
+
+def _download(fs, path, local, limit, chunk=8 << 20):
+    """Copy at most ``limit`` bytes of ``path`` to ``local``, whatever the store sends."""
+    with fs.open(path, "rb", block_size=chunk, cache_type="none") as source, open(local, "wb") as sink:
+        left = limit
+        while left > 0:
+            data = source.read(min(chunk, left))
+            if not data:
+                break
+            sink.write(data)
+            left -= len(data)
+
+
+def renamed(error, local, url):
+    """``error`` with the local copy's path ``local`` named as the ``url`` it stands for (message and fields)."""
+
+    def swap(value):
+        if isinstance(value, str):
+            return value.replace(local, url)
+        if isinstance(value, tuple):
+            return tuple(swap(part) for part in value)
+        return value
+
+    error.args = tuple(swap(arg) for arg in error.args)
+    for field in ("problem", "expected", "received", "fix"):
+        if getattr(error, field, None) is not None:
+            setattr(error, field, swap(getattr(error, field)))
+    return error
+
+
+def _structure_in_child(url, storage_options, size):
+    """``(report, bytes fetched)`` of the remote HDF5 file, read in the door's child (time, memory and bytes
+    bounded); ``(None, 0)`` for a Keras 3 weights file, which its own reader reads from a whole copy."""
+    from mgpu_io.format import sandbox
+
+    try:
+        return sandbox.probed(_safe(url), lambda: _structure_report(url, storage_options, size))
+    except NotAModelFile as error:
+        if str(error) == str(sandbox.hang_error(_safe(url))):  # the child was ended at the limit
+            raise NotAModelFile(
+                f"Reading the remote file's structure did not finish within {sandbox.TIMEOUT:g} s. Expected a store "
+                f"that answers and a file that libhdf5 reads in well under a second. Received: {_safe(url)}. The "
+                f"store stopped answering, or the file's metadata is damaged (libhdf5 loops on some corrupt files); "
+                f"check the endpoint, or restore the file from its source."
+            ) from None
+        raise
+
+
+def _structure_report(url, storage_options, size):  # pragma: no cover - runs in the probe's child
     import h5py
 
-    url = url or path
-    with access(url, "reading the file's structure"):
-        handle = fs.open(
-            path, "rb", block_size=BLOCK_SIZE, cache_type="blockcache", cache_options={"maxblocks": MAX_BLOCKS}
-        )
-    with handle:
-        handle, fetched = _count_fetches(handle)
-        with access(url, "reading the file's structure"):
-            head = handle.read(8)
-            handle.seek(0)
-            if head != b"\x89HDF\r\n\x1a\n":  # a config (or no Keras file): small, read whole
-                destination.write_bytes(handle.read())
-                return fetched()
+    from mgpu_io.format.inspect import inspect as inspect_hdf5
+    from mgpu_io.format.kinds import KERAS3_WEIGHTS
+    from mgpu_io.format.read import sharing
+
+    fs, path = filesystem(url, storage_options)  # this process's own client: fsspec's clients are not fork-safe
+    folder = tempfile.mkdtemp(prefix="mgpu-io-remote-")
+    try:
+        mirror = Path(folder) / (PurePosixPath(path).name or "input.h5")
+        with open(mirror, "wb") as sink:
+            sink.truncate(size)  # sparse: what is never read costs nothing
+        with open(mirror, "r+b") as sink:
+            handle = _Mirrored(fs, path, sink, size)
             try:
-                source = h5py.File(handle, "r")
-            except OSError as error:
-                raise NotAModelFile(
-                    f"The remote HDF5 file is damaged and cannot be opened. Expected a complete Keras .h5 file. "
-                    f"Received: {_safe(url)} ({_first(error)}). Copy the file again from its source."
-                ) from None
-            with source, h5py.File(destination, "w") as copy:
-                _copy_structure(source, copy, [MAX_OBJECTS], url)
-        return fetched()
+                with access(url, "reading the file's structure"):
+                    _write_head(fs, path, size, sink)  # what the door reads of the mirror, to know it for HDF5
+                    try:
+                        h5 = h5py.File(handle, "r")
+                    except (OSError, RuntimeError, ValueError):
+                        h5 = None  # the local reader opens the mirror: the bytes libhdf5 read, its error
+                    try:
+                        with sharing(mirror, h5) if h5 is not None else contextlib.nullcontext():
+                            report = inspect_hdf5(mirror, scan_weights=False)
+                    finally:
+                        if h5 is not None:
+                            h5.close()
+            except MgpuIOError as error:
+                handle.check(url)  # the store's failure or the byte budget, not what libhdf5 made of it
+                if isinstance(error, NotAModelFile) and error.kind == KERAS3_WEIGHTS:
+                    return None, 0
+                raise renamed(error, str(mirror), _safe(url)) from None
+            handle.check(url)
+            return report, handle.fetched()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _count_fetches(handle):
-    """``(file, count)``: a file to read ``handle`` through, and a function that says how many bytes were fetched
-    from the store: what its block cache asked for (an fsspec buffered file), else what was read."""
-    cache = getattr(handle, "cache", None)
-    fetcher = getattr(cache, "fetcher", None)
-    total = [0]
-    if cache is None or fetcher is None:  # an in-memory or unbuffered file: the blocks its reads touched
-        blocks: set = set()
-        size = getattr(handle, "size", None) or 0
-        return _Counted(handle, blocks), lambda: min(len(blocks) * BLOCK_SIZE, size or len(blocks) * BLOCK_SIZE)
-
-    def counted(start, end):
-        data = fetcher(start, end)
-        total[0] += len(data)
-        return data
-
-    cache.fetcher = counted
-    return handle, lambda: total[0]
+class _OverBudget(OSError):
+    """More than :data:`MAX_STRUCTURE_BYTES` were asked of the store."""
 
 
-class _Counted:
-    """A read-only file that notes which :data:`BLOCK_SIZE` blocks its reads touch (as a block cache would fetch)."""
+class _Mirrored:
+    """A read-only file over the remote file ``path`` for libhdf5: it fetches :data:`BLOCK_SIZE` blocks, each once,
+    and reads ahead where libhdf5 reads on (a run of blocks that doubles while each miss follows the last run, up to
+    :data:`MAX_RUN`: a structure laid out in one piece costs a few requests, not one per block); it writes every
+    block fetched into ``sink`` at its offset (a sparse local mirror, for what reads the file by its path), counts
+    the bytes fetched and stops at :data:`MAX_STRUCTURE_BYTES`. A failure of the store is kept, so that it is
+    reported as the store's, not as what libhdf5 made of it."""
 
-    def __init__(self, handle, blocks):
-        self._handle, self._blocks = handle, blocks
+    def __init__(self, fs, path, sink, size):
+        self._fs, self._path, self._sink, self._size = fs, path, sink, size
+        self._blocks: dict = {}
+        self._position, self._run, self._next, self._fetched = 0, 1, None, 0
+        self.failure = None
+
+    def fetched(self):
+        return self._fetched
+
+    def _fetch(self, index):
+        self._run = min(self._run * 2, MAX_RUN) if index == self._next else 1
+        count = next((k for k in range(1, self._run) if index + k in self._blocks), self._run)  # each block once
+        start = index * BLOCK_SIZE
+        end = min(self._size, start + count * BLOCK_SIZE)
+        if self._fetched + end - start > MAX_STRUCTURE_BYTES:
+            self.failure = self.failure or _OverBudget()
+            raise OSError("over the byte budget")
+        try:
+            data = self._fs.cat_file(self._path, start=start, end=end)
+        except Exception as error:  # kept, and raised to libhdf5 as a read that failed
+            self.failure = self.failure or error
+            raise OSError("the store's read failed") from None
+        data = bytes(data[: end - start])
+        self._fetched += len(data)
+        self._sink.seek(start)
+        self._sink.write(data)
+        self._sink.flush()  # read by its path, by another handle
+        for offset in range(0, len(data), BLOCK_SIZE):
+            self._blocks[index + offset // BLOCK_SIZE] = data[offset : offset + BLOCK_SIZE]
+        self._next = index + count
 
     def read(self, size=-1):
-        start = self._handle.tell()
-        data = self._handle.read(size)
-        if data:
-            self._blocks.update(range(start // BLOCK_SIZE, (start + len(data) - 1) // BLOCK_SIZE + 1))
+        start = self._position
+        end = self._size if size is None or size < 0 else min(self._size, start + size)
+        parts = []
+        for index in range(start // BLOCK_SIZE, (end - 1) // BLOCK_SIZE + 1 if end > start else start // BLOCK_SIZE):
+            if index not in self._blocks:
+                self._fetch(index)
+            block = self._blocks[index]
+            parts.append(block[max(0, start - index * BLOCK_SIZE) : end - index * BLOCK_SIZE])
+        data = b"".join(parts)
+        self._position = start + len(data)
         return data
 
     def readinto(self, buffer):
@@ -249,10 +440,11 @@ class _Counted:
         return len(data)
 
     def seek(self, offset, whence=0):
-        return self._handle.seek(offset, whence)
+        self._position = {0: 0, 1: self._position, 2: self._size}[whence] + offset
+        return self._position
 
     def tell(self):
-        return self._handle.tell()
+        return self._position
 
     def seekable(self):
         return True
@@ -260,44 +452,20 @@ class _Counted:
     def readable(self):
         return True
 
-
-#: Most groups, datasets and attributes copied into a skeleton, and the deepest nesting: a hostile file's structure
-#: costs bounded time and memory (Keras files hold a few thousand objects, nested a few levels).
-MAX_OBJECTS, MAX_DEPTH = 1_000_000, 64
-
-
-def _copy_structure(source, destination, budget, url, depth=0):
-    budget[0] -= len(source.attrs) + len(source)
-    if budget[0] < 0 or depth > MAX_DEPTH:
-        raise NotAModelFile(
-            f"The remote HDF5 file's structure is larger than a Keras file's. Expected at most {MAX_OBJECTS} objects "
-            f"nested at most {MAX_DEPTH} deep. Received: {_safe(url)}. Check the file; copy it locally to inspect it "
-            f"within the local reader's limits."
-        )
-    for key, value in source.attrs.items():
-        destination.attrs[key] = value
-    for name, item in source.items():
-        link = source.get(name, getlink=True)
-        if not isinstance(link, _hard_link()):
-            continue  # soft and external links: not followed (a Keras writer makes none)
-        if isinstance(item, _group()):
-            _copy_structure(item, destination.create_group(name), budget, url, depth + 1)
-        else:
-            made = destination.create_dataset(name, shape=item.shape, dtype=item.dtype)  # no bytes: never written
-            for key, value in item.attrs.items():
-                made.attrs[key] = value
-
-
-def _hard_link():
-    import h5py
-
-    return h5py.HardLink
-
-
-def _group():
-    import h5py
-
-    return h5py.Group
+    def check(self, url):
+        """Raise what stopped the reading, if the store or the byte budget did."""
+        if isinstance(self.failure, _OverBudget):
+            raise NotAModelFile(
+                f"The remote file's structure asks for more than {MAX_STRUCTURE_BYTES} bytes. Expected the few MiB "
+                f"of a Keras file's structure. Received: {_safe(url)}. The file is damaged or hostile; copy it "
+                f"locally to inspect it whole (`--scan-weights` downloads it)."
+            )
+        if self.failure is not None:
+            failure = self.failure
+            if not isinstance(failure, OSError):  # a client's own exception type: the store failed all the same
+                failure = OSError(f"{type(failure).__name__}: {_first(failure)}")
+            with access(url, "reading the file's structure"):
+                raise failure
 
 
 # --- unwrap ----------------------------------------------------------------------------------------------------

@@ -210,8 +210,9 @@ def unwrap_tree(source, output, options=None, *, jobs=None, progress=None, **fie
 STOPPED = "The run was stopped before this file was done. Its output is whole or absent; run again to repair it."
 
 
-def _run(tasks, workers, finished):
+def _run(tasks, workers, finished, work=None):
     """Repair ``tasks`` in ``workers`` supervised processes, calling ``finished(index, FileResult)`` for each.
+    ``work(source, output, options)`` does one task (default: the legacy repair; a folder's exports pass theirs).
 
     Each worker repairs file after file in itself (a fork per file cost more than a third of a small file's repair)
     and says when it starts reading one and when its structure is read. A worker that dies fails the file it held
@@ -221,11 +222,11 @@ def _run(tasks, workers, finished):
     """
     if not sandbox.forking() or "fork" not in multiprocessing.get_all_start_methods():
         for index, task in enumerate(tasks):
-            finished(index, _repair_one(*task))
+            finished(index, (work or _repair_one)(*task))
         return
     context = multiprocessing.get_context("fork")
     pending = collections.deque(enumerate(tasks))
-    pool = _start_workers(context, workers)
+    pool = _start_workers(context, workers, work)
     try:
         while pending or any(worker.index is not None for worker in pool):
             for worker in pool:
@@ -254,7 +255,7 @@ def _run(tasks, workers, finished):
                 worker.index = None
                 if not worker.process.is_alive():
                     worker.stop()
-                    pool[position] = _start_workers(context, 1)[0]
+                    pool[position] = _start_workers(context, 1, work)[0]
                 finished(index, result)
     except BaseException:  # stopped: the results the workers already sent are still the user's to know
         for worker in pool:
@@ -272,7 +273,7 @@ def _run(tasks, workers, finished):
 _DESCRIPTORS_PER_WORKER = 8
 
 
-def _start_workers(context, count):
+def _start_workers(context, count, work=None):
     """``count`` new workers, or as many as this process's open-files limit allows (each takes a pipe); none at all
     is a :class:`~mgpu_io.errors.LimitReached` that names the limit."""
     pool = []
@@ -280,7 +281,7 @@ def _start_workers(context, count):
         if pool and limits.free_descriptors() < _DESCRIPTORS_PER_WORKER:
             break  # a worker that starts and then cannot open its files would fail them all
         try:
-            pool.append(_Worker(context))
+            pool.append(_Worker(context, work))
         except OSError as error:
             problem = limits.descriptor_problem(error)
             if problem is None:
@@ -300,9 +301,9 @@ def _start_workers(context, count):
 class _Worker:
     """One supervised worker process, and the file it holds (``index``, ``source``) with its reading deadline."""
 
-    def __init__(self, context):
+    def __init__(self, context, work=None):
         self.connection, theirs = context.Pipe()
-        self.process = sandbox.start_worker(context, _serve, theirs)  # tied to this process's life, Ctrl-C ours
+        self.process = sandbox.start_worker(context, _serve, theirs, work)  # tied to this process's life, Ctrl-C ours
         theirs.close()
         self.index = self.source = self.output = self.deadline = None
         self.structure_read = False
@@ -350,14 +351,14 @@ class _Worker:
                     leftover.unlink()
 
 
-def _serve(connection):  # pragma: no cover - runs in a worker process (sandbox.start_worker set its signals)
+def _serve(connection, work=None):  # pragma: no cover - runs in a worker process (sandbox.start_worker set its signals)
     sandbox.supervise(connection.send)
     try:
         while True:
             task = connection.recv()
             if task is None:
                 return
-            connection.send(("result", _repair_one(*task)))
+            connection.send(("result", (work or _repair_one)(*task)))
     except (EOFError, OSError, KeyboardInterrupt):  # the supervisor is gone
         return
 

@@ -214,3 +214,64 @@ def test_the_command_line_prints_the_measured_difference_and_verify_takes_the_ar
     assert "litert: run by LiteRT interpreter on 8 rows of generated inputs" in result.stdout
     checked = runner.invoke(app, ["verify", str(FIXTURES / "k224_siamese_x2_full.h5"), str(out), "--json"])
     assert checked.exit_code == 0 and json.loads(checked.stdout)["agree"] is True
+
+
+def _folder(tmp_path, names=("k224_siamese_x2_full.h5", "k224_multi_io_x4_full.h5", "k224_siamese_x2_weights.h5",
+                             "k224_functional_bn_x2_full.h5")):
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in names:
+        (source / name).write_bytes((FIXTURES / name).read_bytes())
+    return source
+
+
+def test_a_folder_exports_with_workers_and_each_artifact_predicts_like_the_old_keras(tmp_path):
+    """`--jobs 2`: two forked workers (this command's process has started no TensorFlow runtime), each exporting
+    files and running them in ONNX Runtime; the artifacts predict what the old Keras predicted."""
+    source = _folder(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "mgpu_io", "unwrap", str(source), str(tmp_path / "out"), "--format",
+                             "onnx", "--jobs", "2", "--json"], capture_output=True, text=True, cwd=ROOT,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["counts"]["repaired"] == 3 and report["counts"]["skipped"] == 1, report["counts"]
+    for name in ("k224_multi_io_x4", "k224_functional_bn_x2"):
+        fixture = entry(f"{name}_full.h5")
+        got, ys = run_on_fixture(tmp_path / "out" / f"{name}_full.onnx", fixture,
+                                 input_names(mgpu_io.load_model(FIXTURES / fixture["file"], compile=False)))
+        assert_predictions_match(got, ys)
+
+
+def test_a_folder_export_takes_the_repairs_options_and_resumes_after_a_stop(tmp_path):
+    from mgpu_io.format.options import UnwrapOptions
+    from mgpu_io.keras.exports.tree import export_tree
+
+    source = _folder(tmp_path)
+    options = UnwrapOptions(output_format="onnx", config=str(FIXTURES / "k224_siamese_x2_config.json"))
+    seen = []
+
+    def stop_after_one(done, total, result):
+        seen.append((done, total, result.status))
+        if result.status == "repaired":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        export_tree(source, tmp_path / "out", options, progress=stop_after_one)
+    first = stopped.value.report.counts()
+    assert first["repaired"] == 1 and first["failed"] == 3  # the rest: "stopped before this file"
+    report = export_tree(source, tmp_path / "out", options, jobs=2, progress=lambda *a: seen.append(a))
+    counts = report.counts()
+    assert counts["done before"] == 1 and counts["repaired"] == 3 and report.ok, counts  # the weights: with config=
+    assert (tmp_path / "out" / "k224_siamese_x2_weights.onnx").is_file()
+    assert seen[-1][:2] == (4, 4)
+
+
+def test_a_tf_op_without_a_litert_kernel_is_refused_naming_the_tf_op_layers_not_recurrent_ones(tmp_path):
+    """tf.math.argmax in a tf.keras 2.5 model converts to a Bitcast that LiteRT runs only with the Flex delegate: the
+    refusal quotes the interpreter and names the model's TFOp layers (it once said "the recurrent layers (none)")."""
+    with pytest.raises(UnsupportedModel) as refused:
+        write(TFOPS / "tf25_functions_full.h5", tmp_path, "litert", allow_plain=True)
+    message = str(refused.value)
+    assert message.startswith("The model cannot be written as litert: LiteRT interpreter cannot run it.")
+    assert "recurrent" not in message and "in a model that holds TFOp 'tf.math.abs_1'" in message, message
+    assert list(tmp_path.iterdir()) == []

@@ -9,12 +9,7 @@ import os
 import subprocess
 
 import pytest
-from helpers import ROOT
-
-JAX_PYTHON = ROOT / ".venv-jax" / "bin" / "python"
-# JAX's float32 kernels round differently from TF 1.15's: 1.4e-5 measured on k231_mobilenet_x2_full.h5 (outputs
-# up to 0.73), 6.3e-6 or less on every other fixture; TensorFlow's backend stays within 1e-5 (test_load_model.py).
-JAX_TOLERANCE = 2e-5
+from helpers import JAX_PYTHON, JAX_TOLERANCE, ROOT
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ never a mock of the client's calls. Credentials come from the usual AWS variable
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -152,3 +153,150 @@ def test_errors_from_the_store_are_typed(user_env):
     with pytest.raises(mgpu_io.NotAModelFile, match="nothing is there"):
         mgpu_io.inspect(f"s3://{BUCKET}/run1/no-such-file.h5")
     assert np.isfinite(1.0)
+
+
+# --- a hostile remote file costs what a local one costs: the same typed error, within the same limit ------------
+
+HOSTILE = 40  # fuzz inputs (tests/fuzz/mutate.py, seeded), one per HDF5 and byte-level damage in turn
+
+
+def _outcome(call, *names):
+    """``("ok", the report's fields)`` or ``(the error's type, its message)``, with the input's names as ``<input>``."""
+    try:
+        found = ("ok", json.dumps({k: v for k, v in call().to_dict().items() if k != "file"}, sort_keys=True))
+    except mgpu_io.MgpuIOError as error:
+        found = (type(error).__name__, str(error))
+    text = found[1]
+    for name in names:
+        text = text.replace(name, "<input>")
+    text = json.dumps([f for f in json.loads(text)["findings"] if f["kind"] != "remote"]) + text.split(
+        '"findings"')[0] if found[0] == "ok" else text
+    return found[0], text
+
+
+@pytest.fixture(scope="module")
+def hostile(s3, tmp_path_factory):
+    import boto3
+
+    sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
+    import mutate
+
+    damages = [m for m in mutate.MUTATORS if set(m.kinds) <= set(mutate.H5_KINDS) or isinstance(
+        m, (mutate.Truncate, mutate.BitFlip, mutate.ZeroRegion, mutate.AppendRandom, mutate.PrependBytes))]
+    client = boto3.client("s3", endpoint_url=s3.url, region_name="us-east-1", aws_access_key_id=s3.key,
+                          aws_secret_access_key=s3.secret)
+    cases = []
+    for index in range(HOSTILE):
+        try:
+            case = mutate.make_case(33, index, tmp_path_factory.mktemp("hostile"), mutators=damages)
+        except mutate.NotApplicable:
+            continue
+        key = f"hostile/{index}/{Path(case.path).name}"
+        client.upload_file(case.path, BUCKET, key)
+        cases.append((case, f"s3://{BUCKET}/{key}"))
+    return cases
+
+
+def test_a_hostile_remote_file_gives_the_error_a_local_copy_gives(hostile, user_env):
+    """Each damaged input, inspected from the bucket, ends as the same file on a local disk does (without a scan of
+    its weights, which a remote inspect leaves in the bucket): the same report, or the same typed error (its path
+    aside). The structure is read in the door's child, under its limits."""
+    assert len(hostile) >= HOSTILE * 3 // 4
+    errors, differ = 0, []
+    for case, url in hostile:
+        local = _outcome(lambda: mgpu_io.inspect(case.path, scan_weights=False), case.path)
+        remote = _outcome(lambda: mgpu_io.inspect(url), url)
+        errors += local[0] != "ok"
+        if local != remote:
+            differ.append((case.mutator, case.description, local, remote))
+    assert not differ, differ
+    assert errors >= len(hostile) // 3  # the damage is real: many are refused, each the same way
+
+
+class _StallingStore:
+    """A plain HTTP server on 127.0.0.1 that serves a file's size and its first ``answered`` bytes, and then stops
+    answering (a store that hangs), until the test ends."""
+
+    def __init__(self, data, answered):
+        import http.server
+        import threading
+
+        self.release = threading.Event()
+        store = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_HEAD(self):
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Accept-Ranges", "bytes")
+                self.end_headers()
+
+            def do_GET(self):
+                start, end = 0, len(data) - 1
+                if self.headers.get("Range"):
+                    first, last = self.headers["Range"].split("=")[1].split("-")
+                    start, end = int(first), min(int(last or end), end)
+                if end >= answered:
+                    store.release.wait(120)  # the store hangs
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+                self.send_header("Content-Length", str(end - start + 1))
+                self.end_headers()
+                self.wfile.write(data[start:end + 1])
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/model.h5"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_store_that_stops_answering_is_an_error_within_the_time_limit(monkeypatch):
+    """The file's head comes, then nothing: the child that reads the structure is ended at the local limit."""
+    import time
+
+    pytest.importorskip("aiohttp")
+    from mgpu_io.format import probe
+
+    monkeypatch.setattr(probe, "TIMEOUT", 3.0)
+    store = _StallingStore(BIG.read_bytes(), answered=4096)
+    try:
+        started = time.monotonic()
+        with pytest.raises(mgpu_io.NotAModelFile, match=r"^Reading the remote file's structure did not finish "
+                                                         r"within 3 s\..*Received: http://127\.0\.0\.1"):
+            mgpu_io.inspect(store.url)
+        assert time.monotonic() - started < 60
+    finally:
+        store.stop()
+
+
+def test_a_request_that_gets_no_answer_ends_at_the_network_timeout(monkeypatch):
+    """Before any HDF5 is read (the file's size and head), a request the store never answers ends at the timeout."""
+    pytest.importorskip("aiohttp")
+    import mgpu_io.remote as remote
+
+    monkeypatch.setattr(remote, "NETWORK_TIMEOUT", 2)
+    store = _StallingStore(BIG.read_bytes(), answered=0)
+    try:
+        with pytest.raises(RemoteAccessError, match=r"^The store failed while reading the file's head\. .*Timeout"):
+            mgpu_io.inspect(store.url)
+    finally:
+        store.stop()
+
+
+def test_a_structure_larger_than_the_byte_budget_is_refused(user_env, monkeypatch):
+    import mgpu_io.remote as remote
+
+    monkeypatch.setattr(remote, "MAX_STRUCTURE_BYTES", 64 << 10)  # the DenseNet wrapper's structure: 180 KB
+    with pytest.raises(mgpu_io.NotAModelFile, match=r"asks for more than 65536 bytes"):
+        mgpu_io.inspect(f"s3://{BUCKET}/big/{BIG.name}")
+    monkeypatch.setattr(remote, "MAX_STRUCTURE_BYTES", 1 << 20)
+    assert mgpu_io.inspect(f"s3://{BUCKET}/big/{BIG.name}").template is not None

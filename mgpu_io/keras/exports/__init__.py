@@ -243,10 +243,12 @@ def _refused(name, model, output, what, error):
     first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
     if "Select TensorFlow op" in str(error) or "Flex" in str(error):
         layers = _layers(model, _RECURRENT)
-        why = (
-            f"the converter wrote TensorFlow (Flex) ops for the recurrent layers ({', '.join(layers[:5]) or 'none'}"
-            f"), which the LiteRT interpreter runs only with the Flex delegate"
-        )
+        if layers:
+            where = f"for the recurrent layers ({', '.join(layers[:5])})"
+        else:  # another op without a LiteRT kernel (a TF op's Bitcast, say): the interpreter's line, and our layers
+            own = _layers(model, OWN_LAYERS)
+            where = f"({first})" + (f" in a model that holds {', '.join(own[:5])}" if own else "")
+        why = f"the converter wrote TensorFlow (Flex) ops {where}, which the LiteRT interpreter runs only with the Flex delegate"
         fix = "Write .onnx or a SavedModel folder for this model, or link the Flex delegate in your app"
     else:
         layers = _layers(model, OWN_LAYERS)

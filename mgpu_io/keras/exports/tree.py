@@ -1,5 +1,5 @@
-"""A folder of legacy files into deployable artifacts, file by file, in this process (each file's export runs
-Keras and its exporter's runtime, which do not survive a fork): the folder mode of ``unwrap --format``."""
+"""A folder of legacy files into deployable artifacts: the folder mode of ``unwrap --format``, with the folder
+repair's options (one :class:`~mgpu_io.format.options.UnwrapOptions`), workers (``jobs``), progress and resume."""
 
 import os
 from pathlib import Path
@@ -39,41 +39,43 @@ def completed(source, artifact):
         return False
 
 
-def export_tree(
-    source,
-    output,
-    name,
-    *,
-    dry_run=False,
-    progress=None,
-    overwrite=False,
-    allow_plain=False,
-    config=None,
-    safe_mode=True,
-    lambdas=None,
-    custom_objects=None,
-    **options,
-):
-    """Write every full model (a wrapper, or with ``allow_plain`` a plain model) under ``source`` as format ``name``
-    into the same place under ``output``; weights-only files are written where ``config`` gives their architecture.
-    An output newer than its input is ``done before`` (a stopped run resumes). Returns a
-    :class:`~mgpu_io.format.batch.BatchReport`; ``progress`` is called with ``(done, total, FileResult)``."""
-    from mgpu_io.keras.exports import check_available
-    from mgpu_io.keras.save import unwrap_to_export
+def export_tree(source, output, options=None, *, jobs=None, progress=None, **fields):
+    """Write every full model (a wrapper, or with ``allow_plain`` a plain model) under ``source`` as a deployable
+    format into the same place under ``output``; weights-only files are written where ``config`` gives their
+    architecture. An output newer than its input is ``done before`` (a stopped run resumes).
 
+    Args:
+        source: the folder to read (never modified).
+        output: the folder to write; may not be ``source`` or lie inside it.
+        options: the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built (its
+            ``output_format`` names the format), or none: then one is built from ``fields``.
+        jobs: worker processes, as the folder repair's (:func:`mgpu_io.format.batch.unwrap_tree`); each holds its
+            own Keras and exporter. Default 1: the files are exported in this process, one after another. Workers
+            are forked: where this process has run Keras already (a TensorFlow or JAX runtime started here, which
+            does not survive a fork) the files are exported here, one by one.
+        progress: called with ``(done, total, FileResult)`` after each file.
+
+    Returns:
+        A :class:`~mgpu_io.format.batch.BatchReport`.
+    """
+    from mgpu_io.format import batch
+    from mgpu_io.format.options import UnwrapOptions
+    from mgpu_io.keras.exports import check_available
+
+    options = options if options is not None else UnwrapOptions(**fields)
+    name = options.output_format
+    if name not in EXPORT_FORMATS:
+        raise InvalidArgument(
+            f"A folder export needs a deployable format. Expected output_format one of {sorted(EXPORT_FORMATS)}. "
+            f"Received: output_format={name!r}. Pass format= (--format)."
+        )
     source, output = Path(source).resolve(), Path(output).resolve()
     if output == source or source in output.parents:
         raise OutputError(
             f"The output folder is the input folder or inside it. Expected a folder elsewhere, so that inputs are "
             f"never overwritten or read back. Received: input={source}, output={output}. Choose another output folder."
         )
-    unused = {key: value for key, value in options.items() if value not in (None, False, True, "keras3")}
-    if unused:
-        raise InvalidArgument(
-            f"A folder export takes no {sorted(unused)}. Expected the options of a {name} output. Received: {unused}. "
-            f"Leave them out."
-        )
-    if not dry_run:
+    if not options.dry_run:
         check_available(name)
     files = model_files(source)
     if not files:
@@ -81,71 +83,108 @@ def export_tree(
             f"The folder holds no Keras file. Expected legacy Keras HDF5 files under it. Received: {source}. Check "
             f"the folder; `mgpu-io inspect FILE` says what a file is."
         )
-    report = BatchReport(source=str(source), output=str(output), dry_run=dry_run)
-    results = []
+    report = BatchReport(source=str(source), output=str(output), dry_run=options.dry_run)
+    results: dict = {}
 
-    def finished(result):
+    def finished(index, result):
         result.path = str(Path(result.path).relative_to(source))
-        results.append(result)
+        results[index] = result
         if progress is not None:
             progress(len(results), len(files), result)
 
+    todo = []
+    for index, path in enumerate(files):
+        artifact = artifact_path(output, path.relative_to(source), name)
+        described = describe(path)
+        whole = described.kind in (LEGACY_MODEL, SAVEDMODEL)
+        if not whole and options.config is None:
+            reason = f"{described.name}: a {name} output needs a whole model (config= gives weights theirs)"
+            finished(index, FileResult(str(path), SKIPPED, reason=reason))
+        elif not options.overwrite and completed(path, artifact):
+            finished(index, FileResult(str(path), DONE, output=str(artifact), reason=DONE_REASON))
+        elif options.dry_run:
+            finished(index, FileResult(str(path), REPAIRED))
+        else:
+            todo.append((index, (str(path), str(artifact), not whole)))
+    workers = max(1, min(jobs or 1, len(todo) or 1))
     try:
-        for path in files:
-            artifact = artifact_path(output, path.relative_to(source), name)
-            kind = describe(path).kind
-            if kind not in (LEGACY_MODEL, SAVEDMODEL) and config is None:
-                finished(
-                    FileResult(
-                        str(path),
-                        SKIPPED,
-                        reason=f"{describe(path).name}: a {name} output needs a "
-                        f"whole model (config= gives weights theirs)",
-                    )
-                )
-                continue
-            if not overwrite and completed(path, artifact):
-                finished(FileResult(str(path), DONE, output=str(artifact), reason=DONE_REASON))
-                continue
-            if dry_run:
-                finished(FileResult(str(path), REPAIRED))
-                continue
-            artifact.parent.mkdir(parents=True, exist_ok=True)
-            arguments = dict(
-                config=config if kind not in (LEGACY_MODEL, SAVEDMODEL) else None,
-                overwrite=True,
-                safe_mode=safe_mode,
-                lambdas=lambdas,
-                custom_objects=custom_objects,
-            )
-            try:
-                try:
-                    done = unwrap_to_export(path, artifact, name, **arguments)
-                    status = REPAIRED
-                except NotAWrapper:
-                    if not allow_plain:
-                        finished(
-                            FileResult(
-                                str(path),
-                                SKIPPED,
-                                reason="a plain model, not a wrapper: pass allow_plain=True to export it too",
-                            )
-                        )
-                        continue
-                    done = unwrap_to_export(path, artifact, name, allow_plain=True, **arguments)
-                    status = CLEAN
-            except MgpuIOError as error:
-                finished(FileResult(str(path), FAILED, reason=str(error)))
-                continue
-            finished(FileResult(str(path), status, output=str(artifact), depth=done.depth))
+        if workers > 1 and not _runtime_started():
+            work = _in_worker(options)
+            batch._run([task for _, task in todo], workers, lambda at, result: finished(todo[at][0], result), work)
+        else:
+            for index, task in todo:
+                finished(index, export_one(*task, options))
     except BaseException as stop:  # Ctrl-C: what was done before it, and what was not
-        seen = {r.path for r in results}
-        report.files = results + [
-            FileResult(str(p.relative_to(source)), FAILED, reason=STOPPED)
-            for p in files
-            if str(p.relative_to(source)) not in seen
+        report.files = [
+            results.get(index) or FileResult(str(path.relative_to(source)), FAILED, reason=STOPPED)
+            for index, path in enumerate(files)
         ]
         stop.report = report
         raise
-    report.files = results
+    report.files = [results[index] for index in range(len(files))]
     return report
+
+
+def _runtime_started():
+    """Whether this process has started a TensorFlow or JAX runtime (their threads do not survive a fork)."""
+    import sys
+
+    if "tensorflow" in sys.modules:
+        try:
+            from tensorflow.python.eager import context
+
+            made = context.context_safe()
+            if made is not None and made._context_handle is not None:
+                return True
+        except Exception:  # another TensorFlow: assume it runs
+            return True
+    jax = sys.modules.get("jax")
+    return jax is not None and bool(getattr(sys.modules.get("jax._src.xla_bridge"), "_backends", None))
+
+
+def export_one(source, output, uses_config, options):
+    """Export one file of a folder (``uses_config``: a weights-only file, given the folder's ``config``); a
+    :class:`~mgpu_io.format.batch.FileResult`."""
+    from mgpu_io.keras.save import unwrap_to_export
+
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    arguments = dict(
+        config=options.config if uses_config else None,
+        overwrite=True,
+        safe_mode=options.safe_mode,
+        lambdas=options.lambdas,
+        custom_objects=options.custom_objects,
+    )
+    try:
+        try:
+            done = unwrap_to_export(source, output, options.output_format, **arguments)
+            status = REPAIRED
+        except NotAWrapper:
+            if not options.allow_plain:
+                reason = "a plain model, not a wrapper: pass allow_plain=True to export it too"
+                return FileResult(source, SKIPPED, reason=reason)
+            done = unwrap_to_export(source, output, options.output_format, allow_plain=True, **arguments)
+            status = CLEAN
+    except MgpuIOError as error:
+        return FileResult(source, FAILED, reason=str(error))
+    return FileResult(source, status, output=output, depth=done.depth)
+
+
+def _in_worker(options):
+    """What a folder worker (:mod:`mgpu_io.format.batch`) runs for one file: :func:`export_one`, with ``options``
+    from the fork (a user's functions, ``lambdas=``, need not pickle)."""
+
+    def work(source, output, uses_config):  # pragma: no cover - runs in a worker process
+        from mgpu_io.format import sandbox
+
+        # The supervisor's time limit is for a legacy repair's reading of the structure; here each reading of the
+        # file runs in its own probe's child, under the same limit, and Keras' export after it takes what it takes.
+        sandbox.structure_read()
+        supervisor = getattr(sandbox, "_supervisor", None)
+        sandbox.supervise(None)
+        try:
+            return export_one(source, output, uses_config, options)
+        finally:
+            sandbox.supervise(supervisor)
+
+    return work
