@@ -264,9 +264,9 @@ def test_a_store_that_stops_answering_is_an_error_within_the_time_limit(monkeypa
     import time
 
     pytest.importorskip("aiohttp")
-    from mgpu_io.format import probe
+    from mgpu_io.format import sandbox
 
-    monkeypatch.setattr(probe, "TIMEOUT", 3.0)
+    monkeypatch.setattr(sandbox, "TIMEOUT", 3.0)
     store = _StallingStore(BIG.read_bytes(), answered=4096)
     try:
         started = time.monotonic()
