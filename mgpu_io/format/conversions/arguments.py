@@ -181,6 +181,20 @@ def _random_crop(layer, settings, cls, context):
     return ["random-crop-inference"]
 
 
+#: The layers of tf.keras 2.10-2.15's ``keras.applications.convnext`` (not of ``keras.layers``): their arguments.
+CONVNEXT_LAYERS = {"LayerScale": {"init_values", "projection_dim"}, "StochasticDepth": {"drop_path_rate"}}
+_BASE_KEYS = {"name", "trainable", "dtype", "batch_input_shape"}
+
+
+def _convnext_layers(layer, settings, cls, context):
+    """ConvNeXt's ``LayerScale``/``StochasticDepth``, saved with exactly their arguments, become mgpu-io's copies
+    (``mgpu_io>LayerScale``): a layer of the user's with another signature stays theirs to pass."""
+    if cls in CONVNEXT_LAYERS and context.target == KERAS3 and set(settings) - _BASE_KEYS == CONVNEXT_LAYERS[cls]:
+        layer["class_name"] = f"mgpu_io>{cls}"
+        return ["convnext-layers"]
+    return []
+
+
 def _locally_connected_layer(layer, settings, cls, context):
     if cls in LOCALLY_CONNECTED and context.target == KERAS3:
         _locally_connected(layer, settings)
@@ -238,6 +252,7 @@ _LAYER_REWRITES = (
     _conv_rnn2d,
     _sync_batch_normalization,
     _locally_connected_layer,
+    _convnext_layers,
     _attention_causal,
     _thresholded_relu,
     _weight_regularizers,
@@ -455,6 +470,14 @@ FAMILY = Family(
             "`ThresholdedReLU(theta)` becomes `ReLU(threshold=theta)`: equal everywhere "
             "except at x == theta exactly (0 before, theta now)",
             "Keras 3: `Unknown layer: 'ThresholdedReLU'`",
+            (),
+        ),
+        Rule(
+            "convnext-layers",
+            "`LayerScale` and `StochasticDepth` of tf.keras 2.10-2.15's `keras.applications.convnext` (layers of "
+            "that module, saved with exactly their arguments) become mgpu-io's registered copies "
+            "`mgpu_io>LayerScale`/`mgpu_io>StochasticDepth`: the same computation and weight (target keras3 only)",
+            "Keras 3: `it has no class 'LayerScale'` (the class is not in `keras.layers` of any release)",
             (),
         ),
         Rule(
