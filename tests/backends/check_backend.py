@@ -71,13 +71,15 @@ def tf_ops():
     return measured
 
 
+#: fixtures/applications' templates of tf.keras 2.4-2.15 (the wrapper era's writers are keras216 ... tfkeras115).
+TF2X_APPLICATIONS = [e for e in APP_MANIFEST if e["writer"] in ("tf24", "tf28", "tf210", "tf215")]
+
+
 def tf2x_applications():
     """tf.keras 2.4-2.15's keras.applications templates (fixtures/applications, writers tf24-tf215): per file
     ``[largest difference, max|prediction|]``, or the error (tests/test_tf2x_applications.py on TensorFlow)."""
     measured = {}
-    for entry in APP_MANIFEST:
-        if not entry["writer"].startswith("tf2"):
-            continue
+    for entry in TF2X_APPLICATIONS:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -93,7 +95,7 @@ def tf2x_applications():
 def main():
     result = {"backend": keras.backend.backend(), "keras": keras.__version__, "models": {}, "failures": {}}
     for entry in MANIFEST + APP_MANIFEST + TF2_MANIFEST:
-        if entry["file_type"] != "model" or not entry.get("data") or entry.get("writer", "").startswith("tf2"):
+        if entry["file_type"] != "model" or not entry.get("data") or entry in TF2X_APPLICATIONS:
             continue  # tf.keras 2.4-2.15's applications: tf2x_applications()
         try:
             with warnings.catch_warnings():
