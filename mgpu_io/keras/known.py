@@ -2,8 +2,8 @@
 Lambda feature, ``lambdas/by_reference.py``'s ``KNOWN_FUNCTIONS``), Keras 2's ``hard_sigmoid`` (which Keras 3
 redefined), the layers Keras 3 removed that a repair rebuilds exactly (``LocallyConnected1D/2D``, written
 ``mgpu_io>LocallyConnected2D`` by ``conversions/arguments.py``), keras_contrib's ``InstanceNormalization``
-(``mgpu_io>InstanceNormalization``, by ``conversions/normalization.py``) and tf.keras' cropping layers that may
-leave an empty tensor.
+(``mgpu_io>InstanceNormalization``, by ``conversions/normalization.py``), tf.keras' cropping layers that may
+leave an empty tensor, and the layers of tf.keras' ConvNeXt module (``LayerScale``, ``StochasticDepth``).
 
 A repair writes such a Lambda as a reference to ``mgpu_io>NAME`` (``lambdas/by_reference.py`` recognises it
 from the file's metadata); importing this module registers each with Keras, so that Keras 3 resolves the reference
@@ -306,6 +306,63 @@ class Cropping3D(_EmptyCropping, _Cropping3D):
 
 #: Keras' cropping classes by the name a file gives them, as mgpu-io's that may leave an empty tensor.
 EMPTY_CROPPING = {"Cropping1D": Cropping1D, "Cropping2D": Cropping2D, "Cropping3D": Cropping3D}
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="LayerScale")
+class LayerScale(Layer):
+    """ConvNeXt's ``LayerScale`` of tf.keras 2.10-2.15 (``keras.applications.convnext``, a layer of that module, not
+    of ``keras.layers``): the input times a learned vector ``gamma`` of ``projection_dim`` values, started at
+    ``init_values``.
+
+    Example:
+        >>> import numpy as np
+        >>> layer = LayerScale(0.5, 2)
+        >>> np.asarray(layer(np.ones((1, 2), "float32"))).tolist()
+        [[0.5, 0.5]]
+    """
+
+    def __init__(self, init_values, projection_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.init_values, self.projection_dim = init_values, projection_dim
+
+    def build(self, input_shape):
+        self.gamma = self.add_weight(
+            shape=(self.projection_dim,), initializer=keras.initializers.Constant(self.init_values), name="gamma"
+        )
+
+    def call(self, x):
+        return x * self.gamma
+
+    def get_config(self):
+        return {**super().get_config(), "init_values": self.init_values, "projection_dim": self.projection_dim}
+
+
+@keras.saving.register_keras_serializable(package="mgpu_io", name="StochasticDepth")
+class StochasticDepth(Layer):
+    """ConvNeXt's ``StochasticDepth`` of tf.keras 2.10-2.15: when training, each sample's residual branch is dropped
+    with probability ``drop_path_rate`` (the others scaled by ``1 / (1 - rate)``); when predicting, the identity.
+
+    Example:
+        >>> import numpy as np
+        >>> np.asarray(StochasticDepth(0.5)(np.ones((1, 2), "float32"))).tolist()
+        [[1.0, 1.0]]
+    """
+
+    def __init__(self, drop_path_rate, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.drop_path_rate, self.seed = drop_path_rate, seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, x, training=None):
+        if not training or not self.drop_path_rate:
+            return x
+        keep = 1.0 - self.drop_path_rate
+        shape = (keras.ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
+        mask = keras.ops.floor(keep + keras.random.uniform(shape, seed=self.seed_generator, dtype=x.dtype))
+        return x / keep * mask
+
+    def get_config(self):
+        return {**super().get_config(), "drop_path_rate": self.drop_path_rate, "seed": self.seed}
 
 
 #: mgpu-io's registered name -> function: every Lambda function in KNOWN_FUNCTIONS (lambdas/by_reference.py) and

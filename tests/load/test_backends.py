@@ -50,3 +50,16 @@ def test_tf_keras_2_4_to_2_15_files_predict_evaluate_and_train_on_jax(measured):
     failed = {name: value for name, value in tfops.items() if isinstance(value, str)}
     assert failed == {}
     assert max(tfops.values()) <= JAX_TOLERANCE
+
+
+def test_tf_keras_2_4_to_2_15_applications_predict_as_their_writer_on_jax(measured):
+    """tf.keras 2.4-2.15's keras.applications templates (tests/load/test_tf2x_applications.py) on JAX, within
+    JAX_TOLERANCE × max(1, max|prediction|) (logits up to about 13); tf.keras 2.4's RandomCrop is refused there too."""
+    apps = measured["tf2x_applications"]
+    assert len(apps) == 27
+    refused = {name: value for name, value in apps.items() if isinstance(value, str)}
+    assert list(refused) == ["tf24_random_crop_full.h5"] and "RandomCrop" in refused["tf24_random_crop_full.h5"]
+    relative = {name: found / max(1.0, top) for name, (found, top) in
+                ((n, v) for n, v in apps.items() if not isinstance(v, str))}
+    worst = max(relative, key=relative.get)
+    assert relative[worst] <= JAX_TOLERANCE, worst

@@ -1,5 +1,5 @@
 """Every layer of the era: each public layer class of each writer (fixtures/layers, written by the real Keras 1.2.2,
-2.1.6, 2.2.4, 2.3.1, tf.keras 1.15, 2.0-2.4 and 2.15, and tf_keras) loads with the writer's own predictions, or is
+2.1.6, 2.2.4, 2.3.1, tf.keras 1.15, 2.0-2.4, 2.8, 2.10 and 2.15, and tf_keras) loads with the writer's own predictions, or is
 refused by name with the reason and the fix. Never may a case load and predict something else.
 
 Each writer is one class (TestSweep_<writer>), evaluated once for its tests: pytest-xdist (``--dist loadscope``)

@@ -71,11 +71,32 @@ def tf_ops():
     return measured
 
 
+#: fixtures/applications' templates of tf.keras 2.4-2.15 (the wrapper era's writers are keras216 ... tfkeras115).
+TF2X_APPLICATIONS = [e for e in APP_MANIFEST if e["writer"] in ("tf24", "tf28", "tf210", "tf215")]
+
+
+def tf2x_applications():
+    """tf.keras 2.4-2.15's keras.applications templates (fixtures/applications, writers tf24-tf215): per file
+    ``[largest difference, max|prediction|]``, or the error (tests/load/test_tf2x_applications.py on TensorFlow)."""
+    measured = {}
+    for entry in TF2X_APPLICATIONS:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = mgpu_io.load_model(fixture_path(entry), compile=False)
+            xs, ys = fixture_batch(entry)
+            measured[entry["file"]] = [largest_difference(predict(model, xs), ys), float(np.abs(ys[0]).max())]
+        except Exception as error:
+            measured[entry["file"]] = f"{type(error).__name__}: {error}"[:300]
+        keras.backend.clear_session()
+    return measured
+
+
 def main():
     result = {"backend": keras.backend.backend(), "keras": keras.__version__, "models": {}, "failures": {}}
     for entry in MANIFEST + APP_MANIFEST + TF2_MANIFEST:
-        if entry["file_type"] != "model" or not entry.get("data"):
-            continue
+        if entry["file_type"] != "model" or not entry.get("data") or entry in TF2X_APPLICATIONS:
+            continue  # tf.keras 2.4-2.15's applications: tf2x_applications()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -85,6 +106,7 @@ def main():
         except Exception as error:
             result["failures"][entry["file"]] = f"{type(error).__name__}: {error}"[:300]
     result["tfops"] = tf_ops()
+    result["tf2x_applications"] = tf2x_applications()
     folder = Path(tempfile.mkdtemp())
     wrapper = fixture_path({"file": "k224_functional_bn_x2_full.h5"})
     out = folder / "model.keras"

@@ -139,6 +139,62 @@ def _sync_batch_normalization(layer, settings, cls, context):
     return []
 
 
+#: ``RandomCrop`` arguments that Keras 3's ``Resizing`` takes as they are (the others: ``seed``).
+_RESIZING_KEYS = ("name", "trainable", "dtype", "batch_input_shape", "height", "width")
+
+
+def _keras_release(version):
+    """``(major, minor)`` of a ``keras_version`` (``"2.10.0"`` -> ``(2, 10)``; ``"2.2.4-tf"`` -> ``(2, 2)``)."""
+    parts = str(version or "").split("-")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return 0, 0
+
+
+def _random_crop(layer, settings, cls, context):
+    """tf.keras 2.6+'s ``RandomCrop`` predicts with ``smart_resize`` (the largest window of the target's aspect ratio,
+    centred, resized bilinearly): Keras 3's ``Resizing(crop_to_aspect_ratio=True)``. Keras 3's own ``RandomCrop``
+    returns its input unchanged at inference (shape and all), and tf.keras 2.2-2.5 resized to the shorter side and
+    then cropped, which no Keras 3 layer computes: refused by name."""
+    if cls != "RandomCrop" or context.target != KERAS3:
+        return []
+    if _keras_release(context.keras_version) < (2, 6):
+        raise UnsupportedModel(
+            problem=f"Layer {layer_name(layer)!r} (RandomCrop) of tf.keras {context.keras_version or '(unknown)'} "
+            "predicts by resizing its input to the crop's shorter side and then cropping its centre, which no "
+            "Keras 3 layer computes (Keras 3's RandomCrop returns its input unchanged when predicting)",
+            expected="a RandomCrop of tf.keras 2.6 or later (keras_version '2.6.0' and up), which Keras 3's "
+            "Resizing(crop_to_aspect_ratio=True) reproduces",
+            received=f"keras_version={context.keras_version!r}",
+            fix=(
+                "Rebuild the model in code with the crop you want when predicting (for example Resizing then "
+                "CenterCrop) and load the weights with mgpu_io.transfer_weights, or pass ",
+                Param("keep_config", True),
+                " for tf_keras",
+            ),
+        )
+    layer["class_name"] = "Resizing"
+    for key in [key for key in settings if key not in _RESIZING_KEYS]:
+        del settings[key]
+    settings.update(interpolation="bilinear", crop_to_aspect_ratio=True)
+    return ["random-crop-inference"]
+
+
+#: The layers of tf.keras 2.10-2.15's ``keras.applications.convnext`` (not of ``keras.layers``): their arguments.
+CONVNEXT_LAYERS = {"LayerScale": {"init_values", "projection_dim"}, "StochasticDepth": {"drop_path_rate"}}
+_BASE_KEYS = {"name", "trainable", "dtype", "batch_input_shape"}
+
+
+def _convnext_layers(layer, settings, cls, context):
+    """ConvNeXt's ``LayerScale``/``StochasticDepth``, saved with exactly their arguments, become mgpu-io's copies
+    (``mgpu_io>LayerScale``): a layer of the user's with another signature stays theirs to pass."""
+    if cls in CONVNEXT_LAYERS and context.target == KERAS3 and set(settings) - _BASE_KEYS == CONVNEXT_LAYERS[cls]:
+        layer["class_name"] = f"mgpu_io>{cls}"
+        return ["convnext-layers"]
+    return []
+
+
 def _locally_connected_layer(layer, settings, cls, context):
     if cls in LOCALLY_CONNECTED and context.target == KERAS3:
         _locally_connected(layer, settings)
@@ -185,6 +241,7 @@ def _weight_regularizers(layer, settings, cls, context):
 #: The rewrites of one layer's arguments, in order: each ``(layer, its config, its class, context)`` -> the names of
 #: the changes it made.
 _LAYER_REWRITES = (
+    _random_crop,
     _time_major,
     _dropout_implementation,
     _gru_reset_before,
@@ -195,6 +252,7 @@ _LAYER_REWRITES = (
     _conv_rnn2d,
     _sync_batch_normalization,
     _locally_connected_layer,
+    _convnext_layers,
     _attention_causal,
     _thresholded_relu,
     _weight_regularizers,
@@ -412,6 +470,23 @@ FAMILY = Family(
             "`ThresholdedReLU(theta)` becomes `ReLU(threshold=theta)`: equal everywhere "
             "except at x == theta exactly (0 before, theta now)",
             "Keras 3: `Unknown layer: 'ThresholdedReLU'`",
+            (),
+        ),
+        Rule(
+            "convnext-layers",
+            "`LayerScale` and `StochasticDepth` of tf.keras 2.10-2.15's `keras.applications.convnext` (layers of "
+            "that module, saved with exactly their arguments) become mgpu-io's registered copies "
+            "`mgpu_io>LayerScale`/`mgpu_io>StochasticDepth`: the same computation and weight (target keras3 only)",
+            "Keras 3: `it has no class 'LayerScale'` (the class is not in `keras.layers` of any release)",
+            (),
+        ),
+        Rule(
+            "random-crop-inference",
+            "tf.keras 2.6+'s `RandomCrop` becomes `Resizing(height, width, crop_to_aspect_ratio=True)`, what it "
+            "computes when predicting (`smart_resize`); the random crop is gone from training. tf.keras 2.2-2.5's "
+            "(resize to the shorter side, then crop) is refused by name (target keras3 only)",
+            "Keras 3's `RandomCrop` returns its input unchanged when predicting: another output shape, or "
+            "other predictions",
             (),
         ),
         Rule(
