@@ -24,8 +24,8 @@ keras = pytest.importorskip("keras")
 TF2X = ("tf24", "tf28", "tf210", "tf215")
 ENTRIES = [dict(e, folder="applications") for e in json.loads((APPLICATIONS / "manifest.json").read_text())
            if e["writer"] in TF2X]
-#: tf.keras 2.2-2.5's RandomCrop predicts by resizing to the shorter side and then cropping, which no Keras 3 layer
-#: computes (tf.keras 2.6+ used smart_resize: Keras 3's Resizing(crop_to_aspect_ratio=True)).
+#: tf.keras 2.2-2.6's RandomCrop predicts by resizing to the shorter side and then cropping, which no Keras 3 layer
+#: computes (tf.keras 2.7+ uses smart_resize: Keras 3's Resizing(crop_to_aspect_ratio=True)).
 REFUSED = {"tf24_random_crop_full.h5": "RandomCrop"}
 
 
@@ -68,7 +68,7 @@ def test_a_random_crop_of_tf_keras_2_4_is_refused_by_name_with_the_fix(name):
     assert "transfer_weights" in message
 
 
-def test_a_random_crop_of_tf_keras_2_6_and_later_predicts_its_centre_window_as_the_writer_did():
+def test_a_random_crop_of_tf_keras_2_7_and_later_predicts_its_centre_window_as_the_writer_did():
     """Keras 3's own RandomCrop would return the 32x32 input unchanged when predicting (and the Dense after it would
     refuse the shape); the writer cropped the largest 20:26 window and resized it."""
     for entry in (e for e in ENTRIES if e["file"].endswith("random_crop_full.h5") and e["file"] not in REFUSED):
@@ -89,3 +89,23 @@ def test_convnext_keeps_its_layer_scale_and_stochastic_depth():
         model = mgpu_io.load_model(fixture_path(entry), compile=False)
     found, allowed = difference(model, entry)
     assert found <= allowed
+
+
+@pytest.mark.parametrize("keras_version, refused", [("2.5.0", True), ("2.6.0", True), ("2.7.0", False), ("2.15.0", False)])
+def test_the_random_crop_rule_draws_its_line_where_tf_keras_changed_its_inference(keras_version, refused):
+    """keras 2.6.0's RandomCrop still resized to the shorter side and cropped; 2.7.0's called smart_resize (read in
+    the two wheels' image_preprocessing.py): only 2.7 and later become Resizing(crop_to_aspect_ratio=True)."""
+    from types import SimpleNamespace
+
+    from mgpu_io.errors import UnsupportedModel
+    from mgpu_io.format.conversions import arguments
+    from mgpu_io.format.conversions.base import KERAS3
+
+    layer = {"class_name": "RandomCrop", "config": {"name": "crop", "height": 4, "width": 4, "seed": None}}
+    context = SimpleNamespace(target=KERAS3, keras_version=keras_version)
+    if refused:
+        with pytest.raises(UnsupportedModel, match=r"^Layer 'crop' \(RandomCrop\) of tf\.keras " + keras_version):
+            arguments._random_crop(layer, layer["config"], "RandomCrop", context)
+    else:
+        assert arguments._random_crop(layer, layer["config"], "RandomCrop", context) == ["random-crop-inference"]
+        assert layer["class_name"] == "Resizing" and layer["config"]["crop_to_aspect_ratio"] is True

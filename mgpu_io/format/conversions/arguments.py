@@ -153,18 +153,19 @@ def _keras_release(version):
 
 
 def _random_crop(layer, settings, cls, context):
-    """tf.keras 2.6+'s ``RandomCrop`` predicts with ``smart_resize`` (the largest window of the target's aspect ratio,
+    """tf.keras 2.7+'s ``RandomCrop`` predicts with ``smart_resize`` (the largest window of the target's aspect ratio,
     centred, resized bilinearly): Keras 3's ``Resizing(crop_to_aspect_ratio=True)``. Keras 3's own ``RandomCrop``
-    returns its input unchanged at inference (shape and all), and tf.keras 2.2-2.5 resized to the shorter side and
-    then cropped, which no Keras 3 layer computes: refused by name."""
+    returns its input unchanged at inference (shape and all), and tf.keras 2.2-2.6 resized to the shorter side and
+    then cropped (read in the keras 2.6.0 and 2.7.0 wheels' ``image_preprocessing.py``), which no Keras 3 layer
+    computes: refused by name."""
     if cls != "RandomCrop" or context.target != KERAS3:
         return []
-    if _keras_release(context.keras_version) < (2, 6):
+    if _keras_release(context.keras_version) < (2, 7):
         raise UnsupportedModel(
             problem=f"Layer {layer_name(layer)!r} (RandomCrop) of tf.keras {context.keras_version or '(unknown)'} "
             "predicts by resizing its input to the crop's shorter side and then cropping its centre, which no "
             "Keras 3 layer computes (Keras 3's RandomCrop returns its input unchanged when predicting)",
-            expected="a RandomCrop of tf.keras 2.6 or later (keras_version '2.6.0' and up), which Keras 3's "
+            expected="a RandomCrop of tf.keras 2.7 or later (keras_version '2.7.0' and up), which Keras 3's "
             "Resizing(crop_to_aspect_ratio=True) reproduces",
             received=f"keras_version={context.keras_version!r}",
             fix=(
@@ -482,8 +483,8 @@ FAMILY = Family(
         ),
         Rule(
             "random-crop-inference",
-            "tf.keras 2.6+'s `RandomCrop` becomes `Resizing(height, width, crop_to_aspect_ratio=True)`, what it "
-            "computes when predicting (`smart_resize`); the random crop is gone from training. tf.keras 2.2-2.5's "
+            "tf.keras 2.7+'s `RandomCrop` becomes `Resizing(height, width, crop_to_aspect_ratio=True)`, what it "
+            "computes when predicting (`smart_resize`); the random crop is gone from training. tf.keras 2.2-2.6's "
             "(resize to the shorter side, then crop) is refused by name (target keras3 only)",
             "Keras 3's `RandomCrop` returns its input unchanged when predicting: another output shape, or "
             "other predictions",
