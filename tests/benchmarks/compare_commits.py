@@ -7,12 +7,15 @@ measures, in rounds that alternate the commits so that any load on the machine f
 
 - ``mgpu-io --help`` and ``mgpu-io inspect FILE`` (start-up: neither imports TensorFlow or Keras);
 - ``mgpu-io -q unwrap SMALL OUT --jobs 2 --allow-plain`` on the folder of 425 small files ``make bench`` uses, in
-  files per second.
+  files per second;
+- with ``--wrapper FILE`` (for example ``make bench BENCH_ARGS=--reuse``'s build/bench/wrapper-1GB.h5), ``mgpu-io -q
+  unwrap FILE OUT.h5`` in seconds, each output a new file made durable, as ``make bench`` times it.
 
 Each command runs in a fresh process of this environment's Python (``python -m mgpu_io``) in the commit's folder,
 which puts that folder first on the path, ahead of an editable install; the figure is the median over the rounds.
 
 Usage: python tests/benchmarks/compare_commits.py COMMIT COMMIT [...] [--rounds 7] [--workdir build/compare]
+           [--wrapper FILE]
 """
 
 import argparse
@@ -56,6 +59,7 @@ def main():
     parser.add_argument("commits", nargs="+")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "compare")
+    parser.add_argument("--wrapper", type=Path, help="also time the unwrap of this (large) wrapper file")
     args = parser.parse_args()
     work = args.workdir
     shutil.rmtree(work, ignore_errors=True)
@@ -73,16 +77,22 @@ def main():
         "small files (files/s)": lambda folder: count / run(folder, ["-q", "unwrap", str(small), str(out), "--jobs",
                                                                      "2", "--allow-plain"]),
     }
+    if args.wrapper:
+        clean = work / "clean.h5"
+        measures[f"unwrap {args.wrapper.name} (s)"] = lambda folder: run(folder, ["-q", "unwrap", str(args.wrapper.resolve()),
+                                                                                  str(clean), "--force"])
     figures = {(name, label): [] for name in measures for label in trees}
     for label, folder in trees.items():  # one unmeasured warm-up of each (page cache, first compile of TF's own)
         for measure in measures.values():
             shutil.rmtree(out, ignore_errors=True)
+            (work / "clean.h5").unlink(missing_ok=True)
             measure(folder)
     for round_ in range(args.rounds):
         order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
         for name, measure in measures.items():
             for label, folder in order:
                 shutil.rmtree(out, ignore_errors=True)
+                (work / "clean.h5").unlink(missing_ok=True)  # every write to a new file, as make bench's
                 subprocess.run(["sync"], check=True)
                 figures[name, label].append(measure(folder))
         print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr, flush=True)
