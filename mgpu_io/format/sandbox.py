@@ -402,11 +402,11 @@ def _worker(parent, target, args):  # pragma: no cover - runs in a worker proces
     target(*args)
 
 
-def run_program(argv, data, *, seconds, memory, timeout):
+def run_program(argv, data, *, seconds, memory, timeout, cwd=None):
     """Run another program (``argv``: an interpreter and its script) with ``data`` on its standard input, under
     limits set between the fork and the exec: ``seconds`` of CPU time, ``memory`` bytes of address space, no file
     written, no core dumped (each only lowered, never raised above what this process has), tied to this process's
-    life, and killed after ``timeout`` seconds of wall-clock time.
+    life, and killed after ``timeout`` seconds of wall-clock time; in folder ``cwd`` when given.
 
     Returns ``(exit status, standard output)`` (a negative status: the signal that ended it). Raises
     ``TimeoutError`` past ``timeout`` (the program is killed first), ``OSError`` when it cannot start.
@@ -431,6 +431,7 @@ def run_program(argv, data, *, seconds, memory, timeout):
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         preexec_fn=prepare if os.name == "posix" else None,
+        cwd=cwd,
     )
     try:
         output, _ = process.communicate(data, timeout=timeout)

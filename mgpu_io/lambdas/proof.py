@@ -2,7 +2,8 @@
 
 The writer's Python (the version :mod:`mgpu_io.lambdas.recovery` proved from the bytes, e.g. ``"3.10"``) is looked
 for among pyenv's (``$PYENV_ROOT/versions/3.10.*``) and on ``PATH`` (``python3.10``). It runs the separate program
-``lambdas/_recompile.py`` under lowered limits, which compiles the recovered source, unmarshals the stored bytes (on the
+``lambdas/_recompile.py`` under lowered limits (started by :func:`~mgpu_io.format.sandbox.run_program`, as the
+decompiler is), which compiles the recovered source, unmarshals the stored bytes (on the
 Python that wrote them, as data: never run) and compares the two code objects: instructions, constants, names,
 argument counts and flags (not line numbers). Nothing is compiled or unmarshalled in this process.
 
@@ -15,9 +16,10 @@ import base64
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
+
+from mgpu_io.format.sandbox import run_program
 
 _PROGRAM = Path(__file__).with_name("_recompile.py")
 #: Seconds (wall clock) the check may take for one file's functions.
@@ -62,21 +64,21 @@ def check(items, python, *, timeout=None):
     program = _PROGRAM.read_text()
     try:
         with tempfile.TemporaryDirectory(prefix="mgpu-io-check-") as empty:
-            done = subprocess.run(
-                [python, "-E", "-s", "-c", program], input=json.dumps(request).encode(), capture_output=True,
-                timeout=limit, check=False, cwd=empty,
+            status, output = run_program(
+                [python, "-E", "-s", "-c", program], json.dumps(request).encode(),
+                seconds=request["seconds"], memory=request["memory"], timeout=limit, cwd=empty,
             )  # fmt: skip
-    except subprocess.TimeoutExpired:
+    except TimeoutError:
         return [{"error": f"the check did not finish within {limit:g} s"}] * len(items)
     except OSError as error:
         return [{"error": f"Python {python} could not start ({error})"}] * len(items)
     try:
-        answers = json.loads(done.stdout.decode("utf-8"))
+        answers = json.loads(output.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         answers = None
-    if done.returncode != 0 or not isinstance(answers, list) or len(answers) != len(items):
-        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        return [{"error": f"the check stopped: {tail[0][:200]}"}] * len(items)
+    if status != 0 or not isinstance(answers, list) or len(answers) != len(items):
+        ended = f"exit code {status}" if status >= 0 else f"ended by signal {-status}"
+        return [{"error": f"the check stopped: {ended}"}] * len(items)
     return [a if isinstance(a, dict) else {"error": "no answer"} for a in answers]
 
 
