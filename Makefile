@@ -29,11 +29,12 @@ legacy-env:
 	@if [ -n "$(LEGACY_PYTHON)" ]; then LEGACY_PYTHON=$(LEGACY_PYTHON) bash fixtures/generate/run.sh --install-only; \
 	else echo "no Python 3.7: the legacy-stack test will skip"; fi
 
-# Keras 3 on JAX with no TensorFlow: tests/load/test_backends.py loads every fixture there (KERAS_BACKEND=jax).
+# Keras 3 on JAX with no TensorFlow: tests/load/test_backends.py loads every fixture there (KERAS_BACKEND=jax), and
+# tests/deploy/test_deploy_jax.py exports ONNX there (jax2onnx).
 $(JAX_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(JAX_VENV)
 	$(JAX_VENV)/bin/python -m pip install -q --upgrade pip
-	$(JAX_VENV)/bin/python -m pip install -q -e ".[jax]" pytest
+	$(JAX_VENV)/bin/python -m pip install -q -e ".[jax,onnx-jax]" pytest
 	touch $(JAX_STAMP)
 
 jax-env: $(JAX_STAMP)

@@ -12,8 +12,10 @@ Example:
     >>> from mgpu_io.format.sandbox import probed
     >>> path = "fixtures/files/k224_functional_bn_x2_full.h5"
     >>> plan = probed(path, lambda: plan_data(path, allow_plain=True))
-    >>> plan.file_type, plan.stored.keras_version, sorted(plan.converted(plan.layers[0]))[0][0]
-    ('model', '2.2.4', 'bn/beta:0')
+    >>> plan.file_type, plan.stored.keras_version, [layer.layer for layer in plan.layers][:3]
+    ('model', '2.2.4', ['inp', 'd1', 'bn'])
+    >>> sorted(name for name, _ in plan.converted(plan.layers[2]))
+    ['bn/beta:0', 'bn/gamma:0', 'bn/moving_mean:0', 'bn/moving_variance:0']
 """
 
 import json

@@ -167,6 +167,16 @@ def test_verify_runs_an_artifact_against_its_model_and_tells_a_wrong_one(tmp_pat
     assert not other.agree and other.prediction_difference > 1e-3
 
 
+def test_the_extra_a_missing_package_names_is_the_one_for_the_backend():
+    """ONNX on JAX is written by jax2onnx, which brings JAX and Flax: its own extra, named to JAX users."""
+    from mgpu_io.keras.exports import _extra, exporter
+
+    assert _extra(exporter("onnx"), "tensorflow") == "onnx" and _extra(exporter("onnx"), "jax") == "onnx-jax"
+    assert _extra(exporter("litert"), "jax") == "litert" and _extra(exporter("saved_model"), "jax") == "tensorflow"
+    extras = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"onnx", "onnx-jax", "litert"} <= set(extras) and any(p.startswith("jax2onnx") for p in extras["onnx-jax"])
+
+
 def test_a_missing_extra_is_one_line_naming_it(tmp_path):
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"

@@ -18,7 +18,7 @@ def measured():
                           env=dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, timeout=1200)
     if done.returncode != 0 and "No module named 'jax2onnx'" in done.stderr + done.stdout:
-        pytest.skip("no jax2onnx in .venv-jax: pip install 'mgpu-io[onnx]' there")
+        pytest.skip("no jax2onnx in .venv-jax: pip install 'mgpu-io[onnx-jax]' there")
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["backend"] == "jax" and not found["tensorflow"]

@@ -3,7 +3,7 @@
 Each format is one module here, named as in :data:`mgpu_io.format.door.EXPORT_FORMATS` (the one place that says
 which output name asks for which format): ``onnx`` (ONNX Runtime runs it), ``litert`` (the LiteRT interpreter) and
 ``saved_model`` (TensorFlow's SavedModel loader, as TF Serving calls it). A module holds ``NAME``, ``EXTRA`` (the
-pyproject extra that installs what it needs), ``RUNTIME``, ``needs(backend)``, ``write(model, path)`` and
+pyproject extra that installs what it needs; ``extra(backend)`` where it differs by backend), ``RUNTIME``, ``needs(backend)``, ``write(model, path)`` and
 ``run(path, inputs, names)``; optionally ``backend_refusal(backend)``. A new format is a module here and a line there.
 
 :func:`export` writes into a temporary path beside the output, runs the artifact there on the model's inputs (given,
@@ -63,6 +63,11 @@ def installed(package):
         return False
 
 
+def _extra(module, current):
+    """The extra that installs what ``module`` needs on backend ``current``."""
+    return module.extra(current) if hasattr(module, "extra") else module.EXTRA
+
+
 def check_available(name):
     """Refuse ``name`` where this Keras cannot write it, or a package it needs is missing: one line naming the extra.
 
@@ -82,7 +87,8 @@ def check_available(name):
     if missing:
         raise MissingDependency(
             f"A {name} output needs {', '.join(missing)}, which is not installed. Expected the packages of the "
-            f"[{module.EXTRA}] extra. Received: no module {missing[0]!r}. pip install 'mgpu-io[{module.EXTRA}]'."
+            f"[{_extra(module, current)}] extra. Received: no module {missing[0]!r}. "
+            f"pip install 'mgpu-io[{_extra(module, current)}]'."
         )
 
 
@@ -165,11 +171,13 @@ def run_artifact(path, inputs, names, name=None):
     """Run the artifact at ``path`` by its own runtime; a list of outputs."""
     name = name or artifact_format(path)
     module = exporter(name)
-    missing = [package for package in module.needs(backend())[-1:] if not installed(package)]
+    current = backend()
+    missing = [package for package in module.needs(current)[-1:] if not installed(package)]
     if missing:
         raise MissingDependency(
             f"Running a {name} artifact needs {missing[0]}, which is not installed. Expected the packages of the "
-            f"[{module.EXTRA}] extra. Received: no module {missing[0]!r}. pip install 'mgpu-io[{module.EXTRA}]'."
+            f"[{_extra(module, current)}] extra. Received: no module {missing[0]!r}. "
+            f"pip install 'mgpu-io[{_extra(module, current)}]'."
         )
     return module.run(path, inputs, names)
 

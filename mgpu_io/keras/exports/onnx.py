@@ -7,6 +7,11 @@ EXTRA = "onnx"
 RUNTIME = "ONNX Runtime"
 
 
+def extra(backend):
+    """The pyproject extra that installs :func:`needs` on ``backend`` (jax2onnx brings JAX and Flax: its own)."""
+    return "onnx-jax" if backend == "jax" else EXTRA
+
+
 def needs(backend):
     """The modules that writing and running an ONNX file take on ``backend``."""
     return ("jax2onnx" if backend == "jax" else "tf2onnx", "onnx", "onnxruntime")
