@@ -4,11 +4,10 @@ its own process, in memory, stopped when the tests end. gcsfs finds it as a user
 S3 (tests/unwrap/test_remote.py)."""
 
 import os
-import socket
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
+
+import local_server
 
 
 @dataclass
@@ -26,31 +25,12 @@ class Server:
         return env
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        local_server.stop(self.process)
 
 
 def start():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port),
-         "--in-memory"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    url, process = local_server.start(
+        ["gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", "{port}", "--in-memory"],
+        "gcp-storage-emulator",
     )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("gcp-storage-emulator did not start")
-            time.sleep(0.1)
-    return Server(f"http://127.0.0.1:{port}", process)
+    return Server(url, process)

@@ -4,11 +4,10 @@ every later one must sign with a key the server issued). Stopped when the tests 
 
 import json
 import os
-import socket
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
+
+import local_server
 
 
 @dataclass
@@ -32,37 +31,14 @@ class Server:
                                                                          region_name="us-east-1"), **changes)
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        local_server.stop(self.process)
 
 
 def start():
     import boto3
 
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("moto's server did not start")
-            time.sleep(0.1)
+    url, process = local_server.start(["moto.server", "-H", "127.0.0.1", "-p", "{port}"], "moto's server",
+                                      env=dict(INITIAL_NO_AUTH_ACTION_COUNT="3"))
     iam = boto3.client("iam", endpoint_url=url, region_name="us-east-1", aws_access_key_id="boot",
                        aws_secret_access_key="boot")
     iam.create_user(UserName="mgpu-io-tests")
