@@ -83,7 +83,21 @@ def assert_predictions_match(outputs, expected, tolerance=TOLERANCE):
 
 
 def predict(model, xs):
-    return model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
+    """The model's predictions of the inputs ``xs`` (NumPy arrays, a list for several outputs), as ``predict`` gives
+    them. On TensorFlow the model is called eagerly: tracing a ``predict`` function for each small model cost
+    five times the call (measured: 29 s against 6 s for 12 fixtures, 6e-8 apart); on JAX ``predict``'s compiled
+    function is the faster (44 s against 110 s)."""
+    import keras
+
+    inputs = xs if len(xs) > 1 else xs[0]
+    if keras.backend.backend() != "tensorflow":
+        return model.predict(inputs, verbose=0)
+    outputs = model(inputs, training=False)
+    if isinstance(outputs, (list, tuple)):
+        return [keras.ops.convert_to_numpy(output) for output in outputs]
+    if isinstance(outputs, dict):
+        return {name: keras.ops.convert_to_numpy(output) for name, output in outputs.items()}
+    return keras.ops.convert_to_numpy(outputs)
 
 
 # --- the independent reference set (../shared/reference, see its MANIFEST.md) ----------------------------------

@@ -86,15 +86,32 @@ def _batch(writer, case):
     return numbered("x"), numbered("y")
 
 
-def _lambdas(path):
+@lru_cache(maxsize=None)
+def looked(path):
+    """What the sweep reads from a case's file before loading it, from one plan made in this process (the fixtures
+    are the project's own, written by the real writers): ``(rules, functions, channels_first)``, the conversion
+    rules ``unwrap`` names, the generator's functions for its Lambda layers (``lambdas=``, or ``None``), and whether
+    a convolution is computed channels_first. A file the plan refuses has no rules and no convolution: ``load_model``
+    then says why, in the words its user sees."""
     import mgpu_io
+    from mgpu_io.format.config import walk_layers
+    from mgpu_io.format.plan import planned
 
-    found = {}
-    for lam in mgpu_io.inspect(path).lambdas:
-        name = ((lam.get("code") or {}).get("function_name"))
-        if name in FUNCTIONS:
-            found[lam["layer"]] = FUNCTIONS[name]
-    return found or None
+    functions = {}
+    if _has_lambda(path):  # inspect also names a Keras 1 Merge's stored function, which the plan refuses
+        functions = {lam["layer"]: FUNCTIONS[name] for lam in mgpu_io.inspect(path).lambdas
+                     if (name := (lam.get("code") or {}).get("function_name")) in FUNCTIONS}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with planned(path, allow_plain=True, checked=True) as plan:
+                config, rules = plan.config, list(plan.report.config_changes)
+    except mgpu_io.MgpuIOError:
+        return [], functions or None, False
+    channels_first = any("Conv" in str(layer.get("class_name")) and
+                         (layer.get("config") or {}).get("data_format") == "channels_first"
+                         for layer in walk_layers(config or {}, wrapped=True))
+    return rules, functions or None, channels_first
 
 
 def evaluate(writer, case, entry):
@@ -103,12 +120,12 @@ def evaluate(writer, case, entry):
 
     path = SWEEP / writer / entry["file"]
     outcome = Outcome(writer, case, entry["class"], "ERROR")
+    rules, functions, _ = looked(path)
     try:
-        report = mgpu_io.unwrap(path, path.with_suffix(".out.h5"), allow_plain=True, dry_run=True)
-        outcome.rules = list(report.config_changes)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = mgpu_io.load_model(path, compile=False, lambdas=_lambdas(path))
+            model = mgpu_io.load_model(path, compile=False, lambdas=functions)
+        outcome.rules = rules
         xs, ys = _batch(writer, case)
         got = model(xs, training=False)
         got = [np.asarray(g) for g in (got if isinstance(got, (list, tuple)) else [got])]
@@ -135,16 +152,7 @@ JAX_PYTHON = ROOT / ".venv-jax" / "bin" / "python"
 def channels_first_convolution(path):
     """Whether the repaired model has a convolution computed channels_first, which Keras 3 on TensorFlow cannot
     run on a CPU (``mgpu_io.load_model`` warns there); the sweep checks those on Keras 3's JAX backend."""
-    from mgpu_io.format.config import walk_layers
-    from mgpu_io.format.plan import planned
-
-    try:
-        with planned(path, allow_plain=True) as plan:
-            config = plan.config
-    except Exception:  # noqa: BLE001 - a refused file: evaluate() says why
-        return False
-    return any("Conv" in str(layer.get("class_name")) and (layer.get("config") or {}).get("data_format") ==
-               "channels_first" for layer in walk_layers(config, wrapped=True))
+    return looked(path)[2]
 
 
 def _on_cpu_tensorflow():
@@ -194,7 +202,7 @@ def results(jobs=()):
     outcomes = []
     for writer, case, entry in here:
         outcomes.append(evaluate(writer, case, entry))
-        keras.backend.clear_session()
+        keras.backend.clear_session(free_memory=False)  # gc.collect() would take a second a case
     if jax is not None:
         stdout, _ = jax.communicate()
         outcomes += [Outcome(**fields) for fields in json.loads(stdout.strip().splitlines()[-1])]
@@ -210,9 +218,9 @@ def _env(**values):
     return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **values)
 
 
-def tf_keras_outcomes(only=None):
+def tf_keras_outcomes(only=None, keys=None):
     """``{(writer, case): status}`` as tf_keras 2.x loads each case of the writers ``only`` (default: all)
-    (``tf_keras.models.load_model``, uncompiled) and predicts: ``loads``, ``DIFFERS`` or ``fails``. Cases with a
+    (or only the case ``keys``, ``"writer/case"``) (``tf_keras.models.load_model``, uncompiled) and predicts: ``loads``, ``DIFFERS`` or ``fails``. Cases with a
     Lambda layer are not tried: tf_keras would unmarshal their stored bytecode (``not tried``). Run in its own
     process: ``python tests/support/layer_sweep.py --tf-keras`` prints the JSON."""
     import tf_keras
@@ -222,6 +230,8 @@ def tf_keras_outcomes(only=None):
         for case, entry in cases(writer):
             path = SWEEP / writer / entry["file"]
             key = f"{writer}/{case}"
+            if keys is not None and key not in keys:
+                continue
             if _has_lambda(path):
                 found[key] = "not tried"
                 continue
@@ -239,6 +249,48 @@ def tf_keras_outcomes(only=None):
                 found[key] = "fails"
             tf_keras.backend.clear_session()
     return found
+
+
+#: tf_keras' outcomes as recorded (``python tests/support/layer_sweep.py --record-tf-keras``): what does not change
+#: between runs is not recomputed. A writer's record is used only where it was made by the same tf_keras and
+#: TensorFlow on the same files, by the same code; tests/load/test_layer_sweep.py asks tf_keras itself otherwise,
+#: and checks a sample of the record against tf_keras on every run.
+TF_KERAS_RECORD = Path(__file__).with_name("layer_sweep_tf_keras.json")
+
+
+def _tf_keras_key(writer):
+    """What a writer's tf_keras outcomes depend on: the versions, the bound, the code that asks, the case files."""
+    import hashlib
+    import importlib.metadata
+    import inspect
+
+    digest = hashlib.sha256()
+    for function in (tf_keras_outcomes, _batch, _has_lambda):
+        digest.update(inspect.getsource(function).encode())
+    digest.update(repr(BOUND).encode())
+    for case, entry in cases(writer):
+        digest.update(case.encode())
+        digest.update(hashlib.sha256((SWEEP / writer / entry["file"]).read_bytes()).digest())
+    digest.update(hashlib.sha256((SWEEP / writer / "data.npz").read_bytes()).digest())
+    versions = {name: importlib.metadata.version(name) for name in ("tf_keras", "tensorflow")}
+    return {**versions, "inputs_sha256": digest.hexdigest()}
+
+
+def recorded_tf_keras(writer):
+    """The recorded ``{case key: status}`` of ``writer`` if it still holds (same versions, code and files), else
+    ``None``."""
+    if not TF_KERAS_RECORD.is_file():
+        return None
+    entry = json.loads(TF_KERAS_RECORD.read_text()).get(writer)
+    if entry is None or entry["key"] != _tf_keras_key(writer):
+        return None
+    return entry["outcomes"]
+
+
+def record_tf_keras():
+    """Ask tf_keras about every writer's cases and write :data:`TF_KERAS_RECORD`."""
+    record = {writer: {"key": _tf_keras_key(writer), "outcomes": tf_keras_outcomes([writer])} for writer in writers()}
+    TF_KERAS_RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def _has_lambda(path):
@@ -324,6 +376,10 @@ if __name__ == "__main__":
     import sys
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "--record-tf-keras" in sys.argv:
+        record_tf_keras()
+        print(f"wrote {TF_KERAS_RECORD}")
+        sys.exit(0)
     if "--tf-keras" in sys.argv:
         print(json.dumps(tf_keras_outcomes()))
         sys.exit(0)

@@ -3,6 +3,7 @@
 
 It reads one JSON request a line on stdin and writes one JSON answer a line:
 ``{"tf_keras": "k224"}`` -> ``{"k224/Dense": "loads", ...}`` (:func:`layer_sweep.tf_keras_outcomes`);
+``{"tf_keras_cases": ["k224/Dense", ...]}`` -> the same for these cases only;
 ``{"evaluate": ["k224/Conv3D-channels_first", ...]}`` -> ``[Outcome fields, ...]`` in this process's backend.
 """
 
@@ -25,6 +26,9 @@ def main():
         request = json.loads(line)
         if "tf_keras" in request:
             answer = layer_sweep.tf_keras_outcomes([request["tf_keras"]])
+        elif "tf_keras_cases" in request:
+            keys = request["tf_keras_cases"]
+            answer = layer_sweep.tf_keras_outcomes(sorted({key.split("/")[0] for key in keys}), keys=set(keys))
         else:
             import keras
 
@@ -34,7 +38,7 @@ def main():
                 outcome = layer_sweep.evaluate(writer, case, layer_sweep.manifest(writer)["cases"][case])
                 outcome.backend = keras.backend.backend()
                 answer.append(asdict(outcome))
-                keras.backend.clear_session()
+                keras.backend.clear_session(free_memory=False)
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
 
