@@ -48,12 +48,14 @@ def first_sentence(text, end="."):
         >>> first_sentence("The file is truncated. Expected an HDF5 file. Received: filepath=m.h5.")
         Text('The file is truncated.')
     """
-    kept = []
-    for part in text.parts if isinstance(text, Text) else (str(text),):
-        if isinstance(part, str) and ". " in part:
-            kept.append(part.split(". ")[0])
+    parts = text.parts if isinstance(text, Text) else (str(text),)
+    cut = str(text).find(". ")
+    kept, at = [], 0
+    for part in parts:
+        if cut != -1 and at >= cut:
             break
-        kept.append(part)
+        kept.append(part[: cut - at] if cut != -1 and isinstance(part, str) else part)
+        at += len(str(part))
     if kept and isinstance(kept[-1], str):
         kept[-1] = kept[-1].rstrip(".")
     return Text(*kept, end)
