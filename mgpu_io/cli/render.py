@@ -42,7 +42,6 @@ FLAG_OF = {
     "diagram": "--diagram",
     "builder": "--builder",
     "lambdas": "--lambda",
-    "custom_objects": "--custom-objects",
     ("format", "saved_model"): "--format saved_model",
     ("format", "onnx"): "--format onnx",
     ("format", "litert"): "--format litert",

@@ -184,3 +184,24 @@ def test_the_recovered_module_report_says_how_to_pass_it():
     library, cli = (text.splitlines()[-1] for text in both(str(sources)))
     assert library == "  Review it, define the names its header lists, then pass it: lambdas='my_lambdas.py'"
     assert cli == "  Review it, define the names its header lists, then pass it: --lambda-module my_lambdas.py"
+
+
+def test_keras_refusing_a_keras_file_is_wrapped_in_fields_naming_custom_objects_and_lambdas(monkeypatch, tmp_path):
+    from mgpu_io.errors import KerasRefused
+    from mgpu_io.format import keras3
+    from mgpu_io.keras import load
+
+    def refuse(*args, **kwargs):
+        raise TypeError("Could not locate class 'Gate'. Make sure custom classes are decorated.\nTraceback ...")
+
+    monkeypatch.setattr(keras3, "archive_config", lambda path: {"class_name": "Sequential", "config": {"layers": []}})
+    keras = SimpleNamespace(models=SimpleNamespace(load_model=refuse))
+    path = tmp_path / "m.keras"
+    with pytest.raises(KerasRefused) as raised:
+        load._load_archive(keras, path, None, True, True, None)
+    line = ("Keras 3 cannot load the .keras file: Could not locate class 'Gate'. Make sure custom classes are "
+            f"decorated. Expected a .keras file whose layers Keras 3 builds. Received: filepath={path} (TypeError). "
+            "Pass your own layers and functions in custom_objects= (and Lambda functions in {}); `mgpu-io inspect` "
+            "lists its Lambda layers.")
+    assert both(raised.value) == (line.format("lambdas="), line.format("--lambda"))
+    assert raised.value.fix[1] == Param("custom_objects") and raised.value.received.endswith("(TypeError)")

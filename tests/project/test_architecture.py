@@ -351,10 +351,7 @@ def test_the_cli_renders_parameters_from_fields_and_never_reads_a_message():
 
 #: Texts that spell a parameter on purpose, each with its reason.
 SPELLED_ON_PURPOSE = {
-    ("lambdas/by_reference.py", "custom_objects="): "Keras 3's own load_model parameter, for a repaired .h5",
     ("lambdas/trusted.py", "safe_mode=False"): "a Python warning (warnings.warn), which no report renders",
-    ("format/optimizer.py", "custom_objects="): "a Python warning when the state is not restored",
-    ("keras/compile.py", "custom_objects="): "a Python warning naming the metrics left out",
 }
 
 
