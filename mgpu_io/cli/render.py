@@ -118,7 +118,7 @@ def in_flags(text):
         >>> in_flags(Text("a plain model: pass ", Param("allow_plain", True), " to write it"))
         'a plain model: pass --allow-plain to write it'
     """
-    return render(text, flag)
+    return render(text, lambda param: printable(flag(param)))  # a flag may quote a name from the file
 
 
 @functools.cache
@@ -166,7 +166,7 @@ def show(report, **options):
     text = report.describe(**options) if options else str(report)
     if sys.stdout is None:
         return
-    lines = [printable(line) for line in in_flags(text).splitlines()]  # a flag may quote a name from the file
+    lines = in_flags(text).splitlines()
     if not _styled():
         sys.stdout.write("".join(line + "\n" for line in lines))
         sys.stdout.flush()

@@ -46,6 +46,11 @@ def test_text_keeps_its_parameters_through_joins_additions_pickles_and_printable
     assert joined == "title\n  ! pass allow_plain=True to write it\\x1b[2J"  # still a string to compare and print
 
 
+def test_a_name_from_the_file_inside_a_flag_is_printable():
+    hostile = Text("Supply: ", Param("lambdas", ("pre\x1b[2J",)))
+    assert in_flags(hostile) == "Supply: --lambda pre\\x1b[2J=MODULE:FUNCTION"
+
+
 def test_an_f_string_is_plain_words_and_the_command_line_reads_none_of_them():
     assert in_flags(f"pass {Text('x ', Param('overwrite', True))}") == "pass x overwrite=True"
 
