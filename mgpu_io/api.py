@@ -7,7 +7,7 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, does_not_apply
+from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, Text, does_not_apply
 from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
@@ -109,9 +109,13 @@ def _checkpoint_outline(path):
         ),
         Finding(
             "config-needed",
-            "pass config= the JSON saved beside the checkpoint (the wrapper's or the template's to_json()) "
-            "adds the layer names, the wrapper's levels and the template's inputs and outputs; or build the template "
-            "in code and load the weights with mgpu_io.transfer_weights(checkpoint, model)",
+            Text(
+                "pass ",
+                Param("config"),
+                " the JSON saved beside the checkpoint (the wrapper's or the template's to_json()) adds the layer "
+                "names, the wrapper's levels and the template's inputs and outputs; or build the template in code "
+                "and load the weights with mgpu_io.transfer_weights(checkpoint, model)",
+            ),
         ),
     ]
     return InspectReport(

@@ -62,6 +62,67 @@ def _param(name, value, has_value, text):
     return Param(name, value if has_value else _UNSET, text)
 
 
+class Text(str):
+    """Words that may name parameters: a string (the library's rendering, so it prints, compares and serialises as
+    text) that keeps its parts, the :class:`Param`\\ s among them, so that the command line renders the same words
+    in its flags (:meth:`render`). A report's finding, a folder's reason, a whole report's text: joined or added
+    to, it stays a ``Text``; an f-string or ``str.split`` makes plain text of it.
+
+    Example:
+        >>> line = Text("a plain model: pass ", Param("allow_plain", True), " to write it")
+        >>> str(line), line.render(lambda param: "--allow-plain")
+        ('a plain model: pass allow_plain=True to write it', 'a plain model: pass --allow-plain to write it')
+        >>> ("  ! " + line).render(lambda param: "--allow-plain")
+        '  ! a plain model: pass --allow-plain to write it'
+    """
+
+    parts: tuple
+
+    def __new__(cls, *parts):
+        flat = []
+        for part in parts:
+            if isinstance(part, Text):
+                flat.extend(part.parts)
+            elif isinstance(part, Param):
+                flat.append(part)
+            else:
+                flat.append(str(part))
+        self = super().__new__(cls, "".join(str(part) for part in flat))
+        self.parts = tuple(flat)
+        return self
+
+    def render(self, terms=str):
+        """The words, each :class:`Param` named by ``terms(param)`` (the library's spelling by default)."""
+        return "".join(terms(part) if isinstance(part, Param) else part for part in self.parts)
+
+    def __add__(self, other):
+        return Text(self, other) if isinstance(other, str) else NotImplemented
+
+    def __radd__(self, other):
+        return Text(other, self) if isinstance(other, str) else NotImplemented
+
+    def join(self, items):
+        """``str.join`` that keeps the parameters of the items (a report's lines)."""
+        items = list(items)
+        return Text(*[part for i, item in enumerate(items) for part in ((self, item) if i else (item,))])
+
+    def __repr__(self):
+        return f"Text({str(self)!r})"
+
+    def __reduce__(self):  # the parts cross a pipe and deepcopy (dataclasses.asdict) with the words
+        return Text, self.parts
+
+
+def render(text, terms=str):
+    """``text`` in ``terms``: a :class:`Text`'s parameters named by them; any other string as it is.
+
+    Example:
+        >>> render(Text("pass ", Param("overwrite", True)), lambda param: "--force"), render("plain words")
+        ('pass --force', 'plain words')
+    """
+    return text.render(terms) if isinstance(text, Text) else str(text)
+
+
 class MgpuIOError(Exception):
     r"""Base class of every error that mgpu-io raises.
 
@@ -102,16 +163,22 @@ class MgpuIOError(Exception):
     def render(self, terms=str):
         """The message from the fields, each :class:`Param` named by ``terms(param)`` (the library's spelling by
         default). An error without fields gives its message."""
+        return self.text().render(terms)
+
+    def text(self):
+        """The message as a :class:`Text`: what a report quotes of the error (a folder's reason for a file) keeps
+        the parameters it names. An error without fields gives its message (a ``Text`` if it was raised with one)."""
         if not self.has_fields:
-            return str(self)
-        parts = [_named(self.problem, terms) + "."]
+            message = self.args[0] if self.args and isinstance(self.args[0], Text) else str(self)
+            return Text(message)
+        parts = [_text(self.problem), "."]
         if self.expected is not None:
-            parts.append(f"Expected {_named(self.expected, terms)}.")
+            parts += [" Expected ", _text(self.expected), "."]
         if self.received is not None:
-            parts.append(f"Received: {_named(self.received, terms)}.")
+            parts += [" Received: ", _text(self.received), "."]
         if self.fix is not None:
-            parts.append(_named(self.fix, terms) + ".")
-        return " ".join(parts)
+            parts += [" ", _text(self.fix), "."]
+        return Text(*parts)
 
     def __reduce__(self):  # the fields cross the probe's pipe with the error
         return _rebuilt, (type(self), self.args, self.__dict__)
@@ -125,12 +192,15 @@ def _rebuilt(cls, args, state):
 
 
 def _named(field, terms):
-    """A field as text: a string as it is; a tuple's strings as they are and its parameters named by ``terms``."""
-    if isinstance(field, str):
-        return field
-    if isinstance(field, Param):
-        return terms(field)
-    return "".join(terms(part) if isinstance(part, Param) else str(part) for part in field)
+    """A field as text: a string as it is (a :class:`Text`'s parameters named by ``terms``); a tuple's strings as
+    they are and its parameters named by ``terms``."""
+    return _text(field).render(terms)
+
+
+def _text(field):
+    if isinstance(field, (str, Param)):
+        return Text(field)
+    return Text(*field)
 
 
 def first_line(error, limit=None, default=None):

@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, MissingDependency, NotAModelFile, RemoteAccessError
+from mgpu_io.errors import InvalidArgument, MgpuIOError, MissingDependency, NotAModelFile, Param, RemoteAccessError
 
 #: Bytes fetched per request when a remote file's structure is read: HDF5 metadata lies in small pieces between the
 #: weights, and larger blocks fetch the weights beside them (measured on tfk115_densenet_x2_full.h5, 900,784 bytes:
@@ -571,8 +571,11 @@ def _unwrap_one(src, out, *, overwrite=False, **options):
                     from mgpu_io.errors import OutputError
 
                     raise OutputError(
-                        f"The output exists. Expected a new path, or overwrite=True. Received: output={_safe(out.text)}"
-                        f". Pass overwrite=True (--force) to replace it."
+                        problem="The output exists",
+                        parameter="output",
+                        expected=("a new path, or ", Param("overwrite", True)),
+                        received=f"output={_safe(out.text)}",
+                        fix=("Pass ", Param("overwrite", True), " to replace it"),
                     )
         local_out = Path(folder) / "out" / PurePosixPath(out.path).name
         local_out.parent.mkdir()
@@ -705,7 +708,7 @@ def _done(src, path, out, out_path):
 def _one_of_prefix(src, path, out, out_path, names, format, allow_plain, options):
     import mgpu_io
     from mgpu_io.errors import NotAWrapper
-    from mgpu_io.format.batch import CLEAN, FAILED, REPAIRED, SKIPPED, FileResult
+    from mgpu_io.format.batch import CLEAN, FAILED, PLAIN_REASON, REPAIRED, SKIPPED, FileResult
 
     name, shown = names
     folder = Path(tempfile.mkdtemp(prefix="mgpu-io-remote-"))
@@ -722,14 +725,14 @@ def _one_of_prefix(src, path, out, out_path, names, format, allow_plain, options
                     return FileResult(
                         name,
                         SKIPPED,
-                        reason="a plain model, not a wrapper: pass allow_plain=True to write it normalised too",
+                        reason=PLAIN_REASON,
                     )
                 report = mgpu_io.unwrap(local_in, local_out, overwrite=True, format=format, allow_plain=True, **options)
                 status = CLEAN
         except RemoteAccessError:
             raise
         except MgpuIOError as error:
-            return FileResult(name, FAILED, reason=str(error))
+            return FileResult(name, FAILED, reason=error.text())
         if out.remote:
             _store(local_out, _Place(out.text, out.fs, out_path))
         return FileResult(name, status, output=shown, depth=report.depth)

@@ -1,9 +1,9 @@
 """Human-readable output of the command line (rich), kept apart from the reports it prints.
 
 Every string that comes from a file (names, paths) is escaped: rich would read ``[...]`` as markup. The library
-speaks in parameter names (``overwrite=True``); :func:`message` says an error in the command line's flags, from its
-fields (:class:`~mgpu_io.errors.Param`, named by :func:`flag`). :func:`to_flags` still translates the text of the
-reports and of the errors not yet raised from fields.
+speaks in parameter names (``overwrite=True``); :func:`message` (an error) and :func:`in_flags` (a report) say the
+same words in the command line's flags: each :class:`~mgpu_io.errors.Param` of an error's fields or of a report's
+:class:`~mgpu_io.errors.Text`, named by :func:`flag`. No message is ever parsed.
 
 rich is imported only where it shows something (a terminal, a progress bar): a script that pipes a report gets the
 same plain text without paying for it (about 45 ms of the command's start).
@@ -13,41 +13,13 @@ import contextlib
 import functools
 import json
 import os
-import re
 import sys
 
 import typer
 
 from mgpu_io.cli.process import limit_error
-from mgpu_io.errors import MgpuIOError, first_line
+from mgpu_io.errors import MgpuIOError, first_line, render
 from mgpu_io.format.text import printable
-
-#: Library parameters as the command line spells them (longest first, so that one never eats another), for the text
-#: of reports and of the errors still raised with a message only; an error raised from fields needs none of this.
-FLAGS = {
-    "overwrite=True": "--force",
-    "allow_plain=True": "--allow-plain",
-    "keep_config=True": "--keep-config",
-    "include_optimizer=False": "--no-optimizer",
-    "scan_weights=True": "--scan-weights",
-    "strict=False": "--no-strict",
-    "target='tf_keras'": "--target tf_keras",
-    "target='keras3'": "--target keras3",
-    "cpu=True": "--cpu",
-    "verbose=True": "--verbose",
-    "jobs=": "--jobs ",
-    "lambdas=": "--lambda ",
-    "config=": "--config ",
-    "diagram=": "--diagram ",
-    "target=": "--target ",
-}
-_FLAG_PATTERN = re.compile(
-    "|".join(
-        r"(?<![\w-])" + re.escape(k) + (r"(?![\w=])" if k[-1].isalnum() else "")
-        for k in sorted(FLAGS, key=len, reverse=True)
-    )
-)
-
 
 #: Each library parameter as the command line names it: a switch by ``(parameter, value)``, an option that takes a
 #: value by its parameter (the value follows the flag).
@@ -126,40 +98,27 @@ def _lambda_flags(value, param):
 
 
 def message(error):
-    """An error's message in the command line's terms: rendered from its fields where it has them, else its text
-    translated by :func:`to_flags`.
+    """An error's message in the command line's terms: its parameters (:class:`~mgpu_io.errors.Param`, in its
+    fields or its :class:`~mgpu_io.errors.Text`) named by :func:`flag`; an error that is not ours as it is.
 
     Example:
         >>> from mgpu_io.errors import OutputError, Param
         >>> message(OutputError(problem="It exists", fix=("Pass ", Param("overwrite", True), " to replace it")))
         'It exists. Pass --force to replace it.'
     """
-    has_fields = getattr(error, "has_fields", False)
-    return error.render(flag) if has_fields else to_flags(str(error))
+    return error.text().render(flag) if isinstance(error, MgpuIOError) else str(error)
 
 
-#: The functions to pass, as a report's finding names them (``lambdas={'pre': fn, ...}``).
-_LAMBDAS_PATTERN = re.compile(r"lambdas=\{((?:'[^']*': fn(?:, )?)+(?:\.\.\.)?)\}")
-
-
-def to_flags(message):
-    """A report's text (or an error's raised with a message only) in the command line's terms.
+def in_flags(text):
+    """A report's text in the command line's terms: the parameters its :class:`~mgpu_io.errors.Text` names, by
+    :func:`flag`; plain text as it is.
 
     Example:
-        >>> to_flags("Received: output=m.h5. Pass overwrite=True to replace it. Leave out config=.")
-        'Received: output=m.h5. Pass --force to replace it. Leave out --config.'
-        >>> to_flags("Pass them: lambdas={'pre': fn, 'gate': fn}.")
-        'Pass them: --lambda pre=MODULE:FUNCTION --lambda gate=MODULE:FUNCTION.'
+        >>> from mgpu_io.errors import Param, Text
+        >>> in_flags(Text("a plain model: pass ", Param("allow_plain", True), " to write it"))
+        'a plain model: pass --allow-plain to write it'
     """
-    message = _LAMBDAS_PATTERN.sub(
-        lambda m: " ".join(
-            [f"--lambda {name}=MODULE:FUNCTION" for name in re.findall(r"'([^']*)': fn", m.group(1))]
-            + (["..."] if m.group(1).endswith("...") else [])
-        ),
-        message,
-    )
-    translated = _FLAG_PATTERN.sub(lambda m: FLAGS[m.group(0)], message)
-    return re.sub(r"(--[\w-]+) (?=[\s.,;:)]|$)", r"\1", translated)
+    return render(text, lambda param: printable(flag(param)))  # a flag may quote a name from the file
 
 
 @functools.cache
@@ -207,12 +166,13 @@ def show(report, **options):
     text = report.describe(**options) if options else str(report)
     if sys.stdout is None:
         return
+    lines = in_flags(text).splitlines()
     if not _styled():
-        sys.stdout.write("".join(to_flags(line) + "\n" for line in text.splitlines()))
+        sys.stdout.write("".join(line + "\n" for line in lines))
         sys.stdout.flush()
         return
-    for line in text.splitlines():
-        line = _markup_escape(to_flags(line))
+    for line in lines:
+        line = _markup_escape(line)
         _console().print(f"[yellow]{line}[/yellow]" if line.lstrip().startswith("!") else line)
 
 

@@ -16,15 +16,28 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, LimitReached, MgpuIOError, NotAModelFile, NotAWrapper, OutputError, Param
+from mgpu_io.errors import (
+    InvalidArgument,
+    LimitReached,
+    MgpuIOError,
+    NotAModelFile,
+    NotAWrapper,
+    OutputError,
+    Param,
+    Text,
+)
 from mgpu_io.format import limits, sandbox
 from mgpu_io.format.options import UnwrapOptions
-from mgpu_io.format.text import columns, plural, printable
+from mgpu_io.format.text import columns, first_sentence, plural, printable
 
 REPAIRED, CLEAN, SKIPPED, DONE, FAILED = "repaired", "already clean", "skipped", "done before", "failed"
 STATUSES = (REPAIRED, CLEAN, SKIPPED, DONE, FAILED)
 #: Why a file is ``done before``.
-DONE_REASON = "the output exists, newer than its input: an earlier run completed it (overwrite=True redoes it)"
+DONE_REASON = Text(
+    "the output exists, newer than its input: an earlier run completed it (", Param("overwrite", True), " redoes it)"
+)
+#: Why a plain model is ``skipped``.
+PLAIN_REASON = Text("a plain model, not a wrapper: pass ", Param("allow_plain", True), " to write it normalised too")
 
 
 @dataclass
@@ -68,13 +81,17 @@ class BatchReport:
         shown = self.files if every else [r for r in self.files if r.status == FAILED]
         title = f"{printable(self.source)} -> {printable(self.output)}"
         if not every:
-            title += f": the {plural(len(shown), 'failure')} of {len(self.files)} files (verbose=True lists every file)"
+            title += Text(
+                f": the {plural(len(shown), 'failure')} of {len(self.files)} files (",
+                Param("verbose", True),
+                " lists every file)",
+            )
         lines = [title] if shown else []
         if shown:
             lines += columns(("file", "status", "detail"), [(r.path, r.status, _detail(r)) for r in shown])
         prefix = "Would write: " if self.dry_run else ""
         lines.append(prefix + ", ".join(f"{count} {status}" for status, count in self.counts().items()))
-        return "\n".join(lines)
+        return Text("\n").join(lines)
 
 
 #: A folder report lists every file up to this many; above it, only the failures (all with ``verbose``).
@@ -83,7 +100,7 @@ ALL_ROWS_UP_TO = 30
 
 def _detail(result):
     if result.status == FAILED:  # the first sentence: what is wrong (the whole message is in to_dict())
-        return (result.reason or "").split(". ")[0].rstrip(".") + "."
+        return first_sentence(result.reason or "")
     if result.status == SKIPPED:
         return result.reason or ""
     if result.status == DONE:
@@ -330,7 +347,7 @@ class _Worker:
         return None
 
     def failed(self, error):
-        return FileResult(path=self.source, status=FAILED, reason=str(error))
+        return FileResult(path=self.source, status=FAILED, reason=reason(error))
 
     def stop(self):
         if self.process.is_alive() and self.index is None:
@@ -388,20 +405,26 @@ def _repair_one(source, output, options):
                 return FileResult(
                     path=source,
                     status=SKIPPED,
-                    reason="a plain model, not a wrapper: pass allow_plain=True to write it normalised too",
+                    reason=PLAIN_REASON,
                 )
             result = unwrap_file(source, output, options=options.replace(allow_plain=True), folder_made_later=dry_run)
             status = CLEAN
     except NotAModelFile as error:
         return _not_legacy(source, error)
     except MgpuIOError as error:
-        return FileResult(path=source, status=FAILED, reason=str(error))
+        return FileResult(path=source, status=FAILED, reason=reason(error))
     except Exception as error:
         problem = limits.descriptor_problem(error) if isinstance(error, OSError) else None
         if problem is not None:
             return FileResult(path=source, status=FAILED, reason=f"Cannot open the file: {problem}.")
         return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
     return FileResult(path=source, status=status, output=output if not dry_run else None, depth=result.depth)
+
+
+def reason(error):
+    """What a report says of a file's error: its message, with the parameters it names (:meth:`~mgpu_io.errors.
+    MgpuIOError.text`)."""
+    return error.text() if isinstance(error, MgpuIOError) else str(error)
 
 
 def _not_legacy(source, error):
@@ -415,4 +438,4 @@ def _not_legacy(source, error):
         kind = None
     if kind == KERAS3_WEIGHTS:
         return FileResult(path=source, status=SKIPPED, reason="a Keras 3 weights file: nothing to repair")
-    return FileResult(path=source, status=FAILED, reason=str(error))
+    return FileResult(path=source, status=FAILED, reason=reason(error))

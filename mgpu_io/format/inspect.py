@@ -7,7 +7,7 @@ from typing import Optional
 import h5py
 import numpy as np
 
-from mgpu_io.errors import FailedSaveStub, InvalidArgument
+from mgpu_io.errors import FailedSaveStub, InvalidArgument, Param, Text
 from mgpu_io.format import conversions
 from mgpu_io.format.config import input_names, layer_name, model_layers, model_name
 from mgpu_io.format.conversions.cudnn import cudnn_layout
@@ -110,8 +110,8 @@ class InspectReport:
         for finding in self.findings:
             shown = finding.layers[:6] + (["..."] if len(finding.layers) > 6 else [])
             layers = f" ({names(shown)})" if finding.layers else ""
-            lines.append(f"  ! {finding.kind}: {printable(finding.message)}{layers}")
-        return "\n".join(lines)
+            lines.append(Text(f"  ! {finding.kind}: ", printable(finding.message), layers))
+        return Text("\n").join(lines)
 
     def counts(self):
         """The counts line: layers (of the template, or that hold weights in a weights-only file), weight tensors,
@@ -274,9 +274,13 @@ def _inspect(stored, scan_weights):
             findings.append(
                 Finding(
                     "cudnn-layers",
-                    "CuDNN-layout weights (a bias twice the standard size): only CuDNN layers, on NVIDIA GPUs, load them "
-                    "as they are. Unwrap with config= (the JSON saved beside them) to convert them for LSTM/GRU, or load "
-                    "them with mgpu_io.transfer_weights into your model, which converts them.",
+                    Text(
+                        "CuDNN-layout weights (a bias twice the standard size): only CuDNN layers, on NVIDIA GPUs, "
+                        "load them as they are. Unwrap with ",
+                        Param("config"),
+                        " (the JSON saved beside them) to convert them for LSTM/GRU, or load them with "
+                        "mgpu_io.transfer_weights into your model, which converts them.",
+                    ),
                     cudnn,
                 )
             )
@@ -286,8 +290,12 @@ def _inspect(stored, scan_weights):
             findings.append(
                 Finding(
                     "scoped-weight-names",
-                    "Weight names carry scopes (or layer names with '/'): which layer owns each cannot be told without "
-                    "the architecture. Unwrap with config= (the JSON saved beside these weights).",
+                    Text(
+                        "Weight names carry scopes (or layer names with '/'): which layer owns each cannot be told "
+                        "without the architecture. Unwrap with ",
+                        Param("config"),
+                        " (the JSON saved beside these weights).",
+                    ),
                     scoped[:20],
                 )
             )
@@ -403,5 +411,5 @@ def _stub_report(path, stub):
         keras_version=keras_version,
         backend=backend,
         has_optimizer_weights=False,
-        findings=[Finding("failed-save-stub", str(stub))],
+        findings=[Finding("failed-save-stub", stub.text())],
     )

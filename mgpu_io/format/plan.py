@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, Param, WeightsMismatch
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, OutputError, Param, Text, WeightsMismatch
 from mgpu_io.format import conversions
 from mgpu_io.format.config import (
     RECURRENT_CLASSES,
@@ -35,7 +35,7 @@ from mgpu_io.format.optimizer import update_rule
 from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
 from mgpu_io.format.sandbox import probed
 from mgpu_io.format.string_attrs import read_str_list
-from mgpu_io.format.text import names, plural, printable
+from mgpu_io.format.text import first_sentence, names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
 from mgpu_io.lambdas.by_reference import template_lambdas
 
@@ -125,8 +125,8 @@ class UnwrapReport:
                 f"{self.export['inputs']} inputs, largest difference from the Keras model "
                 f"{self.export['difference']:.2g} (bound {self.export['bound']:.2g})"
             )
-        lines += [f"  ! {printable(warning)}" for warning in self.warnings]
-        return "\n".join(lines)
+        lines += ["  ! " + printable(warning) for warning in self.warnings]
+        return Text("\n").join(lines)
 
 
 @dataclass
@@ -183,24 +183,28 @@ class Plan:
 
 
 def _plain_advice(template, context, normalise):
-    """What to do with a plain model instead of unwrapping it: load it as it is where Keras 3 can, else convert it."""
+    """What to do with a plain model instead of unwrapping it: load it as it is where Keras 3 can, else convert it.
+    The fix of :class:`~mgpu_io.errors.NotAWrapper`, naming ``allow_plain=True`` as a parameter."""
+    allow_plain = Param("allow_plain", True)
     if template is None:
-        return (
-            "Load the weights into your model with model.load_weights or mgpu_io.transfer_weights, or pass "
-            "allow_plain=True to copy them through."
+        return Text(
+            "Load the weights into your model with model.load_weights or mgpu_io.transfer_weights, or pass ",
+            allow_plain,
+            " to copy them through",
         )
     if normalise:
         try:
             _, changes = conversions.convert_config(template, context)
         except MgpuIOError as error:
-            return f"Neither Keras 3 nor mgpu_io.load_model loads it as it is: {str(error).split('. ')[0]}."
+            return Text("Neither Keras 3 nor mgpu_io.load_model loads it as it is: ", first_sentence(error.text(), ""))
         if changes:
-            return (
+            return Text(
                 f"Keras 3 cannot load it as it is (it needs {', '.join(changes[:4])}"
-                f"{', ...' if len(changes) > 4 else ''}): load it with mgpu_io.load_model, or pass allow_plain=True "
-                f"to write it converted."
+                f"{', ...' if len(changes) > 4 else ''}): load it with mgpu_io.load_model, or pass ",
+                allow_plain,
+                " to write it converted",
             )
-    return "Load it as it is, or pass allow_plain=True to copy it through."
+    return Text("Load it as it is, or pass ", allow_plain, " to copy it through")
 
 
 def make_plan(
@@ -224,9 +228,10 @@ def make_plan(
     normalise, cpu_only, keras1, context = _conversion_context(stored, template, target, keep_config, cpu)
     if not extraction.is_wrapper and not allow_plain:
         raise NotAWrapper(
-            f"The model is not a multi-GPU wrapper; there is nothing to unwrap. Expected a wrapper of slice "
-            f"layers, one nested template and axis-0 merges. Received: filepath={stored.path} ({stored.file_type} "
-            f"file, plain model). {_plain_advice(template, context, normalise)}"
+            problem="The model is not a multi-GPU wrapper; there is nothing to unwrap",
+            expected="a wrapper of slice layers, one nested template and axis-0 merges",
+            received=f"filepath={stored.path} ({stored.file_type} file, plain model)",
+            fix=_plain_advice(template, context, normalise),
         )
     changes, conversions_by_layer, warnings = [], {}, []
     if normalise or cpu_only:
@@ -496,8 +501,10 @@ def _warnings(template, notes, context, layers=()):
     if "hard-sigmoid-gates-rescaled" in notes or "hard-sigmoid-rescaled" in notes:
         what = "load these weights into a Keras 3 model" if context.weights_file else "the file is for Keras 3"
         warnings.append(
-            f"Keras 2 hard_sigmoid weights were rescaled for Keras 3: {what}; for tf_keras unwrap "
-            f"with target='tf_keras'"
+            Text(
+                f"Keras 2 hard_sigmoid weights were rescaled for Keras 3: {what}; for tf_keras unwrap with ",
+                Param("target", "tf_keras"),
+            )
         )
     return list(dict.fromkeys(warnings))
 

@@ -6,6 +6,8 @@ hostile name cannot move the cursor or clear a terminal.
 
 import re
 
+from mgpu_io.errors import Text
+
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -15,10 +17,14 @@ def printable(text):
     A name that reached Python as undecodable bytes (a UTF-8 file name under a non-UTF-8 locale) is shown as the
     UTF-8 text it is, where it is valid UTF-8.
 
+    A :class:`~mgpu_io.errors.Text` stays one: its words are made printable, its parameters kept.
+
     Example:
         >>> printable("dense_1\x1b[2J"), printable("\udcc3\udcbc.h5") == "\u00fc.h5"
         ('dense_1\\x1b[2J', True)
     """
+    if isinstance(text, Text):
+        return Text(*(part if not isinstance(part, str) else printable(part) for part in text.parts))
     text = str(text)
     try:
         text.encode("utf8")
@@ -32,6 +38,27 @@ def printable(text):
         ),
         text,
     )
+
+
+def first_sentence(text, end="."):
+    """The first sentence of ``text`` (up to its first ``". "``), ending with ``end``; the parameters of a
+    :class:`~mgpu_io.errors.Text` kept.
+
+    Example:
+        >>> first_sentence("The file is truncated. Expected an HDF5 file. Received: filepath=m.h5.")
+        Text('The file is truncated.')
+    """
+    parts = text.parts if isinstance(text, Text) else (str(text),)
+    cut = str(text).find(". ")
+    kept, at = [], 0
+    for part in parts:
+        if cut != -1 and at >= cut:
+            break
+        kept.append(part[: cut - at] if cut != -1 and isinstance(part, str) else part)
+        at += len(str(part))
+    if kept and isinstance(kept[-1], str):
+        kept[-1] = kept[-1].rstrip(".")
+    return Text(*kept, end)
 
 
 def names(values):
@@ -55,10 +82,13 @@ def columns(header, rows, indent="  "):
     """
     table = [tuple(header)] + [tuple(printable(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-    return [
-        indent + "  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip()
-        for row in table
-    ]
+    return [_row(indent, [cell.ljust(width) for cell, width in zip(row, widths)], row[-1]) for row in table]
+
+
+def _row(indent, padded, last):
+    """A table's line: the last cell unpadded (a :class:`~mgpu_io.errors.Text` kept, with its parameters)."""
+    line = indent + "".join(cell + "  " for cell in padded) + last
+    return line if isinstance(last, Text) else line.rstrip()
 
 
 def _numeric_shape(value):

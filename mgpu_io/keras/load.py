@@ -138,12 +138,23 @@ def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
     except MgpuIOError:  # a refusal of ours from inside Keras' load (a ValueError too): already one clear line
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as error:
-        first = first_line(error)
-        raise KerasRefused(  # Keras' own first line ends its sentence: the message is not rendered from fields
-            f"Keras 3 cannot load the .keras file: {first} Expected a .keras file whose layers Keras 3 builds. "
-            f"Received: filepath={path} ({type(error).__name__}). Pass your own layers and functions in "
-            f"custom_objects= (and Lambda functions in lambdas=); `mgpu-io inspect` lists its Lambda layers."
+        raise KerasRefused(  # Keras' own first line is the problem's cause, as Keras said it
+            problem=f"Keras 3 cannot load the .keras file: {_sentence(first_line(error))}",
+            expected="a .keras file whose layers Keras 3 builds",
+            received=f"filepath={path} ({type(error).__name__})",
+            fix=(
+                "Pass your own layers and functions in ",
+                Param("custom_objects"),
+                " (and Lambda functions in ",
+                Param("lambdas"),
+                "); `mgpu-io inspect` lists its Lambda layers",
+            ),
         ) from None
+
+
+def _sentence(line):
+    """Keras' line as the cause inside our sentence (its own final period left to ours)."""
+    return line[:-1] if line.endswith(".") else line
 
 
 def _plan_in_child(path, weights, description):
@@ -274,9 +285,11 @@ def build(
                 fix=("Pass the class: ", Param("custom_objects", [name], text=f"custom_objects={{{name!r}: {name}}}")),
             ) from None
         raise KerasRefused(
-            f"Keras 3 cannot build the repaired template: {first} Expected a config that Keras 3 builds. Received: "
-            f"filepath={plan.stored.path} ({type(error).__name__}). Inspect it with `mgpu-io inspect`; if a layer "
-            f"is named, rebuild the template in code and load the weights with mgpu_io.transfer_weights."
+            problem=f"Keras 3 cannot build the repaired template: {_sentence(first)}",
+            expected="a config that Keras 3 builds",
+            received=f"filepath={plan.stored.path} ({type(error).__name__})",
+            fix="Inspect it with `mgpu-io inspect`; if a layer is named, rebuild the template in code and load the "
+            "weights with mgpu_io.transfer_weights",
         ) from None
     tfops.share_wrapped_layers(model)
     tfops.attach_ancillary(model, ancillary)

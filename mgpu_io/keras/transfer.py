@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from mgpu_io.anykeras.wrapper import find_template, legacy_weights
-from mgpu_io.errors import InvalidArgument, WeightsMismatch
+from mgpu_io.errors import InvalidArgument, Param, WeightsMismatch
 from mgpu_io.format import conversions, door
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.extract import extract
@@ -202,7 +202,7 @@ def _transfer(sources, stored, source_name, model, targets, keras3, strict):
     for index, source in enumerate(sources[len(targets) :], start=len(targets)):
         report.unexpected.append({"index": index, "layer": source.name, "shapes": source.shapes})
     if strict and not report.ok:
-        raise WeightsMismatch(_strict_message(report))
+        raise WeightsMismatch(**_strict_fields(report))
     for target, source, conversion, fitting in plan:
         variables = legacy_weights(target)
         if fitting is not None:  # a mismatched layer (strict=False): the weights that fit, each other one reported
@@ -246,7 +246,8 @@ def _received_shape(source, conversion, position):
     return tuple(shapes[position]) if position < len(shapes) else None
 
 
-def _strict_message(report):
+def _strict_fields(report):
+    """The fields of the :class:`WeightsMismatch` that a strict transfer raises: every layer that does not fit."""
     problems = []
     for m in report.mismatched:
         problems.append(
@@ -264,12 +265,16 @@ def _strict_message(report):
             "the source has weights for more layers than the model: "
             + ", ".join(f"#{m['index']} {m['layer']}" for m in report.unexpected)
         )
-    first = problems[0]
-    return (
-        f"The weights do not fit the model: {first}. Expected the template that was wrapped, built by the same code. "
-        f"Received: source={report.source}, model={report.model}"
-        + (f" ({len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else "")
-        + ". Check the model code (layer sizes, order), or pass strict=False to load the layers that match."
+    more = f" ({len(problems) - 1} more: {'; '.join(problems[1:])})" if len(problems) > 1 else ""
+    return dict(
+        problem=f"The weights do not fit the model: {problems[0]}",
+        expected="the template that was wrapped, built by the same code",
+        received=f"source={report.source}, model={report.model}{more}",
+        fix=(
+            "Check the model code (layer sizes, order), or pass ",
+            Param("strict", False),
+            " to load the layers that match",
+        ),
     )
 
 

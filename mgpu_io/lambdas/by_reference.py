@@ -19,6 +19,7 @@ can read ("bad marshal data"). A repair never keeps it: each such Lambda is writ
 from dataclasses import dataclass
 from typing import Callable
 
+from mgpu_io.errors import Param, Text
 from mgpu_io.format.config import layer_name, walk_layers
 from mgpu_io.lambdas.stored import LambdaLayer, lambda_layers, reference, reference_name, stored_code
 
@@ -162,12 +163,18 @@ def check(template, context):
     messages = []
     user = [lam for lam in found if lam.kind == "user" or (lam.reference == lam.layer and lam.code is None)]
     if user:
+        functions = Param(  # the command line names every layer: --lambda LAYER=MODULE:FUNCTION each
+            "lambdas", tuple(lam.layer for lam in user), text=f"lambdas={{{user[0].layer!r}: fn, ...}}"
+        )
         messages.append(
             (
-                f"Lambda layers hold your own code, stored as bytecode that mgpu-io never runs nor copies: the "
-                f"repaired config refers to each by its layer name. Supply the functions: lambdas={{{user[0].layer!r}: "
-                f"fn, ...}} (load_model, a .keras output), or custom_objects={{{user[0].layer!r}: fn, ...}} when Keras 3 "
-                f"loads a repaired .h5",
+                Text(
+                    "Lambda layers hold your own code, stored as bytecode that mgpu-io never runs nor copies: the "
+                    "repaired config refers to each by its layer name. Supply the functions: ",
+                    functions,
+                    f" (load_model, a .keras output), or custom_objects={{{user[0].layer!r}: fn, ...}} when Keras 3 "
+                    "loads a repaired .h5",
+                ),
                 [lam.layer for lam in user],
             )
         )

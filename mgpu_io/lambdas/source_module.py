@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from mgpu_io.errors import InvalidArgument
+from mgpu_io.errors import InvalidArgument, Param, Text
 from mgpu_io.lambdas.recovery import INSTALL_HINT, available, check_text, module_source
 
 
@@ -48,8 +48,10 @@ class LambdaSources:
             lines.append(f"  {lam['layer']}: {what}{check_text(recovered.get('check'))}")
         if not self.decompilers:
             lines.append(f"  The decompilers are not installed: {INSTALL_HINT} recovers the sources.")
-        lines.append("  Review it, define the names its header lists, then pass it: --lambda-module / lambdas=")
-        return "\n".join(lines)
+        lines.append(
+            Text("  Review it, define the names its header lists, then pass it: ", Param("lambdas", str(self.output)))
+        )
+        return Text("\n").join(lines)
 
 
 def lambda_sources(path, output=None, *, overwrite=False, check=False) -> LambdaSources:

@@ -331,15 +331,19 @@ def test_non_finite_weights_are_explained_once_statistics_apart_from_learned_wei
 
 
 def test_library_parameters_become_cli_flags():
-    from mgpu_io.cli.render import to_flags
+    from mgpu_io.cli.render import in_flags
+    from mgpu_io.errors import Param, Text
 
-    assert to_flags("Pass overwrite=True to replace it.") == "Pass --force to replace it."
-    assert to_flags("config= applies to weights-only files. Leave out config=.") == \
-        "--config applies to weights-only files. Leave out --config."
-    assert to_flags("Received: target='tf_keras'. Pass allow_plain=True, keep_config=True or strict=False.") == \
-        "Received: --target tf_keras. Pass --allow-plain, --keep-config or --no-strict."
-    assert to_flags("in keep_config mode, the my_config=1 and a .h5 file") == \
-        "in keep_config mode, the my_config=1 and a .h5 file"
+    words = Text("Pass ", Param("overwrite", True), ", ", Param("allow_plain", True), ", ",
+                 Param("keep_config", True), " or ", Param("strict", False), "; ", Param("target", "tf_keras"),
+                 "; leave out ", Param("config"), ".")
+    assert str(words) == "Pass overwrite=True, allow_plain=True, keep_config=True or strict=False; " \
+        "target='tf_keras'; leave out config=."
+    assert in_flags(words) == "Pass --force, --allow-plain, --keep-config or --no-strict; --target tf_keras; " \
+        "leave out --config."
+    # plain words are never read: a name that looks like a parameter stays as it is
+    assert in_flags("in keep_config mode, the my_config=1 and overwrite=True") == \
+        "in keep_config mode, the my_config=1 and overwrite=True"
 
 
 # --- configs without keras_version: Keras 1 told from Keras 2 by structure -------------------------------------

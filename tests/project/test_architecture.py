@@ -336,3 +336,94 @@ def test_the_trusted_module_is_reached_only_through_safe_mode_false():
     assert [path.relative_to(PACKAGE).as_posix() for path in importers] == ["keras/load.py"]
     source = (PACKAGE / "keras" / "load.py").read_text()
     assert "if not safe_mode:  # the caller trusts the file" in source
+
+
+# --- messages: one set of words, two renderings (issue 34) -------------------------------------------------------
+
+
+def test_the_cli_renders_parameters_from_fields_and_never_reads_a_message():
+    from mgpu_io.cli import render
+
+    for path in (PACKAGE / "cli").glob("*.py"):
+        assert "re" not in imports(path), f"{path.name} imports re: the command line reads no message's words"
+    assert not hasattr(render, "to_flags") and not hasattr(render, "FLAGS")
+
+
+#: Texts that spell a parameter on purpose, each with its reason.
+SPELLED_ON_PURPOSE = {
+    ("lambdas/trusted.py", "safe_mode=False"): "a Python warning (warnings.warn), which no report renders",
+}
+
+
+def _parameter_spellings():
+    """Each library parameter the command line has a flag for, as the library spells it (``overwrite=True``,
+    ``config=``), as a pattern that does not match inside a longer name (``my_config=``)."""
+    import re
+
+    from mgpu_io.cli.render import FLAG_OF
+
+    spellings = {f"{key[0]}={key[1]!r}" if isinstance(key, tuple) else f"{key}=" for key in FLAG_OF}
+    return re.compile(
+        "|".join(
+            r"(?<![\w.])" + re.escape(spelling) + (r"(?!\w)" if spelling[-1] != "=" else "")
+            for spelling in sorted(spellings, key=len, reverse=True)
+        )
+    )
+
+
+def _message_texts(tree):
+    """``(line, text, in a raise)`` for every string of a module that is not a docstring nor a ``Param``'s own
+    spelling; an f-string whole, its values as ``{}``."""
+    import re
+
+    code = re.compile(r"`[^`]*`|\b(mgpu_io|keras|model)(\.\w+)+\([^()]*(\([^()]*\)[^()]*)*\)")  # quoted code
+    skipped, raised = set(), set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            skipped.add(id(body[0].value))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Param":
+            skipped |= {id(inner) for inner in ast.walk(node)}
+        if isinstance(node, ast.JoinedStr):
+            skipped |= {id(value) for value in node.values}
+        if isinstance(node, ast.Raise):
+            raised |= {id(inner) for inner in ast.walk(node)}
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(value.value if isinstance(value, ast.Constant) else "{}" for value in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        yield node.lineno, code.sub("", text), id(node) in raised
+
+
+def test_no_message_spells_a_parameter_in_words_the_command_line_cannot_render():
+    """A message that names a parameter with a flag holds it as a ``Param`` (an error's field, a report's ``Text``):
+    spelled in a plain string, the command line would print the library's spelling (``overwrite=True``) where its
+    user typed ``--force``. Code quoted in backticks or as a call (``mgpu_io.unwrap(..., config=...)``) is code."""
+    pattern = _parameter_spellings()
+    found, in_raises = [], 0
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "cli" in path.parts:
+            continue
+        where = path.relative_to(PACKAGE).as_posix()
+        for line, text, raised in _message_texts(ast.parse(path.read_text())):
+            for match in pattern.finditer(text):
+                if (where, match.group(0)) not in SPELLED_ON_PURPOSE:
+                    found.append(f"{where}:{line}: {match.group(0)}{' (a raise)' if raised else ''}")
+            in_raises += raised
+    assert in_raises > 100  # the walk reaches the messages of the raise sites
+    assert found == []
+
+
+def test_the_spelling_check_finds_a_parameter_in_a_plain_message():
+    tree = ast.parse('raise OutputError(f"The output exists. Received: output={o}. Pass overwrite=True.")\n'
+                     'x = Text("pass ", Param("overwrite", True, text="overwrite=True"))\n'
+                     'y = "see `mgpu_io.unwrap(f, o, config=c)` and mgpu_io.load_model(o, lambdas=...)"')
+    pattern = _parameter_spellings()
+    hits = [(line, match.group(0), raised) for line, text, raised in _message_texts(tree)
+            for match in pattern.finditer(text)]
+    assert hits == [(1, "overwrite=True", True)]

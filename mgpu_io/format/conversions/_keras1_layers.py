@@ -6,12 +6,14 @@ Checked against Keras 1.2.2's own source (``layers/*.py``, ``engine/topology.py`
 ``keras/legacy/interfaces.py``.
 """
 
-from mgpu_io.errors import UnsupportedModel
+from mgpu_io.errors import Param, Text, UnsupportedModel
 
 DATA_FORMAT = {"tf": "channels_last", "th": "channels_first"}
-FIX = (
-    "Rebuild that layer in code and load the weights with mgpu_io.transfer_weights, or pass keep_config=True "
-    "to write the Keras 1 config as it is (Keras 1 and 2 can load it)."
+#: The fix of every Keras 1 refusal: the other ways to the weights.
+FIX = Text(
+    "Rebuild that layer in code and load the weights with mgpu_io.transfer_weights, or pass ",
+    Param("keep_config", True),
+    " to write the Keras 1 config as it is (Keras 1 and 2 can load it)",
 )
 
 # --- argument renames, per Keras 1 class (keras/legacy/interfaces.py of Keras 2.1.6, checked against 1.2.2) ---------
@@ -332,12 +334,13 @@ IDENTITY_AT_PREDICTION = (
 
 
 def refusal(name, cls, problem, expected, received, fix=FIX):
-    """The :class:`UnsupportedModel` for one Keras 1 layer, in the Keras idiom.
+    """The :class:`UnsupportedModel` for one Keras 1 layer, in the Keras idiom, from its fields (``fix`` names
+    its parameters as :class:`~mgpu_io.errors.Param`\\ s: the command line says them in flags).
 
     Example:
-        >>> print(refusal("h", "Highway", "is gone", "a layer Keras 3 has", "class_name='Highway'", "Rebuild it."))
+        >>> print(refusal("h", "Highway", "is gone", "a layer Keras 3 has", "class_name='Highway'", "Rebuild it"))
         The Keras 1 layer 'h' (Highway) is gone. Expected a layer Keras 3 has. Received: class_name='Highway'. ...
     """
     return UnsupportedModel(
-        f"The Keras 1 layer {name!r} ({cls}) {problem}. Expected {expected}. Received: {received}. {fix}"
+        problem=f"The Keras 1 layer {name!r} ({cls}) {problem}", expected=expected, received=received, fix=fix
     )

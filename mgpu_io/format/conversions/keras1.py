@@ -20,7 +20,7 @@ Keras 1 computed ``'th'`` convolutions on TensorFlow by transposing to ``'tf'`` 
 
 from dataclasses import dataclass, field
 
-from mgpu_io.errors import UnsupportedModel
+from mgpu_io.errors import Param, Text, UnsupportedModel
 from mgpu_io.format.config import copy_config, is_model, layer_name, model_layers, walk_layers
 from mgpu_io.format.conversions._keras1_layers import (
     CONVERSIONS,
@@ -149,9 +149,11 @@ def _convert_layer(layer, scope):
         )
     if cls not in CONVERSIONS:
         raise UnsupportedModel(
-            f"The Keras 1 layer {name!r} ({cls}) cannot be converted for Keras 3: mgpu-io knows no such Keras 1 "
-            f"class (a custom layer?). Expected one of {sorted(CONVERSIONS)}. Received: class_name={cls!r}. "
-            f"{FIX}"
+            problem=f"The Keras 1 layer {name!r} ({cls}) cannot be converted for Keras 3: mgpu-io knows no such "
+            "Keras 1 class (a custom layer?)",
+            expected=f"one of {sorted(CONVERSIONS)}",
+            received=f"class_name={cls!r}",
+            fix=FIX,
         )
     new_class, renames, dropped = CONVERSIONS[cls]
     _check_modes(name, cls, config)
@@ -254,8 +256,12 @@ def _ordering(name, cls, config, scope):
             "another layer of the model stating one dim_ordering (a convolution or pooling layer), which mgpu-io "
             "then applies to this one",
             f"dim_ordering missing, and the other layers state {stated}",
-            "Rebuild the model in code with that layer's data_format and load the weights with "
-            "mgpu_io.transfer_weights, or pass keep_config=True for Keras 1 with the keras.json it was made with.",
+            Text(
+                "Rebuild the model in code with that layer's data_format and load the weights with "
+                "mgpu_io.transfer_weights, or pass ",
+                Param("keep_config", True),
+                " for Keras 1 with the keras.json it was made with",
+            ),
         )
 
 
@@ -298,9 +304,12 @@ def _keras2_objects(name, cls, config, scope):
                 f"has a {key} that Keras 3 does not have",
                 f"one of {sorted(KERAS1_OBJECTS)}",
                 f"{key}={value!r}",
-                "Rebuild that layer in code with a Keras 3 "
-                "regularizer or constraint and load the weights with mgpu_io.transfer_weights, or pass "
-                "keep_config=True to write the Keras 1 config as it is.",
+                Text(
+                    "Rebuild that layer in code with a Keras 3 regularizer or constraint and load the weights with "
+                    "mgpu_io.transfer_weights, or pass ",
+                    Param("keep_config", True),
+                    " to write the Keras 1 config as it is",
+                ),
             )
         new_class, arguments = known
         config[key] = {"class_name": new_class, "config": {arguments[k]: v for k, v in value.items() if k != "name"}}
@@ -346,8 +355,12 @@ def _inputs_through_identity(model):
                     "model inputs that are InputLayers, or layers that "
                     "Keras 1 let return their input unchanged (Activation('linear'))",
                     f"input_layers={refs!r}",
-                    "Rebuild the model in code with an Input there and load "
-                    "the weights with mgpu_io.transfer_weights, or pass keep_config=True for Keras 1.",
+                    Text(
+                        "Rebuild the model in code with an Input there and load the weights with "
+                        "mgpu_io.transfer_weights, or pass ",
+                        Param("keep_config", True),
+                        " for Keras 1",
+                    ),
                 )
             path.append(current[0])
             current = list(nodes[current[1]][0][:3])

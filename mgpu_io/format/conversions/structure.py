@@ -5,7 +5,7 @@ The old writers produced configs that Keras 3's legacy loader misreads even afte
 sees what changed. The rules work on plain dicts and never touch weights.
 """
 
-from mgpu_io.errors import UnsupportedModel
+from mgpu_io.errors import Param, UnsupportedModel
 from mgpu_io.format.config import (
     FUNCTIONAL_CLASSES,
     MODEL_CLASSES,
@@ -391,14 +391,25 @@ def _refuse_removed_classes(config, target=KERAS3):
                 continue  # tf_keras builds it as the writer stored it
             cls = layer["class_name"]
             elsewhere = (
-                ", or pass keep_config=True and target='tf_keras' for tf_keras, which has the class"
+                (
+                    ", or pass ",
+                    Param("keep_config", True),
+                    " and ",
+                    Param("target", "tf_keras"),
+                    " for tf_keras, which has the class",
+                )
                 if cls in TF_KERAS_HAS
-                else ""
+                else ()
             )
             raise UnsupportedModel(
-                f"Layer {layer_name(layer)!r} is a {cls}: {REMOVED_CLASSES[cls]}, which Keras 3 does not have. "
-                f"Expected layers that Keras 3 builds. Received: class_name={cls!r}. Rebuild the template in code "
-                f"(Keras 3 ops for TensorFlow calls) and load the weights with mgpu_io.transfer_weights{elsewhere}."
+                problem=f"Layer {layer_name(layer)!r} is a {cls}: {REMOVED_CLASSES[cls]}, which Keras 3 does not have",
+                expected="layers that Keras 3 builds",
+                received=f"class_name={cls!r}",
+                fix=(
+                    "Rebuild the template in code (Keras 3 ops for TensorFlow calls) and load the weights with "
+                    "mgpu_io.transfer_weights",
+                    *elsewhere,
+                ),
             )
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mgpu_io.errors import InvalidArgument, MissingDependency, OutputError, UnsupportedModel
+from mgpu_io.errors import InvalidArgument, MissingDependency, OutputError, Param, UnsupportedModel
 from mgpu_io.format.door import EXPORT_FORMATS
 
 #: The largest difference allowed between an artifact's and Keras' predictions, relative to the predictions' scale:
@@ -43,8 +43,11 @@ def exporter(name):
     """The module that writes and runs format ``name`` (a key of :data:`~mgpu_io.format.door.EXPORT_FORMATS`)."""
     if name not in EXPORT_FORMATS:
         raise InvalidArgument(
-            f"Unknown export format. Expected one of {sorted(EXPORT_FORMATS)}. Received: format={name!r}. "
-            f"Pass a format named here."
+            problem="Unknown export format",
+            parameter="format",
+            expected=f"one of {sorted(EXPORT_FORMATS)}",
+            received=Param("format", name),
+            fix="Pass a format named here",
         )
     return importlib.import_module(f"{__name__}.{name}")
 
@@ -274,8 +277,11 @@ def _atomic(output, suffix, overwrite):
     over ``output`` only when the block ends without an error."""
     if output.exists() and not overwrite:
         raise OutputError(
-            f"The output exists. Expected a new path, or overwrite=True. Received: output={output}. Pass "
-            f"overwrite=True (--force) to replace it."
+            problem="The output exists",
+            parameter="output",
+            expected=("a new path, or ", Param("overwrite", True)),
+            received=f"output={output}",
+            fix=("Pass ", Param("overwrite", True), " to replace it"),
         )
     if not output.parent.is_dir():
         raise OutputError(

@@ -4,7 +4,7 @@ repair's options (one :class:`~mgpu_io.format.options.UnwrapOptions`), workers (
 import os
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAModelFile, NotAWrapper, OutputError
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAModelFile, NotAWrapper, OutputError, Param, Text
 from mgpu_io.format.batch import (
     CLEAN,
     DONE,
@@ -66,8 +66,11 @@ def export_tree(source, output, options=None, *, jobs=None, progress=None, **fie
     name = options.output_format
     if name not in EXPORT_FORMATS:
         raise InvalidArgument(
-            f"A folder export needs a deployable format. Expected output_format one of {sorted(EXPORT_FORMATS)}. "
-            f"Received: output_format={name!r}. Pass format= (--format)."
+            problem="A folder export needs a deployable format",
+            parameter="format",
+            expected=f"output_format one of {sorted(EXPORT_FORMATS)}",
+            received=f"output_format={name!r}",
+            fix=("Pass ", Param("format")),
         )
     source, output = Path(source).resolve(), Path(output).resolve()
     if output == source or source in output.parents:
@@ -98,7 +101,9 @@ def export_tree(source, output, options=None, *, jobs=None, progress=None, **fie
         described = describe(path)
         whole = described.kind in (LEGACY_MODEL, SAVEDMODEL)
         if not whole and options.config is None:
-            reason = f"{described.name}: a {name} output needs a whole model (config= gives weights theirs)"
+            reason = Text(
+                f"{described.name}: a {name} output needs a whole model (", Param("config"), " gives weights theirs)"
+            )
             finished(index, FileResult(str(path), SKIPPED, reason=reason))
         elif not options.overwrite and completed(path, artifact):
             finished(index, FileResult(str(path), DONE, output=str(artifact), reason=DONE_REASON))
@@ -161,12 +166,12 @@ def export_one(source, output, uses_config, options):
             status = REPAIRED
         except NotAWrapper:
             if not options.allow_plain:
-                reason = "a plain model, not a wrapper: pass allow_plain=True to export it too"
+                reason = Text("a plain model, not a wrapper: pass ", Param("allow_plain", True), " to export it too")
                 return FileResult(source, SKIPPED, reason=reason)
             done = unwrap_to_export(source, output, options.output_format, allow_plain=True, **arguments)
             status = CLEAN
     except MgpuIOError as error:
-        return FileResult(source, FAILED, reason=str(error))
+        return FileResult(source, FAILED, reason=error.text())
     return FileResult(source, status, output=output, depth=done.depth)
 
 
