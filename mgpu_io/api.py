@@ -12,7 +12,7 @@ from mgpu_io.format import door
 from mgpu_io.format.inspect import Finding, InspectReport
 from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
-from mgpu_io.format.plan import UnwrapReport, check_output, plan_only
+from mgpu_io.format.plan import UnwrapReport, check_output
 from mgpu_io.format.plan_data import PlanData
 from mgpu_io.format.read import file_of
 from mgpu_io.tf import read_converted
@@ -301,12 +301,9 @@ def unwrap(
         options = checked(description)
         if options.output_format != SAME_FORMAT and not options.dry_run:  # Keras builds it in the parent
             check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
-            if options.output_format == KERAS_FORMAT:  # the plan as data: the parent builds it, opening nothing
-                from mgpu_io.keras.save import plan_for_keras
+            from mgpu_io.keras.save import plan_for_keras  # the plan as data: the parent builds it, opening nothing
 
-                return plan_for_keras(source, output, options)
-            plan_only(source, **options.plan_options())  # so that the parent plans it without a probe of its own
-            return None
+            return plan_for_keras(source, output, options)
         return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
 
     from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
@@ -344,18 +341,7 @@ def _unwrap(source, output, description, options, *, jobs=None, progress=None, p
     if exported and not options.dry_run:
         from mgpu_io.keras.save import unwrap_to_export
 
-        return unwrap_to_export(
-            source,
-            output,
-            options.output_format,
-            config=options.config,
-            allow_plain=options.allow_plain,
-            overwrite=options.overwrite,
-            safe_mode=options.safe_mode,
-            lambdas=options.lambdas,
-            custom_objects=options.custom_objects,
-            inputs=inputs,
-        )
+        return unwrap_to_export(source, output, options, plan=plan, inputs=inputs)
     if options.output_format == KERAS_FORMAT and not options.dry_run:
         from mgpu_io.keras.save import unwrap_to_keras
 
