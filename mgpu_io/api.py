@@ -8,22 +8,29 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, does_not_apply
 from mgpu_io.format import door
-from mgpu_io.format.inspect import Finding, InspectReport
-from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
 from mgpu_io.format.plan import UnwrapReport, check_output
-from mgpu_io.format.plan_data import PlanData
 from mgpu_io.format.read import file_of
-from mgpu_io.tf import read_converted
+
+if TYPE_CHECKING:
+    from mgpu_io.format.inspect import InspectReport
 
 __all__ = ["InspectReport", "UnwrapReport", "UnwrapRoute", "inspect", "unwrap", "unwrap_route"]
 
 
-def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=None) -> InspectReport:
+def __getattr__(name):  # inspect's reader and report, imported on first use: unwrap needs neither
+    if name == "InspectReport":
+        from mgpu_io.format.inspect import InspectReport
+
+        return InspectReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=None) -> "InspectReport":
     """Say what any Keras file holds: a legacy Keras file (see :func:`mgpu_io.format.inspect.inspect`), a Keras 3
     ``.keras`` archive or ``.weights.h5`` file (read as data, without Keras), a TF 2.x SavedModel folder or a
     TF-format checkpoint (with ``config``, the architecture saved beside it: a checkpoint records no layer names).
@@ -37,6 +44,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
         ('model', 2, 'tensorflow-format')
     """
+    from mgpu_io.format.inspect import inspect as _inspect_legacy
     from mgpu_io.remote import is_url
 
     if is_url(path):  # object storage: its structure read through fsspec, no weights (mgpu_io.remote)
@@ -87,6 +95,8 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
     if kind == door.TF_CHECKPOINT and config is None:
         return _checkpoint_outline(path)
+    from mgpu_io.tf import read_converted
+
     return read_converted(  # the TensorFlow kinds: read as data into the legacy layout, then as one
         lambda readable: _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite),
         (description, config if kind == door.TF_CHECKPOINT else None),
@@ -95,6 +105,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
 
 def _checkpoint_outline(path):
     """A TF checkpoint inspected without its architecture: what its object graph alone says."""
+    from mgpu_io.format.inspect import Finding, InspectReport
     from mgpu_io.tf.checkpoint import describe
 
     held = describe(path)
@@ -292,7 +303,7 @@ def _unwrap_local(call):
 
     description, outcome = door.describe_then(call.source, lambda seen: _in_child(call, seen), progress=call.progress)
     handed = outcome[0] if outcome is not None else None
-    if handed is not None and not isinstance(handed, PlanData):  # the child's report: repaired in the child
+    if isinstance(handed, UnwrapReport):  # repaired in the child (else handed is a model's plan, as data, or None)
         return handed
     return _unwrap(call, description, _options(call, description), plan=handed)
 
@@ -384,6 +395,8 @@ def _unwrap(call, description, options, *, plan=None):
 def _unwrap_converted(call, description, options):
     """A SavedModel or TF checkpoint: read as data into a legacy copy (:func:`mgpu_io.tf.read_converted`), which is
     then repaired as one."""
+    from mgpu_io.tf import read_converted
+
     config = options.config if description.kind == door.TF_CHECKPOINT else None
     return read_converted(
         lambda readable: _unwrap(call.replace(source=readable, jobs=None), door.glance(readable), options),
