@@ -5,22 +5,32 @@ kind (the format core, no Keras), one file into Keras 3's ``.keras`` format (the
 or a folder into a mirror folder. Options that do not apply to the chosen output are refused, never ignored.
 """
 
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
 
 from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, Text, does_not_apply
 from mgpu_io.format import door
-from mgpu_io.format.inspect import Finding, InspectReport
-from mgpu_io.format.inspect import inspect as _inspect_legacy
 from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
-from mgpu_io.format.plan import UnwrapReport, check_output, plan_only
-from mgpu_io.format.plan_data import PlanData
+from mgpu_io.format.plan import UnwrapReport, check_output
 from mgpu_io.format.read import file_of
-from mgpu_io.tf import read_converted
 
-__all__ = ["InspectReport", "UnwrapReport", "inspect", "unwrap"]
+if TYPE_CHECKING:
+    from mgpu_io.format.inspect import InspectReport
+
+__all__ = ["InspectReport", "UnwrapReport", "UnwrapRoute", "inspect", "unwrap", "unwrap_route"]
 
 
-def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=None) -> InspectReport:
+def __getattr__(name):  # inspect's reader and report, imported on first use: unwrap needs neither
+    if name == "InspectReport":
+        from mgpu_io.format.inspect import InspectReport
+
+        return InspectReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=None) -> "InspectReport":
     """Say what any Keras file holds: a legacy Keras file (see :func:`mgpu_io.format.inspect.inspect`), a Keras 3
     ``.keras`` archive or ``.weights.h5`` file (read as data, without Keras), a TF 2.x SavedModel folder or a
     TF-format checkpoint (with ``config``, the architecture saved beside it: a checkpoint records no layer names).
@@ -34,6 +44,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         >>> report.file_type, report.depth, [f.kind for f in report.findings][-1]
         ('model', 2, 'tensorflow-format')
     """
+    from mgpu_io.format.inspect import inspect as _inspect_legacy
     from mgpu_io.remote import is_url
 
     if is_url(path):  # object storage: its structure read through fsspec, no weights (mgpu_io.remote)
@@ -84,6 +95,8 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
     if kind == door.TF_CHECKPOINT and config is None:
         return _checkpoint_outline(path)
+    from mgpu_io.tf import read_converted
+
     return read_converted(  # the TensorFlow kinds: read as data into the legacy layout, then as one
         lambda readable: _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite),
         (description, config if kind == door.TF_CHECKPOINT else None),
@@ -92,6 +105,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
 
 def _checkpoint_outline(path):
     """A TF checkpoint inspected without its architecture: what its object graph alone says."""
+    from mgpu_io.format.inspect import Finding, InspectReport
     from mgpu_io.tf.checkpoint import describe
 
     held = describe(path)
@@ -220,73 +234,10 @@ def unwrap(
         >>> report.depth, report.template, report.optimizer, report.written
         (3, 'template', 'copied aside', True)
     """
-    from mgpu_io.remote import is_url
-
-    if is_url(source) or is_url(output):  # object storage, through fsspec, file by file (mgpu_io.remote)
-        from mgpu_io.remote import unwrap as unwrap_remote
-
-        if dry_run or jobs is not None:
-            given = Param("dry_run", True) if dry_run else Param("jobs")
-            raise does_not_apply(
-                given,
-                "applies to a local repair: a remote one runs file by file and writes",
-                "local paths",
-                f"source={source}, output={output}",
-                also=" (scale out with the Dask recipe, docs/scale.md)",
-            )
-        return unwrap_remote(
-            source,
-            output,
-            progress=progress,
-            overwrite=overwrite,
-            config=config,
-            target=target,
-            keep_config=keep_config,
-            cpu=cpu,
-            include_optimizer=include_optimizer,
-            allow_plain=allow_plain,
-            safe_mode=safe_mode,
-            lambdas=lambdas,
-            custom_objects=custom_objects,
-            format=format,
-            inputs=inputs,
-        )
-    source, output = Path(source), Path(output)
-
-    def checked(description):  # what does not apply is refused; then the options, built and checked once
-        kind = description.kind
-        if jobs is not None and kind != door.FOLDER:
-            received = (
-                Param("jobs", jobs, text=f"jobs={jobs}"),
-                f" with filepath={source} ({description.name}), which is repaired in one process",
-            )
-            raise does_not_apply(
-                Param("jobs"), "sets the worker processes of a folder's repair", "a folder source", received, kind
-            )
-        if kind in door.KERAS3_KINDS:
-            raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
-        if not include_optimizer and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
-            raise does_not_apply(
-                Param("include_optimizer", False),
-                "leaves out a full model's optimizer state",
-                "a full-model source",
-                f"filepath={source} ({description.name}, which holds no optimizer state)",
-                kind,
-            )
-        if kind == door.FOLDER:  # every file in one format: a deployable one, or each file's own kind
-            exported = door.export_format(Path(output, "x" + door.EXPORT_FORMATS.get(format or "", "")), format)
-            output_format = exported or SAME_FORMAT
-        else:
-            output_format = door.output_format(description, output, config=config, format=format)
-        if inputs is not None and output_format not in door.EXPORT_FORMATS:
-            raise does_not_apply(
-                Param("inputs"),
-                "are what a deployable output's runtime is checked on",
-                "an .onnx, .tflite or SavedModel output",
-                f"output={output}",
-                kind,
-            )
-        return UnwrapOptions(  # built and checked once, here; passed down unchanged
+    call = _Call(
+        source,
+        output,
+        dict(  # the one bundle of options: an UnwrapOptions once the output's format is known (_options)
             config=config,
             target=target,
             keep_config=keep_config,
@@ -298,72 +249,212 @@ def unwrap(
             safe_mode=safe_mode,
             lambdas=lambdas,
             custom_objects=custom_objects,
-            output_format=output_format,
+        ),
+        format=format,
+        inputs=inputs,
+        jobs=jobs,
+        progress=progress,
+    )
+    from mgpu_io.remote import is_url
+
+    if is_url(source) or is_url(output):  # object storage, through fsspec, file by file (mgpu_io.remote)
+        return _unwrap_remote(call)
+    return _unwrap_local(call.replace(source=Path(source), output=Path(output)))
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One :func:`unwrap` call: its ``source`` and ``output``, the ``fields`` of its
+    :class:`~mgpu_io.format.options.UnwrapOptions` (all but ``output_format``, which the output's name and the input
+    choose), and what is not an option of the repair itself."""
+
+    source: Any
+    output: Any
+    fields: dict
+    format: Optional[str] = None
+    inputs: Any = None
+    jobs: Optional[int] = None
+    progress: Any = None
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+def _unwrap_remote(call):
+    """A source or output in object storage: repaired file by file by :func:`mgpu_io.remote.unwrap`, which calls
+    :func:`unwrap` on local copies; a dry run and ``jobs`` do not apply."""
+    from mgpu_io.remote import unwrap as unwrap_remote
+
+    if call.fields["dry_run"] or call.jobs is not None:
+        given = Param("dry_run", True) if call.fields["dry_run"] else Param("jobs")
+        raise does_not_apply(
+            given,
+            "applies to a local repair: a remote one runs file by file and writes",
+            "local paths",
+            f"source={call.source}, output={call.output}",
+            also=" (scale out with the Dask recipe, docs/scale.md)",
         )
+    fields = {name: value for name, value in call.fields.items() if name != "dry_run"}
+    return unwrap_remote(
+        call.source, call.output, progress=call.progress, format=call.format, inputs=call.inputs, **fields
+    )
 
-    def repaired(description):  # in the door's child, for an HDF5 file: read once, in one child
-        options = checked(description)
-        if options.output_format != SAME_FORMAT and not options.dry_run:  # Keras builds it in the parent
-            check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
-            if options.output_format == KERAS_FORMAT:  # the plan as data: the parent builds it, opening nothing
-                from mgpu_io.keras.save import plan_for_keras
 
-                return plan_for_keras(source, output, options)
-            plan_only(source, **options.plan_options())  # so that the parent plans it without a probe of its own
-            return None
-        return _unwrap(source, output, description, options, jobs=jobs, progress=progress)
-
+def _unwrap_local(call):
+    """A local source: described by the door and, for an HDF5 file, repaired (or planned) in the child that looked
+    at it (:func:`_in_child`); what the child hands back decides what is left to do here."""
     from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
 
-    description, outcome = door.describe_then(source, repaired, progress=progress)
+    description, outcome = door.describe_then(call.source, lambda seen: _in_child(call, seen), progress=call.progress)
     handed = outcome[0] if outcome is not None else None
-    if handed is not None and not isinstance(handed, PlanData):  # the child's report: repaired in the child
+    if isinstance(handed, UnwrapReport):  # repaired in the child (else handed is a model's plan, as data, or None)
         return handed
-    options = checked(description)
-    return _unwrap(source, output, description, options, jobs=jobs, progress=progress, plan=handed, inputs=inputs)
+    return _unwrap(call, description, _options(call, description), plan=handed)
 
 
-def _unwrap(source, output, description, options, *, jobs=None, progress=None, plan=None, inputs=None):
-    """Send ``source``, as ``description`` says it is, to what repairs it: a TensorFlow format through its legacy
-    copy, a folder to :mod:`mgpu_io.format.batch` (or, for a deployable format, :mod:`mgpu_io.keras.exports.tree`),
-    a ``.keras`` output to :mod:`mgpu_io.keras.save`, a deployable one to its exporter, anything else to
-    :mod:`mgpu_io.format.unwrap`. ``plan``: a ``.keras`` output's plan, handed back as data by the door's child."""
+def _in_child(call, description):
+    """In the door's child, for an HDF5 file, so that it is read once, in one child: a legacy output (or a dry run)
+    is repaired here and its report handed back; a model that Keras builds in the parent (a ``.keras`` or deployable
+    output) is planned here and its plan handed back as data (:mod:`mgpu_io.format.plan_data`)."""
+    options = _options(call, description)
+    if options.output_format == SAME_FORMAT or options.dry_run:
+        return _unwrap(call, description, options)
+    config = options.config
+    check_output(call.source, call.output, options.overwrite, inputs=(config,) if config is not None else ())
+    from mgpu_io.keras.save import plan_for_keras
+
+    return plan_for_keras(call.source, call.output, options)
+
+
+def _options(call, description):
+    """The call's :class:`~mgpu_io.format.options.UnwrapOptions`, built and checked once: what does not apply to
+    this input is refused, then the output's format is chosen (:func:`_output_format`)."""
+    _refuse_for_input(call, description)
+    output_format = _output_format(call, description)
+    if call.inputs is not None and output_format not in door.EXPORT_FORMATS:
+        raise does_not_apply(
+            Param("inputs"),
+            "are what a deployable output's runtime is checked on",
+            "an .onnx, .tflite or SavedModel output",
+            f"output={call.output}",
+            description.kind,
+        )
+    return UnwrapOptions(**call.fields, output_format=output_format)  # passed down unchanged
+
+
+def _refuse_for_input(call, description):
+    """Refuse what cannot apply to this kind of input: ``jobs`` but for a folder, a Keras 3 file, and
+    ``include_optimizer=False`` for an input that holds no optimizer state."""
+    kind, source = description.kind, call.source
+    if call.jobs is not None and kind != door.FOLDER:
+        received = (
+            Param("jobs", call.jobs, text=f"jobs={call.jobs}"),
+            f" with filepath={source} ({description.name}), which is repaired in one process",
+        )
+        raise does_not_apply(
+            Param("jobs"), "sets the worker processes of a folder's repair", "a folder source", received, kind
+        )
+    if kind in door.KERAS3_KINDS:
+        raise door.refusal(description, "unwrap", "a file written by a legacy Keras or tf.keras")
+    if not call.fields["include_optimizer"] and kind in door.WEIGHTS_ONLY_KINDS + door.CONFIG_KINDS:
+        raise does_not_apply(
+            Param("include_optimizer", False),
+            "leaves out a full model's optimizer state",
+            "a full-model source",
+            f"filepath={source} ({description.name}, which holds no optimizer state)",
+            kind,
+        )
+
+
+def _output_format(call, description):
+    """What the output is to be: for a folder, one format for every file (a deployable one, or each file's own
+    kind); for a file, what its name and the input say (:func:`mgpu_io.format.door.output_format`)."""
+    if description.kind == door.FOLDER:
+        suffix = door.EXPORT_FORMATS.get(call.format or "", "")
+        return door.export_format(Path(call.output, "x" + suffix), call.format) or SAME_FORMAT
+    return door.output_format(description, call.output, config=call.fields["config"], format=call.format)
+
+
+def _unwrap(call, description, options, *, plan=None):
+    """Send the call's source, as ``description`` says it is, to what repairs it. ``plan``: the plan of a model that
+    Keras builds, handed back as data by the door's child."""
     kind = description.kind
-    if kind in door.TENSORFLOW_KINDS:  # read as data into the legacy layout, then as one
-        return read_converted(
-            lambda readable: _unwrap(
-                readable, output, door.glance(readable), options, progress=progress, inputs=inputs
-            ),
-            (description, options.config if kind == door.TF_CHECKPOINT else None),
-        )
-    exported = options.output_format in door.EXPORT_FORMATS
-    if kind == door.FOLDER and exported:
-        from mgpu_io.keras.exports.tree import export_tree
-
-        return export_tree(source, output, options, jobs=jobs, progress=progress)
+    if kind in door.TENSORFLOW_KINDS:
+        return _unwrap_converted(call, description, options)
     if kind == door.FOLDER:
-        from mgpu_io.format.batch import unwrap_tree
+        return _unwrap_folder(call, options)
+    if options.output_format == SAME_FORMAT or options.dry_run:
+        from mgpu_io.format.unwrap import unwrap_file
 
-        return unwrap_tree(source, output, options, jobs=jobs, progress=progress)
-    if exported and not options.dry_run:
-        from mgpu_io.keras.save import unwrap_to_export
-
-        return unwrap_to_export(
-            source,
-            output,
-            options.output_format,
-            config=options.config,
-            allow_plain=options.allow_plain,
-            overwrite=options.overwrite,
-            safe_mode=options.safe_mode,
-            lambdas=options.lambdas,
-            custom_objects=options.custom_objects,
-            inputs=inputs,
-        )
-    if options.output_format == KERAS_FORMAT and not options.dry_run:
+        return unwrap_file(call.source, call.output, options, progress=call.progress)
+    if options.output_format == KERAS_FORMAT:
         from mgpu_io.keras.save import unwrap_to_keras
 
-        return unwrap_to_keras(source, output, options, plan=plan)
-    from mgpu_io.format.unwrap import unwrap_file
+        return unwrap_to_keras(call.source, call.output, options, plan=plan)
+    from mgpu_io.keras.save import unwrap_to_export
 
-    return unwrap_file(source, output, options, progress=progress)
+    return unwrap_to_export(call.source, call.output, options, plan=plan, inputs=call.inputs)
+
+
+def _unwrap_converted(call, description, options):
+    """A SavedModel or TF checkpoint: read as data into a legacy copy (:func:`mgpu_io.tf.read_converted`), which is
+    then repaired as one."""
+    from mgpu_io.tf import read_converted
+
+    config = options.config if description.kind == door.TF_CHECKPOINT else None
+    return read_converted(
+        lambda readable: _unwrap(call.replace(source=readable, jobs=None), door.glance(readable), options),
+        (description, config),
+    )
+
+
+def _unwrap_folder(call, options):
+    """A folder, file by file into the output folder: exported by :mod:`mgpu_io.keras.exports.tree` for a
+    deployable format, else repaired by :mod:`mgpu_io.format.batch`."""
+    if options.output_format in door.EXPORT_FORMATS:
+        from mgpu_io.keras.exports.tree import export_tree
+
+        return export_tree(call.source, call.output, options, jobs=call.jobs, progress=call.progress)
+    from mgpu_io.format.batch import unwrap_tree
+
+    return unwrap_tree(call.source, call.output, options, jobs=call.jobs, progress=call.progress)
+
+
+@dataclass(frozen=True)
+class UnwrapRoute:
+    """What an :func:`unwrap` call will go through, told from the paths' names and the source's first bytes before
+    it starts, for a front end's choices (the command line's progress bar, the runtimes it starts quietly):
+    ``remote`` (a URL on either side), ``folder`` (file by file into a folder), ``tensorflow`` (the input is read by
+    TensorFlow), ``keras`` (Keras builds the output: a ``.keras`` or deployable output, not a dry run) and ``size``
+    (a local source file's bytes, else ``None``)."""
+
+    remote: bool
+    folder: bool
+    tensorflow: bool
+    keras: bool
+    size: Optional[int]
+
+
+def unwrap_route(source, output, *, format=None, dry_run=False) -> UnwrapRoute:
+    """The :class:`UnwrapRoute` of ``unwrap(source, output, format=format, dry_run=dry_run)``; refuses nothing
+    (:func:`unwrap` does).
+
+    Example:
+        >>> unwrap_route("fixtures/files/k224_siamese_x2_full.h5", "model.onnx")
+        UnwrapRoute(remote=False, folder=False, tensorflow=False, keras=True, size=...)
+        >>> unwrap_route("fixtures/files", "repaired", dry_run=True).folder
+        True
+    """
+    from mgpu_io.remote import is_url
+
+    remote = is_url(source) or is_url(output)
+    path = Path(source)
+    kind = None if remote else door.sniff(path)
+    built_by_keras = {door.KERAS_SUFFIX, *(suffix for suffix in door.EXPORT_FORMATS.values() if suffix)}
+    return UnwrapRoute(
+        remote=remote,
+        folder=kind == door.FOLDER or (remote and str(source).endswith("/")),  # a SavedModel folder is one model
+        tensorflow=kind in door.TENSORFLOW_KINDS,
+        keras=not dry_run and (Path(output).suffix in built_by_keras or bool(format)),
+        size=path.stat().st_size if not remote and path.is_file() else None,
+    )

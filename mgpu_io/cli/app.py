@@ -355,51 +355,64 @@ def unwrap(
     Lambda layers of the template are never run from the file: a .h5/JSON OUT refers to each by its layer name
     (load it with custom_objects={LAYER: function}); a .keras OUT needs each function, given with --lambda.
     """
-    from mgpu_io.cli.render import byte_progress, file_progress
-    from mgpu_io.format import door
-    from mgpu_io.remote import is_url
+    from mgpu_io.api import unwrap_route
 
-    # The library's door says what IN is (its first bytes); here only the progress bar and TensorFlow's quiet start
-    # are chosen from it.
-    remote = is_url(source) or is_url(output)
-    source_path, output_path = Path(source), Path(output)
-    kind = None if remote else door.sniff(source_path)
-    folder = kind == door.FOLDER or (remote and source.endswith("/"))  # a SavedModel folder is one model
-    if kind in door.TENSORFLOW_KINDS:
+    with one_line_errors(as_json):
+        route = unwrap_route(source, output, format=format_, dry_run=dry_run)  # the library says what IN is
+        _start_runtimes(route)
+        with _unwrap_progress(
+            route, Path(source).name, quiet=as_json or SETTINGS["quiet"], dry_run=dry_run
+        ) as progress:
+            report = mgpu_io.unwrap(
+                source if route.remote else Path(source),
+                output if route.remote else Path(output),
+                config=config,
+                target=target,
+                keep_config=keep_config,
+                cpu=cpu,
+                include_optimizer=not no_optimizer,
+                allow_plain=allow_plain,
+                overwrite=force,
+                dry_run=dry_run,
+                jobs=jobs,
+                progress=progress,
+                safe_mode=not unsafe_trust_file,
+                lambdas=_lambdas_argument(lambda_, lambda_module),
+                custom_objects=_custom_objects(custom_objects),
+                format=format_ or None,
+            )
+    _show_unwrap(report, route, as_json=as_json, verbose=verbose)
+
+
+def _start_runtimes(route):
+    """Start, quietly, the runtimes an unwrap call will start: TensorFlow to read its input, Keras to build its
+    output."""
+    if route.tensorflow:
         start_quietly("tensorflow")
-    if (output_path.suffix in (".keras", ".onnx", ".tflite") or format_) and not dry_run:
+    if route.keras:
         start_quietly("keras")
-    if folder:
-        progress_bar = file_progress("repairing", enabled=not (as_json or SETTINGS["quiet"]))
-    else:
-        quiet = as_json or dry_run or SETTINGS["quiet"]
-        big = not remote and source_path.is_file() and source_path.stat().st_size > PROGRESS_ABOVE and not quiet
-        progress_bar = byte_progress(f"unwrapping {source_path.name}", enabled=big)
-    with one_line_errors(as_json), progress_bar as progress:
-        report = mgpu_io.unwrap(
-            source if remote else source_path,
-            output if remote else output_path,
-            config=config,
-            target=target,
-            keep_config=keep_config,
-            cpu=cpu,
-            include_optimizer=not no_optimizer,
-            allow_plain=allow_plain,
-            overwrite=force,
-            progress=progress,
-            lambdas=_lambdas_argument(lambda_, lambda_module),
-            **({"dry_run": dry_run, "jobs": jobs} if dry_run or jobs is not None else {}),
-            custom_objects=_custom_objects(custom_objects),
-            **({"safe_mode": False} if unsafe_trust_file else {}),
-            **({"format": format_} if format_ else {}),
-        )
+
+
+def _unwrap_progress(route, name, *, quiet, dry_run):
+    """The progress bar of an unwrap call: by file for a folder, by byte for a large local file."""
+    from mgpu_io.cli.render import byte_progress, file_progress
+
+    if route.folder:
+        return file_progress("repairing", enabled=not quiet)
+    big = route.size is not None and route.size > PROGRESS_ABOVE and not (quiet or dry_run)
+    return byte_progress(f"unwrapping {name}", enabled=big)
+
+
+def _show_unwrap(report, route, *, as_json, verbose):
+    """Print an unwrap call's report (a folder's: with every file under ``--verbose``); exit 1 where a folder's file
+    failed."""
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
-    elif folder:
+    elif route.folder:
         show_unless_quiet(report, verbose=verbose or SETTINGS["verbose"])
     else:
         show_unless_quiet(report)
-    if folder and not report.ok:
+    if route.folder and not report.ok:
         raise typer.Exit(code=1)
 
 

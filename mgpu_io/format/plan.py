@@ -389,14 +389,13 @@ def _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings):
 
 
 @contextlib.contextmanager
-def planned(source, *, output=None, checked=False, **options):
+def planned(source, *, output=None, **options):
     """Open ``source`` and yield its :class:`Plan`, with the file still open (for writers and builders).
 
-    The plan is first made in a probe's child (libhdf5 hangs and crashes become errors), unless ``checked``: the
-    caller made it there already, after the door's look (:func:`plan_only`, run by
-    :func:`mgpu_io.format.door.describe_then`)."""
-    if not checked:
-        probed(source, lambda: plan_only(source, **options))
+    The plan is first made in a probe's child (libhdf5 hangs and crashes become errors). The library's own calls
+    plan once, in a child, instead: a legacy output is written there, a model Keras builds is handed back as data
+    (:mod:`mgpu_io.format.plan_data`)."""
+    probed(source, lambda: plan_only(source, **options))
     with open_stored(Path(source)) as stored:
         with reading(stored.path, "planning the repair"):
             plan = make_plan(stored, output=output, **options)

@@ -28,7 +28,6 @@ from mgpu_io.errors import (
     first_line,
 )
 from mgpu_io.format import door
-from mgpu_io.format.non_finite import non_finite_message
 from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan_data import PlanData, plan_data, source_keras_version
 from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading, sharing
@@ -46,7 +45,6 @@ from mgpu_io.keras._compat import (
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.optimizers import legacy_classes, rebuilt_optimizer
 from mgpu_io.lambdas.supplied import as_mapping, lambda_objects
-from mgpu_io.tf import read_converted
 
 
 def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mode=True, lambdas=None):
@@ -107,6 +105,8 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         )
     weights_described = door.glance(weights) if weights is not None else None  # first bytes only: no probe
     if described.kind == door.SAVEDMODEL or getattr(weights_described, "kind", None) in door.TENSORFLOW_KINDS:
+        from mgpu_io.tf import read_converted
+
         return read_converted(
             lambda readable, readable_weights: load_model(
                 readable, custom_objects, compile, weights=readable_weights, safe_mode=safe_mode, lambdas=lambdas
@@ -626,4 +626,6 @@ def _warn_channels_first_on_cpu(model, keras):
 def _warn_non_finite(model, path):
     broken = non_finite_weights(model)
     if broken:
+        from mgpu_io.format.non_finite import non_finite_message
+
         warnings.warn(f"{non_finite_message(broken, str(path))}", MgpuIOWarning, stacklevel=3)

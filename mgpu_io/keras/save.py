@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from mgpu_io.format.options import KERAS_FORMAT, UnwrapOptions
-from mgpu_io.format.plan import check_output, planned
+from mgpu_io.format.plan import check_output
 from mgpu_io.format.plan_data import plan_data
 from mgpu_io.format.sandbox import probed
 from mgpu_io.format.write import atomic_path
@@ -53,34 +53,27 @@ def unwrap_to_keras(source, output, options=None, *, plan=None, **fields):
 
 
 def plan_for_keras(source, output, options):
-    """In the sandbox's child: the plan of a ``.keras`` output, as data
-    (:func:`~mgpu_io.format.plan_data.plan_data`)."""
+    """In the sandbox's child: the plan of a model Keras 3 builds (a ``.keras`` output, or a deployable one, whose
+    optimizer state is never planned), as data (:func:`~mgpu_io.format.plan_data.plan_data`)."""
     return plan_data(
         source,
         output=Path(output),
         config=options.config,
-        include_optimizer=options.include_optimizer,
+        include_optimizer=options.include_optimizer and options.output_format == KERAS_FORMAT,
         allow_plain=options.allow_plain,
     )
 
 
-def unwrap_to_export(
-    source,
-    output,
-    name,
-    *,
-    config=None,
-    allow_plain=False,
-    overwrite=False,
-    safe_mode=True,
-    lambdas=None,
-    custom_objects=None,
-    inputs=None,
-):
-    """Write the innermost template of ``source`` as a deployable artifact (``name``: ``"onnx"``, ``"litert"`` or
-    ``"saved_model"``), run by its own runtime and compared with the built model before it is moved into place
-    (:func:`mgpu_io.keras.exports.export`). The options are :func:`mgpu_io.unwrap`'s, which calls this for an output
-    ending in ``.onnx`` or ``.tflite``, or with ``format="saved_model"``.
+def unwrap_to_export(source, output, options, *, plan=None, inputs=None, **fields):
+    """Write the innermost template of ``source`` as a deployable artifact, run by its own runtime and compared with
+    the built model before it is moved into place (:func:`mgpu_io.keras.exports.export`).
+
+    ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and checked
+    (its ``output_format``: ``"onnx"``, ``"litert"`` or ``"saved_model"``), which calls this for an output ending
+    in ``.onnx`` or ``.tflite``, or with ``format="saved_model"``; or the format's name, the options then built here
+    from ``fields`` (its arguments). ``plan``: the :func:`plan_for_keras` that the door's child made already (the
+    file is then not opened here); without it, the file is planned in the sandbox's child and handed back as data.
+    ``inputs``: what the runtime is checked on (default: generated from the input shapes).
 
     Returns:
         The :class:`~mgpu_io.format.plan.UnwrapReport`, with ``export``: the format, its runtime and the largest
@@ -96,19 +89,23 @@ def unwrap_to_export(
     from mgpu_io.keras.exports import check_available, export
 
     source, output = Path(source), Path(output)
+    options = options if isinstance(options, UnwrapOptions) else UnwrapOptions(output_format=options, **fields)
+    name, config = options.output_format, options.config
     check_available(name)  # before the model is read: a missing extra is one line
     if not output.is_dir():  # the file checks and their messages (an input as output, a missing folder)
-        check_output(source, output, overwrite, inputs=(config,) if config is not None else ())
-    with planned(source, output=output, config=config, include_optimizer=False, allow_plain=allow_plain) as plan:
-        model = build(
-            plan,
-            compile=False,
-            include_optimizer=False,
-            safe_mode=safe_mode,
-            lambdas=lambdas,
-            custom_objects=custom_objects,
-        )
-        report = plan.report
-    report.export = export(model, output, name, inputs=inputs, overwrite=overwrite)
+        check_output(source, output, options.overwrite, inputs=(config,) if config is not None else ())
+    if plan is None:
+        plan = probed(source, lambda: plan_for_keras(source, output, options))
+    model = build(
+        plan,
+        compile=False,
+        include_optimizer=False,
+        safe_mode=options.safe_mode,
+        lambdas=options.lambdas,
+        custom_objects=options.custom_objects,
+    )
+    report = plan.report
+    del plan  # its arrays are the model's now
+    report.export = export(model, output, name, inputs=inputs, overwrite=options.overwrite)
     report.written = True
     return report

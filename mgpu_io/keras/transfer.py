@@ -23,8 +23,6 @@ from mgpu_io.format.read import CONFIG, file_of, open_stored, reading
 from mgpu_io.format.sandbox import hand_over, probed
 from mgpu_io.format.text import columns, printable
 from mgpu_io.format.write import atomic_path
-from mgpu_io.keras.custom import import_function
-from mgpu_io.tf import read_converted
 
 
 @dataclass
@@ -141,6 +139,8 @@ def transfer_weights(source, model, *, strict=True, config=None):
             weighted = [
                 (type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers
             ]
+            from mgpu_io.tf import read_converted
+
             return read_converted(
                 lambda readable: transfer_weights(readable, model, strict=strict),
                 (described, config, [target for target in weighted if target[1]]),
@@ -398,4 +398,6 @@ def build_model(builder):
     """Call ``builder`` (a function, or ``"module:function"`` imported from the current folder)."""
     if callable(builder):
         return builder()
+    from mgpu_io.keras.custom import import_function
+
     return import_function(builder, "builder")()

@@ -11,9 +11,7 @@ import importlib.util
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument, MissingLambda, Param
-from mgpu_io.keras.custom import import_function
 from mgpu_io.lambdas.by_reference import PACKAGE, needed_functions
-from mgpu_io.lambdas.recovery import INSTALL_HINT
 from mgpu_io.lambdas.stored import lambda_layers
 
 
@@ -75,6 +73,8 @@ def lambda_objects(config, lambdas=None, custom_objects=None, *, source=None, or
     missing = [lam for lam in needed_functions(config) if lam.reference not in objects]
     missing += [lam for lam in layers.values() if lam not in missing and _unresolved_name(lam, objects)]
     if missing:
+        from mgpu_io.lambdas.recovery import INSTALL_HINT  # the recoverer, imported only to say how to run it
+
         described = {lam.layer: lam for lam in original or ()}
         lines = [(described.get(lam.layer) or lam).describe() for lam in missing]
         where = f" in filepath={source}" if source is not None else ""
@@ -131,10 +131,10 @@ def as_mapping(lambdas, layers=None):
     """
     import types
 
-    from mgpu_io.lambdas.recovery import python_name
-
     if lambdas is None or isinstance(lambdas, dict):
         return dict(lambdas or {})
+    from mgpu_io.lambdas.recovery import python_name  # a module's functions are named as the recoverer names them
+
     if isinstance(lambdas, (str, Path)) and str(lambdas).endswith(".py"):
         lambdas = import_module_file(lambdas)
     if not isinstance(lambdas, types.ModuleType):
@@ -199,6 +199,8 @@ def resolved(lambdas):
     functions = {}
     for name, function in (lambdas or {}).items():
         if isinstance(function, str):
+            from mgpu_io.keras.custom import import_function
+
             function = import_function(function, layer=name)
         if not callable(function):
             raise InvalidArgument(

@@ -6,7 +6,7 @@ log that parent and children share. A profile function (``sys.setprofile``, inhe
 way) notes each distinct ``mgpu_io`` module whose code runs during the call. What runs before the call (importing
 mgpu_io and Keras, building the target model of ``transfer_weights``) is not counted.
 
-Usage: python tests/benchmarks/opens_per_call.py [FILE] [--json] [--root CHECKOUT]
+Usage: python tests/benchmarks/opens_per_call.py [FILE] [--json] [--root CHECKOUT] [--call NAME ...]
 """
 
 import argparse
@@ -26,6 +26,10 @@ CALLS = {
     "load_model": "mgpu_io.load_model(SOURCE)",
     "transfer_weights": "mgpu_io.transfer_weights(SOURCE, TARGET)",
     "inspect": "mgpu_io.inspect(SOURCE)",
+    # the deployable outputs (docs/deploy.md): each needs its extra installed ([onnx], [litert]; TensorFlow)
+    "unwrap -> .onnx": "mgpu_io.unwrap(SOURCE, str(OUT / 'out.onnx'))",
+    "unwrap -> .tflite": "mgpu_io.unwrap(SOURCE, str(OUT / 'out.tflite'))",
+    "unwrap -> saved_model": "mgpu_io.unwrap(SOURCE, str(OUT / 'served'), format='saved_model')",
 }
 
 _PROGRAM = r"""
@@ -103,14 +107,16 @@ def main():
     parser.add_argument("file", nargs="?", default=str(DEFAULT))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--root", default=str(ROOT), help="the checkout whose mgpu_io is measured (another commit's)")
+    parser.add_argument("--call", action="append", choices=sorted(CALLS), help="only this call (repeatable)")
     arguments = parser.parse_args()
-    results = {call: count(arguments.file, call, Path(arguments.root)) for call in CALLS}
+    calls = arguments.call or list(CALLS)
+    results = {call: count(arguments.file, call, Path(arguments.root)) for call in calls}
     if arguments.json:
         print(json.dumps(results, indent=1))
         return
-    print(f"{'call':<18} opens  (in children)  modules")
+    print(f"{'call':<22} opens  (in children)  modules")
     for call, result in results.items():
-        print(f"{call:<18} {result['opens']:>5}  {result['in_children']:>13}  {result['modules']:>7}")
+        print(f"{call:<22} {result['opens']:>5}  {result['in_children']:>13}  {result['modules']:>7}")
 
 
 if __name__ == "__main__":

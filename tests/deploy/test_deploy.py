@@ -142,6 +142,26 @@ def test_an_output_exists_without_overwrite_and_is_kept(tmp_path):
     assert out.stat().st_size > 100
 
 
+@pytest.mark.parametrize("name", ["onnx", "saved_model"])
+def test_the_input_is_opened_once_for_an_artifact(tmp_path, monkeypatch, name):
+    """Read in the door's child, planned there and handed back as data: the parent builds it without opening it
+    again (in this process here, MGPU_IO_PROBE=0, where each open can be counted; a forked child opens as often)."""
+    import h5py
+
+    source, real, opens = FIXTURES / "k224_functional_bn_x2_full.h5", h5py.File.__init__, []
+
+    def counting(self, path, *args, **kwargs):
+        if isinstance(path, (str, os.PathLike)) and os.path.realpath(path) == os.path.realpath(source):
+            opens.append(path)
+        real(self, path, *args, **kwargs)
+
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")
+    monkeypatch.setattr(h5py.File, "__init__", counting)
+    _, report = write(source, tmp_path, name)
+    assert report.written and report.export["difference"] <= report.export["bound"]
+    assert len(opens) == 1
+
+
 @pytest.mark.parametrize("output, format, expected", [
     ("model.onnx", "saved_model", "The output's name and format= disagree"),
     ("model.pb", "tensorrt", "Unknown output format. Expected one of ['litert', 'onnx', 'saved_model']"),

@@ -153,22 +153,16 @@ def export_one(source, output, uses_config, options):
     from mgpu_io.keras.save import unwrap_to_export
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    arguments = dict(
-        config=options.config if uses_config else None,
-        overwrite=True,
-        safe_mode=options.safe_mode,
-        lambdas=options.lambdas,
-        custom_objects=options.custom_objects,
-    )
+    wrapper = options.replace(config=options.config if uses_config else None, overwrite=True, allow_plain=False)
     try:
         try:
-            done = unwrap_to_export(source, output, options.output_format, **arguments)
+            done = unwrap_to_export(source, output, wrapper)
             status = REPAIRED
         except NotAWrapper:
             if not options.allow_plain:
                 reason = Text("a plain model, not a wrapper: pass ", Param("allow_plain", True), " to export it too")
                 return FileResult(source, SKIPPED, reason=reason)
-            done = unwrap_to_export(source, output, options.output_format, allow_plain=True, **arguments)
+            done = unwrap_to_export(source, output, wrapper.replace(allow_plain=True))
             status = CLEAN
     except MgpuIOError as error:
         return FileResult(source, FAILED, reason=error.text())
