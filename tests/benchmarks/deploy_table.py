@@ -103,7 +103,7 @@ def main():
     for family in args.families or families():
         found = list(entries(family))
         for position, (folder, entry, trusted) in enumerate(found):
-            if args.files and entry["file"] not in args.files or position % args.every:
+            if (args.files and entry["file"] not in args.files) or position % args.every:
                 continue
             base = dict(backend=backend, family=family, file=entry["file"], trusted=trusted)
             if args.every > 1:
