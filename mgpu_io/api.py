@@ -181,7 +181,8 @@ def unwrap(
         allow_plain: copy a plain (non-wrapper) model through instead of refusing it (skipping it, in a folder).
         overwrite: replace an existing ``output``.
         dry_run: plan and report, write nothing (and import no Keras).
-        jobs: worker processes for a folder ``source`` (default: the machine's cores).
+        jobs: worker processes for a folder ``source`` (default: the machine's cores); for a bucket prefix, the
+            files transferred at once while this process repairs (default: one file after another).
         progress: called as weights are written, with ``(bytes done, bytes in all)``; for a folder, with
             ``(files done, files in all, FileResult)``.
         safe_mode: for a ``.keras`` output, Keras' safe mode while the template is built. Stored bytecode never
@@ -221,10 +222,9 @@ def unwrap(
     if is_url(source) or is_url(output):  # object storage, through fsspec, file by file (mgpu_io.remote)
         from mgpu_io.remote import unwrap as unwrap_remote
 
-        if dry_run or jobs is not None:
-            given = Param("dry_run", True) if dry_run else Param("jobs")
+        if dry_run:
             raise does_not_apply(
-                given,
+                Param("dry_run", True),
                 "applies to a local repair: a remote one runs file by file and writes",
                 "local paths",
                 f"source={source}, output={output}",
@@ -235,6 +235,7 @@ def unwrap(
             output,
             progress=progress,
             overwrite=overwrite,
+            jobs=jobs,
             config=config,
             target=target,
             keep_config=keep_config,
