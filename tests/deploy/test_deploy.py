@@ -285,3 +285,22 @@ def test_a_tf_op_without_a_litert_kernel_is_refused_naming_the_tf_op_layers_not_
     assert message.startswith("The model cannot be written as litert: LiteRT interpreter cannot run it.")
     assert "recurrent" not in message and "in a model that holds TFOp 'tf.math.abs_1'" in message, message
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_crop_that_onnx_runtime_cannot_run_is_refused_naming_mgpu_ios_cropping_layer(tmp_path):
+    """tf.keras 1.15 sliced a crop as large as its input to an empty tensor; mgpu-io's own Cropping3D builds it so.
+    tf2onnx's graph of it fails in ONNX Runtime (a Concat of the empty branch): the refusal names that layer; the
+    LiteRT file and the SavedModel predict what tf.keras 1.15 predicted."""
+    habits = FIXTURES.parent / "habits"
+    with pytest.raises(UnsupportedModel) as refused:
+        write(habits / "tf115_empty_crop.h5", tmp_path, "onnx", allow_plain=True)
+    message = str(refused.value)
+    assert message.startswith("The model cannot be written as onnx: ONNX Runtime cannot run it."), message
+    assert "(the model holds Cropping3D '" in message, message
+    assert list(tmp_path.iterdir()) == []
+    fixture = entry("tf115_empty_crop.h5", habits)
+    for name in ("litert", "saved_model"):
+        out, report = write(habits / "tf115_empty_crop.h5", tmp_path, name, allow_plain=True)
+        assert report.export["difference"] <= report.export["bound"]
+        got, ys = run_on_fixture(out, fixture, input_names(mgpu_io.load_model(habits / "tf115_empty_crop.h5")), habits)
+        assert_predictions_match(got, ys)

@@ -234,7 +234,8 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
     }
 
 
-#: Layer classes that mgpu-io itself adds or converts to, named first in a refusal.
+#: Layer classes that mgpu-io itself adds or converts to, named first in a refusal (with every layer of a class
+#: of mgpu-io's own: the cropping that may leave an empty tensor, ConvNeXt's LayerScale, ...).
 OWN_LAYERS = ("TFOp", "Lambda", "LSTM", "GRU")
 _RECURRENT = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "RNN", "Bidirectional")
 
@@ -242,7 +243,8 @@ _RECURRENT = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3
 def _layers(model, classes):
     found = []
     for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True):
-        if type(layer).__name__ in classes:
+        ours = classes is OWN_LAYERS and type(layer).__module__.startswith("mgpu_io.")
+        if type(layer).__name__ in classes or ours:
             found.append(f"{type(layer).__name__} {layer.name!r}")
     return found
 
