@@ -194,6 +194,10 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
         tolerance: the bound, relative to the predictions' scale (:data:`TOLERANCE`).
         overwrite: replace an existing ``output``.
 
+    A stateful recurrent layer's states are reset to zeros before Keras predicts and again before the artifact is
+    written (Keras' call advances them, and the exporters capture them as they are): the artifact starts from zero
+    states, as a loaded model does.
+
     Returns:
         ``{"format", "runtime", "difference", "bound", "inputs", "rows"}``: what was measured.
 
@@ -207,7 +211,10 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
     output = Path(output)
     given = inputs is not None
     samples = as_list(inputs, model) if given else sample_inputs(model)
+    stateful = _stateful(model)
+    _reset(stateful)
     expected = predict(model, samples)
+    _reset(stateful)  # the call advanced them: the artifact starts from the states Keras started from
     with _atomic(output, EXPORT_FORMATS[name], overwrite) as temporary:
         try:
             module.write(model, temporary)
@@ -238,6 +245,20 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
 #: of mgpu-io's own: the cropping that may leave an empty tensor, ConvNeXt's LayerScale, ...).
 OWN_LAYERS = ("TFOp", "Lambda", "LSTM", "GRU")
 _RECURRENT = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "RNN", "Bidirectional")
+
+
+def _stateful(model):
+    """The layers of ``model`` (nested ones too) that keep states between calls (``stateful=True`` RNNs)."""
+    return [
+        layer
+        for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True)
+        if getattr(layer, "stateful", False) and callable(getattr(layer, "reset_states", None))
+    ]
+
+
+def _reset(layers):
+    for layer in layers:
+        layer.reset_states()
 
 
 def _layers(model, classes):
