@@ -319,3 +319,15 @@ def test_a_stateful_lstm_exports_from_the_states_keras_starts_from(tmp_path, nam
     assert report.export["difference"] <= report.export["bound"]
     model = mgpu_io.load_model(sweep / "LSTM.h5", compile=False)
     assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+
+
+def test_a_model_keras_cannot_run_on_this_cpu_is_refused_in_one_line_not_a_traceback(tmp_path):
+    """Keras 2.3.1's ConvLSTM2D sweep holds a channels_first branch, which TensorFlow runs on a GPU only: Keras'
+    own call failed inside the export with TensorFlow's UnimplementedError. Now: the format, why, and the fix."""
+    sweep = FIXTURES.parent / "layers" / "k231"
+    with pytest.raises(UnsupportedModel) as refused:
+        write(sweep / "ConvLSTM2D.h5", tmp_path, "onnx", allow_plain=True)
+    message = str(refused.value)
+    assert message.startswith("The model cannot be written as onnx: Keras cannot run the model here."), message
+    assert "NCHW" in message and message.endswith("Export on a machine with a GPU, or with KERAS_BACKEND=jax (ONNX).")
+    assert "\n" not in message and list(tmp_path.iterdir()) == []

@@ -202,8 +202,9 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
         ``{"format", "runtime", "difference", "bound", "inputs", "rows"}``: what was measured.
 
     Raises:
-        UnsupportedModel: the exporter refused the model, its runtime cannot run the artifact, or the artifact
-            predicts otherwise than the model (the message names the format and the layers concerned).
+        UnsupportedModel: Keras cannot run the model here, the exporter refused it, its runtime cannot run the
+            artifact, or the artifact predicts otherwise than the model (the message names the format and the
+            layers concerned).
         MissingDependency: a package of the format's extra is missing.
     """
     check_available(name)
@@ -213,7 +214,10 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
     samples = as_list(inputs, model) if given else sample_inputs(model)
     stateful = _stateful(model)
     _reset(stateful)
-    expected = predict(model, samples)
+    try:
+        expected = predict(model, samples)
+    except Exception as error:  # Keras itself cannot run the model here: nothing to prove an artifact against
+        raise UnsupportedModel(_refused(name, model, output, "Keras cannot run the model here", error)) from None
     _reset(stateful)  # the call advanced them: the artifact starts from the states Keras started from
     with _atomic(output, EXPORT_FORMATS[name], overwrite) as temporary:
         try:
@@ -281,6 +285,10 @@ def _refused(name, model, output, what, error):
             where = f"({first})" + (f" in a model that holds {', '.join(own[:5])}" if own else "")
         why = f"the converter wrote TensorFlow (Flex) ops {where}, which the LiteRT interpreter runs only with the Flex delegate"
         fix = "Write .onnx or a SavedModel folder for this model, or link the Flex delegate in your app"
+    elif "NCHW" in str(error) and "NHWC" in str(error):  # TensorFlow's CPU kernels: channels_last only
+        first = next((line.strip() for line in str(error).splitlines() if "NCHW" in line), first)[:300]
+        why = f"{first} (TensorFlow runs a channels_first convolution on a GPU only)"
+        fix = "Export on a machine with a GPU, or with KERAS_BACKEND=jax (ONNX)"
     else:
         layers = _layers(model, OWN_LAYERS)
         why = f"{first}" + (f" (the model holds {', '.join(layers[:5])})" if layers else "")
