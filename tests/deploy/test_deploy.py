@@ -331,3 +331,18 @@ def test_a_model_keras_cannot_run_on_this_cpu_is_refused_in_one_line_not_a_trace
     assert message.startswith("The model cannot be written as onnx: Keras cannot run the model here."), message
     assert "NCHW" in message and message.endswith("Export on a machine with a GPU, or with KERAS_BACKEND=jax (ONNX).")
     assert "\n" not in message and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["onnx", "saved_model"])
+def test_a_random_augmentation_is_the_identity_in_the_artifact_as_at_inference(tmp_path, name):
+    """tf.keras 2.8's RandomRotation sweep: Keras' TensorFlow exporters traced the model without training=False,
+    which left the rotation in the artifact (SavedModel 3.6 away; ONNX Runtime had no kernel for the random op).
+    Now the artifact predicts what tf.keras 2.8 predicted at inference."""
+    sweep = FIXTURES.parent / "layers" / "tf28"
+    data = np.load(sweep / "data.npz")
+    xs = [data[k] for k in sorted(k for k in data.files if k.startswith("RandomRotation/x"))]
+    ys = [data[k] for k in sorted(k for k in data.files if k.startswith("RandomRotation/y"))]
+    out, report = write(sweep / "RandomRotation.h5", tmp_path, name, inputs=xs, allow_plain=True)
+    assert report.export["difference"] <= report.export["bound"]
+    model = mgpu_io.load_model(sweep / "RandomRotation.h5", compile=False)
+    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)

@@ -221,7 +221,8 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
     _reset(stateful)  # the call advanced them: the artifact starts from the states Keras started from
     with _atomic(output, EXPORT_FORMATS[name], overwrite) as temporary:
         try:
-            module.write(model, temporary)
+            with _inference_only(model):
+                module.write(model, temporary)
         except Exception as error:  # the exporter's own refusal: its first line, and our layers in the model
             raise UnsupportedModel(_refused(name, model, output, "Keras' exporter refused it", error)) from None
         try:
@@ -258,6 +259,36 @@ def _stateful(model):
         for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True)
         if getattr(layer, "stateful", False) and callable(getattr(layer, "reset_states", None))
     ]
+
+
+@contextlib.contextmanager
+def _inference_only(model):
+    """While the exporters trace ``model``: every layer whose ``call`` defaults to ``training=True`` (Keras 3's
+    random augmentations: RandomRotation, RandomBrightness, ...) called with ``training=False``. Keras' TensorFlow
+    exporters (SavedModel, and ONNX through tf2onnx) trace the model without ``training=False``, which left the
+    augmentation in the artifact (tf.keras 2.8's RandomRotation: 3.6 from Keras in the SavedModel)."""
+    import inspect
+
+    patched = []
+    for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True):
+        try:
+            parameter = inspect.signature(type(layer).call).parameters.get("training")
+        except (TypeError, ValueError):
+            continue
+        if parameter is None or parameter.default is not True:
+            continue
+
+        def call(*args, _call=layer.call, **kwargs):
+            kwargs["training"] = False
+            return _call(*args, **kwargs)
+
+        object.__setattr__(layer, "call", call)
+        patched.append(layer)
+    try:
+        yield
+    finally:
+        for layer in patched:
+            vars(layer).pop("call", None)
 
 
 def _reset(layers):
