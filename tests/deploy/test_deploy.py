@@ -346,3 +346,18 @@ def test_a_random_augmentation_is_the_identity_in_the_artifact_as_at_inference(t
     assert report.export["difference"] <= report.export["bound"]
     model = mgpu_io.load_model(sweep / "RandomRotation.h5", compile=False)
     assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+
+
+def test_a_normalization_given_its_mean_and_variance_exports_to_onnx(tmp_path):
+    """tf.keras 2.4's Normalization sweep (mean and variance given, and adapted): tf2onnx made the given mean and
+    variance inputs of the ONNX graph, which ONNX Runtime then asked for ("Required inputs ... are missing"). Now
+    the ONNX file predicts what tf.keras 2.4 predicted."""
+    sweep = FIXTURES.parent / "layers" / "tf24"
+    case = "experimental.preprocessing.Normalization"
+    data = np.load(sweep / "data.npz")
+    xs = [data[f"{case}/x{i}"] for i in range(sum(k.startswith(f"{case}/x") for k in data.files))]
+    ys = [data[f"{case}/y{i}"] for i in range(sum(k.startswith(f"{case}/y") for k in data.files))]
+    out, report = write(sweep / f"{case}.h5", tmp_path, "onnx", inputs=xs, allow_plain=True)
+    assert report.export["difference"] <= report.export["bound"]
+    model = mgpu_io.load_model(sweep / f"{case}.h5", compile=False)
+    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)

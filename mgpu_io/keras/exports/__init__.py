@@ -266,7 +266,9 @@ def _inference_only(model):
     """While the exporters trace ``model``: every layer whose ``call`` defaults to ``training=True`` (Keras 3's
     random augmentations: RandomRotation, RandomBrightness, ...) called with ``training=False``. Keras' TensorFlow
     exporters (SavedModel, and ONNX through tf2onnx) trace the model without ``training=False``, which left the
-    augmentation in the artifact (tf.keras 2.8's RandomRotation: 3.6 from Keras in the SavedModel)."""
+    augmentation in the artifact (tf.keras 2.8's RandomRotation: 3.6 from Keras in the SavedModel). And a
+    ``Normalization`` holds its mean and variance (given, or adapted) as arrays, not eager tensors, which tf2onnx made
+    inputs of the ONNX graph (tf.keras 2.4's Normalization, EfficientNet: "Required inputs ... are missing")."""
     import inspect
 
     patched = []
@@ -284,11 +286,20 @@ def _inference_only(model):
 
         object.__setattr__(layer, "call", call)
         patched.append(layer)
+    constants = []  # a Normalization's mean and variance (given or adapted): tensors made eagerly, which tf2onnx took
+    for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True):
+        if type(layer).__name__ == "Normalization" and getattr(layer, "mean", None) is not None:
+            constants.append((layer, layer.mean, layer.variance))  # for inputs of the graph ("Required inputs")
+            object.__setattr__(layer, "mean", np.asarray(layer.mean))  # traced as constants of the graph instead
+            object.__setattr__(layer, "variance", np.asarray(layer.variance))
     try:
         yield
     finally:
         for layer in patched:
             vars(layer).pop("call", None)
+        for layer, mean, variance in constants:
+            object.__setattr__(layer, "mean", mean)
+            object.__setattr__(layer, "variance", variance)
 
 
 def _reset(layers):
