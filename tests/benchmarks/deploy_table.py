@@ -124,7 +124,7 @@ def main():
                         check_available(name)
                         measured = export(model, Path(tmp) / ("out" + {"onnx": ".onnx", "litert": ".tflite"}
                                                               .get(name, "")), name, inputs=xs)
-                        row.update(status="exported", difference=measured["difference"])
+                        row.update(status="exported", difference=measured["difference"], bound=measured["bound"])
                     except mgpu_io.MgpuIOError as error:
                         row.update(status="refused", detail=str(error)[:600])
                 row["seconds"] = round(time.perf_counter() - start, 1)
