@@ -199,7 +199,8 @@ def unwrap(
         allow_plain: copy a plain (non-wrapper) model through instead of refusing it (skipping it, in a folder).
         overwrite: replace an existing ``output``.
         dry_run: plan and report, write nothing (and import no Keras).
-        jobs: worker processes for a folder ``source`` (default: the machine's cores).
+        jobs: worker processes for a folder ``source`` (default: the machine's cores); for a bucket prefix, the
+            files transferred at once while this process repairs (default: one file after another).
         progress: called as weights are written, with ``(bytes done, bytes in all)``; for a folder, with
             ``(files done, files in all, FileResult)``.
         safe_mode: for a ``.keras`` output, Keras' safe mode while the template is built. Stored bytecode never
@@ -282,13 +283,12 @@ class _Call:
 
 def _unwrap_remote(call):
     """A source or output in object storage: repaired file by file by :func:`mgpu_io.remote.unwrap`, which calls
-    :func:`unwrap` on local copies; a dry run and ``jobs`` do not apply."""
+    :func:`unwrap` on local copies (``jobs``: the files transferred at once); a dry run does not apply."""
     from mgpu_io.remote import unwrap as unwrap_remote
 
-    if call.fields["dry_run"] or call.jobs is not None:
-        given = Param("dry_run", True) if call.fields["dry_run"] else Param("jobs")
+    if call.fields["dry_run"]:
         raise does_not_apply(
-            given,
+            Param("dry_run", True),
             "applies to a local repair: a remote one runs file by file and writes",
             "local paths",
             f"source={call.source}, output={call.output}",
@@ -296,7 +296,13 @@ def _unwrap_remote(call):
         )
     fields = {name: value for name, value in call.fields.items() if name != "dry_run"}
     return unwrap_remote(
-        call.source, call.output, progress=call.progress, format=call.format, inputs=call.inputs, **fields
+        call.source,
+        call.output,
+        progress=call.progress,
+        jobs=call.jobs,
+        format=call.format,
+        inputs=call.inputs,
+        **fields,
     )
 
 

@@ -509,14 +509,16 @@ def _mtime(fs, path):
     return 0.0 if info else None
 
 
-def unwrap(source, output, *, storage_options=None, progress=None, overwrite=False, **options):
+def unwrap(source, output, *, storage_options=None, progress=None, overwrite=False, jobs=None, **options):
     """Repair a remote file, or every file under a remote prefix, into ``output`` (a local path or a URL).
 
     One file: downloaded to a temporary folder, repaired there by :func:`mgpu_io.unwrap` (every output format,
     deployable ones included), and uploaded whole (an object store's upload is all or nothing). A prefix (a URL
     ending in ``/``, or one that names no object): each file under it in turn, into the same place under ``output``,
     with the output's name as the format says (``format=``: ``.onnx``, ``.tflite``, a SavedModel folder; else the
-    file's own name). An output newer than its input is ``done before``: a stopped run resumes.
+    file's own name). An output newer than its input is ``done before``: a stopped run resumes. With ``jobs``, a
+    prefix's transfers overlap (:func:`_unwrap_pipelined`): ``jobs`` threads check, download and upload files while
+    this process repairs one after another.
 
     Args:
         source: a URL (``s3://bucket/run1/model.h5`` or ``s3://bucket/run1/``); a local path is read as it is.
@@ -524,6 +526,8 @@ def unwrap(source, output, *, storage_options=None, progress=None, overwrite=Fal
         storage_options: passed to fsspec for both (else each filesystem configures itself).
         progress: for a prefix, called with ``(done, total, FileResult)`` after each file.
         overwrite: replace existing outputs.
+        jobs: for a prefix, the files transferred at once (downloads ahead of the repair, uploads behind it); none:
+            one file after another, each downloaded, repaired and uploaded in turn.
         **options: :func:`mgpu_io.unwrap`'s (``format``, ``allow_plain``, ``config``, ...).
 
     Returns:
@@ -543,8 +547,22 @@ def unwrap(source, output, *, storage_options=None, progress=None, overwrite=Fal
     else:
         is_file = Path(source).is_file()
     if is_file:
+        if jobs is not None:
+            from mgpu_io.errors import Param, does_not_apply
+
+            raise does_not_apply(
+                Param("jobs"),
+                "sets the files a prefix transfers at once",
+                "a prefix source (a URL ending in /)",
+                Param("jobs", jobs, text=f"jobs={jobs} with source={_safe(source)}, one file"),
+            )
         return _unwrap_one(src, out, overwrite=overwrite, **options)
-    return _unwrap_prefix(src, out, progress=progress, overwrite=overwrite, **options)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise InvalidArgument(
+            f"jobs= is the number of files a prefix transfers at once. Expected a whole number of 1 or more. "
+            f"Received: jobs={jobs!r}. Pass jobs=4, or leave it out for one file after another."
+        )
+    return _unwrap_prefix(src, out, progress=progress, overwrite=overwrite, jobs=jobs, **options)
 
 
 def _bucket_exists(place):
@@ -624,7 +642,7 @@ def _output_name(relative, format):
     return str(PurePosixPath(relative).with_suffix(EXPORT_FORMATS[format]))
 
 
-def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, allow_plain=False, **options):
+def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, allow_plain=False, jobs=None, **options):
     from mgpu_io.format.batch import DONE, DONE_REASON, FAILED, STOPPED, BatchReport, FileResult
     from mgpu_io.format.door import HDF5_SUFFIXES, JSON_SUFFIX
 
@@ -646,6 +664,10 @@ def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, all
         if progress is not None:
             progress(len(results), len(files), result)
 
+    if jobs is not None:
+        return _unwrap_pipelined(
+            src, out, files, report, finished, results, jobs, overwrite, format, allow_plain, options
+        )
     try:
         for name, path in files:
             target = _output_name(name, format)
@@ -663,6 +685,112 @@ def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, all
         raise
     report.files = results
     return report
+
+
+def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrite, format, allow_plain, options):
+    """A prefix's files with their transfers overlapped: ``jobs`` threads check whether each file was done before,
+    download the next files (at most ``jobs`` ahead of the repair, each into its own temporary folder) and upload
+    the outputs behind it, while this thread repairs one file after another, in the listing's order (a repair's
+    own children and Keras stay in this process, as without ``jobs``). Each output is still written whole (a
+    local one by :func:`mgpu_io.unwrap`, a remote one by one upload per object), so resuming is unchanged; when the
+    run is stopped, the uploads under way are let finish and counted, the others are not started."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    from mgpu_io.format.batch import DONE, DONE_REASON, FAILED, STOPPED, FileResult
+
+    folders = []  # every temporary folder made, removed at the end whatever happened
+
+    def fetched(name, path, out_path, target):  # in a thread: done before, or the local copy
+        if not overwrite and _done(src, path, out, out_path):
+            return FileResult(name, DONE, output=_join(out.text, target), reason=DONE_REASON), None
+        folder = Path(tempfile.mkdtemp(prefix="mgpu-io-remote-"))
+        folders.append(folder)
+        return None, (folder, _fetch(_Place(src.text, src.fs, path) if src.remote else _Place(path), folder / "in"))
+
+    def stored(local_out, out_path, result, folder):  # in a thread: the upload, then the folder's removal
+        try:
+            _store(local_out, _Place(out.text, out.fs, out_path))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return result
+
+    plans = []
+    for name, path in files:
+        target = _output_name(name, format)
+        out_path = (out.path.rstrip("/") + "/" + target) if out.remote else str(Path(out.text) / target)
+        plans.append((name, path, out_path, target, _join(out.text, target) if out.remote else out_path))
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mgpu-io-transfer")
+    downloads, uploads = {}, set()
+
+    def harvest(block):  # the uploads that finished: their results, in this thread (progress is the caller's)
+        if not uploads:
+            return
+        finished_now, _ = wait(uploads, timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for future in finished_now:
+            uploads.discard(future)
+            finished(future.result())
+
+    try:
+        for index, (name, _, out_path, _, shown) in enumerate(plans):
+            for ahead in range(index, min(len(plans), index + jobs + 1)):  # keep the next files coming
+                if ahead not in downloads:
+                    downloads[ahead] = pool.submit(fetched, *plans[ahead][:4])
+            done_before, local = downloads.pop(index).result()
+            if done_before is not None:
+                finished(done_before)
+                continue
+            folder, local_in = local
+            local_out = folder / "out" / PurePosixPath(out_path).name if out.remote else Path(out_path)
+            result, written = _repair(name, local_in, local_out, shown, format, allow_plain, options)
+            if written and out.remote:
+                while len(uploads) >= jobs:  # no more outputs waiting than threads to send them
+                    harvest(block=True)
+                uploads.add(pool.submit(stored, local_out, out_path, result, folder))
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+                finished(result)
+            harvest(block=False)
+        while uploads:
+            harvest(block=True)
+    except BaseException as stop:
+        pool.shutdown(wait=True, cancel_futures=True)  # uploads under way finish: whole objects, counted below
+        for future in uploads:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                results.append(future.result())
+        seen = {r.path for r in results}
+        report.files = results + [FileResult(n, FAILED, reason=STOPPED) for n, _ in files if n not in seen]
+        stop.report = report
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+    order = {name: position for position, (name, _) in enumerate(files)}
+    report.files = sorted(results, key=lambda result: order[result.path])
+    return report
+
+
+def _repair(name, local_in, local_out, shown, format, allow_plain, options):
+    """Repair one local copy of a prefix's file: ``(FileResult, whether an output was written)``."""
+    import mgpu_io
+    from mgpu_io.errors import NotAWrapper
+    from mgpu_io.format.batch import CLEAN, FAILED, PLAIN_REASON, REPAIRED, SKIPPED, FileResult
+
+    local_out.parent.mkdir(parents=True, exist_ok=True)
+    status = REPAIRED
+    try:
+        try:
+            report = mgpu_io.unwrap(local_in, local_out, overwrite=True, format=format, **options)
+        except NotAWrapper:
+            if not allow_plain:
+                return FileResult(name, SKIPPED, reason=PLAIN_REASON), False
+            report = mgpu_io.unwrap(local_in, local_out, overwrite=True, format=format, allow_plain=True, **options)
+            status = CLEAN
+    except RemoteAccessError:
+        raise
+    except MgpuIOError as error:
+        return FileResult(name, FAILED, reason=error.text()), False
+    return FileResult(name, status, output=shown, depth=report.depth), True
 
 
 def _join(base, name):
@@ -706,35 +834,14 @@ def _done(src, path, out, out_path):
 
 
 def _one_of_prefix(src, path, out, out_path, names, format, allow_plain, options):
-    import mgpu_io
-    from mgpu_io.errors import NotAWrapper
-    from mgpu_io.format.batch import CLEAN, FAILED, PLAIN_REASON, REPAIRED, SKIPPED, FileResult
-
     name, shown = names
     folder = Path(tempfile.mkdtemp(prefix="mgpu-io-remote-"))
     try:
         local_in = _fetch(_Place(src.text, src.fs, path) if src.remote else _Place(path), folder / "in")
         local_out = folder / "out" / PurePosixPath(out_path).name if out.remote else Path(out_path)
-        local_out.parent.mkdir(parents=True, exist_ok=True)
-        status = REPAIRED
-        try:
-            try:
-                report = mgpu_io.unwrap(local_in, local_out, overwrite=True, format=format, **options)
-            except NotAWrapper:
-                if not allow_plain:
-                    return FileResult(
-                        name,
-                        SKIPPED,
-                        reason=PLAIN_REASON,
-                    )
-                report = mgpu_io.unwrap(local_in, local_out, overwrite=True, format=format, allow_plain=True, **options)
-                status = CLEAN
-        except RemoteAccessError:
-            raise
-        except MgpuIOError as error:
-            return FileResult(name, FAILED, reason=error.text())
-        if out.remote:
+        result, written = _repair(name, local_in, local_out, shown, format, allow_plain, options)
+        if written and out.remote:
             _store(local_out, _Place(out.text, out.fs, out_path))
-        return FileResult(name, status, output=shown, depth=report.depth)
+        return result
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -271,7 +271,12 @@ def unwrap(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     jobs: Annotated[
         Optional[int],
-        typer.Option("--jobs", "-j", help="Worker processes for a folder IN (default: the machine's cores)."),
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Worker processes for a folder IN (default: the machine's cores); for a bucket prefix IN, the "
+            "files transferred at once while they are repaired one by one (default: one file after another).",
+        ),
     ] = None,
     verbose: Annotated[
         bool,
@@ -347,6 +352,8 @@ def unwrap(
       mgpu-io unwrap parallel_model.h5 serving/1 --format saved_model
 
       mgpu-io unwrap s3://bucket/run1/ s3://bucket/run1-keras3/ --format onnx
+
+      mgpu-io unwrap s3://bucket/run1/ s3://bucket/run1-clean/ --jobs 4
 
     A folder IN is repaired file by file into the same places under OUT (wrappers unwrapped, plain models skipped
     or, with --allow-plain, normalised, failures listed with their reason); the exit code is 1 when any file

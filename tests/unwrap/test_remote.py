@@ -5,6 +5,7 @@ never a mock of the client's calls. Credentials come from the usual AWS variable
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,90 @@ def test_a_prefix_stopped_midway_resumes_where_it_left_off(user_env):
     counts = report.counts()
     assert counts["done before"] == 2 and counts["repaired"] == len(RUN) - 2 and report.ok, counts
     assert len(fsspec.filesystem("s3").find(f"{BUCKET}/run1-clean")) == len(RUN)
+
+
+def test_a_prefix_with_jobs_is_repaired_whole_and_predicts_like_the_old_keras(user_env, tmp_path):
+    keras = pytest.importorskip("keras")
+    import fsspec
+
+    report = mgpu_io.unwrap(f"s3://{BUCKET}/run1/", f"s3://{BUCKET}/run1-jobs/", jobs=3)
+    assert report.counts()["repaired"] == len(RUN) and report.ok, report.counts()
+    assert [f.path for f in report.files] == sorted(RUN)  # the listing's order, whatever order the uploads ended in
+    s3 = fsspec.filesystem("s3")
+    assert sorted(p.rsplit("/", 1)[1] for p in s3.find(f"{BUCKET}/run1-jobs")) == sorted(RUN)
+    s3.get(f"{BUCKET}/run1-jobs/k224_functional_bn_x2_full.h5", str(tmp_path / "clean.h5"))
+    xs, ys = fixture_batch({"file": "k224_functional_bn_x2_full.h5", "data": "k224_functional_bn_x2.npz"})
+    assert_predictions_match(keras.models.load_model(tmp_path / "clean.h5").predict(xs[0], verbose=0), ys)
+    again = mgpu_io.unwrap(f"s3://{BUCKET}/run1/", f"s3://{BUCKET}/run1-jobs/", jobs=3)
+    assert again.counts()["done before"] == len(RUN), again.counts()
+
+
+def test_a_prefix_with_jobs_stopped_midway_counts_what_it_uploaded_and_resumes(user_env, tmp_path, monkeypatch):
+    import fsspec
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the local copies go, to see them gone
+
+    def stop_after_two(done, total, result):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    source, output = f"s3://{BUCKET}/run1/", f"s3://{BUCKET}/run1-jobs-stopped/"
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        mgpu_io.unwrap(source, output, progress=stop_after_two, jobs=2)
+    first = stopped.value.report.counts()
+    written = fsspec.filesystem("s3").find(f"{BUCKET}/run1-jobs-stopped")
+    # an upload under way when the run stopped is let finish: whole, and counted as repaired; nothing else is sent
+    assert 2 <= first["repaired"] == len(written) < len(RUN), (first, written)
+    assert first["failed"] == len(RUN) - first["repaired"]
+    assert not list(tmp_path.glob("mgpu-io-remote-*")), "a temporary copy was left behind"
+    report = mgpu_io.unwrap(source, output, jobs=2)
+    counts = report.counts()
+    assert counts["done before"] == len(written) and counts["repaired"] == len(RUN) - len(written), counts
+    assert len(fsspec.filesystem("s3").find(f"{BUCKET}/run1-jobs-stopped")) == len(RUN)
+
+
+def test_jobs_overlap_the_downloads_of_a_prefix(user_env, monkeypatch):
+    import threading
+    import time
+
+    import mgpu_io.remote as remote
+
+    lock, running, most = threading.Lock(), [0], [0]
+    fetch = remote._fetch
+
+    def slow_fetch(src, folder):  # a store 0.3 s away: what overlapping saves
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.3)
+            return fetch(src, folder)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(remote, "_fetch", slow_fetch)
+    report = mgpu_io.unwrap(f"s3://{BUCKET}/run1/", f"s3://{BUCKET}/run1-overlap/", jobs=4)
+    assert report.ok and most[0] >= 2, most  # one after another, at most one download would be running
+    most[0] = 0
+    mgpu_io.unwrap(f"s3://{BUCKET}/run1/", f"s3://{BUCKET}/run1-sequential/")
+    assert most[0] == 1  # without jobs: one file after another, as before
+
+
+def test_jobs_for_one_remote_file_or_a_bad_count_is_one_line(user_env, tmp_path):
+    with pytest.raises(mgpu_io.InvalidArgument, match=r"^jobs= sets the files a prefix transfers at once\. .*one file"):
+        mgpu_io.unwrap(f"s3://{BUCKET}/run1/k224_siamese_x2_full.h5", tmp_path / "clean.h5", jobs=2)
+    with pytest.raises(mgpu_io.InvalidArgument, match=r"Expected a whole number of 1 or more\. Received: jobs=0"):
+        mgpu_io.unwrap(f"s3://{BUCKET}/run1/", tmp_path / "out", jobs=0)
+    assert not (tmp_path / "clean.h5").exists() and not (tmp_path / "out").exists()
+
+
+def test_the_cli_takes_jobs_for_a_bucket_prefix(s3, tmp_path):
+    result = cli(s3.env(), "unwrap", f"s3://{BUCKET}/run1/", str(tmp_path / "out"), "--jobs", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert sorted(f["path"] for f in report["files"] if f["status"] == "repaired") == sorted(RUN)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(RUN)
 
 
 def test_wrong_credentials_are_one_clear_line_that_prints_no_secret(s3):

@@ -197,12 +197,17 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
         tolerance: the bound, relative to the predictions' scale (:data:`TOLERANCE`).
         overwrite: replace an existing ``output``.
 
+    A stateful recurrent layer's states are reset to zeros before Keras predicts and again before the artifact is
+    written (Keras' call advances them, and the exporters capture them as they are): the artifact starts from zero
+    states, as a loaded model does.
+
     Returns:
         ``{"format", "runtime", "difference", "bound", "inputs", "rows"}``: what was measured.
 
     Raises:
-        UnsupportedModel: the exporter refused the model, its runtime cannot run the artifact, or the artifact
-            predicts otherwise than the model (the message names the format and the layers concerned).
+        UnsupportedModel: Keras cannot run the model here, the exporter refused it, its runtime cannot run the
+            artifact, or the artifact predicts otherwise than the model (the message names the format and the
+            layers concerned).
         MissingDependency: a package of the format's extra is missing.
     """
     check_available(name)
@@ -210,10 +215,17 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
     output = Path(output)
     given = inputs is not None
     samples = as_list(inputs, model) if given else sample_inputs(model)
-    expected = predict(model, samples)
+    stateful = _stateful(model)
+    _reset(stateful)
+    try:
+        expected = predict(model, samples)
+    except Exception as error:  # Keras itself cannot run the model here: nothing to prove an artifact against
+        raise UnsupportedModel(_refused(name, model, output, "Keras cannot run the model here", error)) from None
+    _reset(stateful)  # the call advanced them: the artifact starts from the states Keras started from
     with _atomic(output, EXPORT_FORMATS[name], overwrite) as temporary:
         try:
-            module.write(model, temporary)
+            with _inference_only(model):
+                module.write(model, temporary)
         except Exception as error:  # the exporter's own refusal: its first line, and our layers in the model
             raise UnsupportedModel(_refused(name, model, output, "Keras' exporter refused it", error)) from None
         try:
@@ -237,15 +249,72 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
     }
 
 
-#: Layer classes that mgpu-io itself adds or converts to, named first in a refusal.
+#: Layer classes that mgpu-io itself adds or converts to, named first in a refusal (with every layer of a class
+#: of mgpu-io's own: the cropping that may leave an empty tensor, ConvNeXt's LayerScale, ...).
 OWN_LAYERS = ("TFOp", "Lambda", "LSTM", "GRU")
 _RECURRENT = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "RNN", "Bidirectional")
+
+
+def _stateful(model):
+    """The layers of ``model`` (nested ones too) that keep states between calls (``stateful=True`` RNNs)."""
+    return [
+        layer
+        for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True)
+        if getattr(layer, "stateful", False) and callable(getattr(layer, "reset_states", None))
+    ]
+
+
+@contextlib.contextmanager
+def _inference_only(model):
+    """While the exporters trace ``model``: every layer whose ``call`` defaults to ``training=True`` (Keras 3's
+    random augmentations: RandomRotation, RandomBrightness, ...) called with ``training=False``. Keras' TensorFlow
+    exporters (SavedModel, and ONNX through tf2onnx) trace the model without ``training=False``, which left the
+    augmentation in the artifact (tf.keras 2.8's RandomRotation: 3.6 from Keras in the SavedModel). And a
+    ``Normalization`` holds its mean and variance (given, or adapted) as arrays, not eager tensors, which tf2onnx made
+    inputs of the ONNX graph (tf.keras 2.4's Normalization, EfficientNet: "Required inputs ... are missing")."""
+    import inspect
+
+    patched = []
+    for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True):
+        try:
+            parameter = inspect.signature(type(layer).call).parameters.get("training")
+        except (TypeError, ValueError):
+            continue
+        if parameter is None or parameter.default is not True:
+            continue
+
+        def call(*args, _call=layer.call, **kwargs):
+            kwargs["training"] = False
+            return _call(*args, **kwargs)
+
+        object.__setattr__(layer, "call", call)
+        patched.append(layer)
+    constants = []  # a Normalization's mean and variance (given or adapted): tensors made eagerly, which tf2onnx took
+    for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True):
+        if type(layer).__name__ == "Normalization" and getattr(layer, "mean", None) is not None:
+            constants.append((layer, layer.mean, layer.variance))  # for inputs of the graph ("Required inputs")
+            object.__setattr__(layer, "mean", np.asarray(layer.mean))  # traced as constants of the graph instead
+            object.__setattr__(layer, "variance", np.asarray(layer.variance))
+    try:
+        yield
+    finally:
+        for layer in patched:
+            vars(layer).pop("call", None)
+        for layer, mean, variance in constants:
+            object.__setattr__(layer, "mean", mean)
+            object.__setattr__(layer, "variance", variance)
+
+
+def _reset(layers):
+    for layer in layers:
+        layer.reset_states()
 
 
 def _layers(model, classes):
     found = []
     for layer in getattr(model, "_flatten_layers", lambda **_: model.layers)(include_self=False, recursive=True):
-        if type(layer).__name__ in classes:
+        ours = classes is OWN_LAYERS and type(layer).__module__.startswith("mgpu_io.")
+        if type(layer).__name__ in classes or ours:
             found.append(f"{type(layer).__name__} {layer.name!r}")
     return found
 
@@ -261,6 +330,10 @@ def _refused(name, model, output, what, error):
             where = f"({first})" + (f" in a model that holds {', '.join(own[:5])}" if own else "")
         why = f"the converter wrote TensorFlow (Flex) ops {where}, which the LiteRT interpreter runs only with the Flex delegate"
         fix = "Write .onnx or a SavedModel folder for this model, or link the Flex delegate in your app"
+    elif "NCHW" in str(error) and "NHWC" in str(error):  # TensorFlow's CPU kernels: channels_last only
+        first = next((line.strip() for line in str(error).splitlines() if "NCHW" in line), first)[:300]
+        why = f"{first} (TensorFlow runs a channels_first convolution on a GPU only)"
+        fix = "Export on a machine with a GPU, or with KERAS_BACKEND=jax (ONNX)"
     else:
         layers = _layers(model, OWN_LAYERS)
         why = f"{first}" + (f" (the model holds {', '.join(layers[:5])})" if layers else "")
