@@ -558,9 +558,14 @@ def unwrap(source, output, *, storage_options=None, progress=None, overwrite=Fal
             )
         return _unwrap_one(src, out, overwrite=overwrite, **options)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        from mgpu_io.errors import Param
+
         raise InvalidArgument(
-            f"jobs= is the number of files a prefix transfers at once. Expected a whole number of 1 or more. "
-            f"Received: jobs={jobs!r}. Pass jobs=4, or leave it out for one file after another."
+            problem=(Param("jobs"), " is the number of files a prefix transfers at once"),
+            parameter="jobs",
+            expected="a whole number of 1 or more",
+            received=Param("jobs", jobs, text=f"jobs={jobs!r}"),
+            fix=("Pass ", Param("jobs", 4), ", or leave it out for one file after another"),
         )
     return _unwrap_prefix(src, out, progress=progress, overwrite=overwrite, jobs=jobs, **options)
 
