@@ -6,12 +6,10 @@ docs/architecture.md, checked here against the registries themselves.
 
 import ast
 import json
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from helpers import APP_MANIFEST, HABITS_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST, fixture_path
+from helpers import APP_MANIFEST, HABITS_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST, fixture_path, run_python
 
 from mgpu_io import InvalidArgument, UnsupportedModel
 from mgpu_io.format import conversions
@@ -129,12 +127,6 @@ def test_module_level_imports_have_no_cycles():
             visit(node, [])
 
 
-def run_python(code):
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
-
-
 def test_base_model_checkpoint_imports_without_h5py_numpy_or_the_core():
     loaded = json.loads(run_python(
         "import sys, json; from mgpu_io import BaseModelCheckpoint; print(json.dumps(sorted(sys.modules)))"))
@@ -147,24 +139,6 @@ def test_the_cli_and_inspect_import_no_keras():
         "import sys, json; import mgpu_io.cli; import mgpu_io; mgpu_io.inspect('fixtures/files/k224_siamese_x2_full.h5');"
         " print(json.dumps(sorted(sys.modules)))"))
     assert not {"keras", "tensorflow", "tf_keras"} & set(loaded)
-
-
-def test_a_repair_imports_neither_inspects_readers_nor_the_lambda_recoverer():
-    """What a call does not need is not imported on its path (each module imported runs, in every call's process):
-    unwrap to .h5 needs neither inspect's report nor the recoverer of Lambda sources; load_model, without a
-    module of Lambda functions or a non-finite weight, neither the recoverer nor the importer of user modules."""
-    unwrapped = set(json.loads(run_python(
-        "import sys, json, tempfile, pathlib, mgpu_io; out = pathlib.Path(tempfile.mkdtemp()) / 'm.h5';"
-        " mgpu_io.unwrap('fixtures/files/k224_functional_bn_x2_full.h5', out); print(json.dumps(sorted(sys.modules)))")))
-    assert "mgpu_io.format.plan" in unwrapped  # the repair ran here (or was imported for its child)
-    assert not {"mgpu_io.format.inspect", "mgpu_io.format.non_finite", "mgpu_io.lambdas.recovery",
-                "mgpu_io.format.plan_data"} & unwrapped
-    loaded = set(json.loads(run_python(
-        "import sys, json, mgpu_io; mgpu_io.load_model('fixtures/files/k224_functional_bn_x2_full.h5');"
-        " print(json.dumps(sorted(sys.modules)))").splitlines()[-1]))
-    assert "mgpu_io.keras.load" in loaded
-    assert not {"mgpu_io.format.inspect", "mgpu_io.format.non_finite", "mgpu_io.lambdas.recovery",
-                "mgpu_io.keras.custom"} & loaded
 
 
 def test_rich_is_declared_since_the_cli_uses_it():

@@ -6,6 +6,8 @@ Tests import what they need from here (``from helpers import FIXTURES``); confte
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -171,3 +173,10 @@ def epoch_checkpoints(folder, count):
         target = Path(folder) / f"part{index % 3}" / f"{index:03d}-{name}"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(FIXTURES / name, target)
+
+
+def run_python(code):
+    """``python -c code`` in this environment, from the repository root: its stdout (it must succeed)."""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()

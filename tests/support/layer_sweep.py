@@ -95,7 +95,8 @@ def looked(path):
     then says why, in the words its user sees."""
     import mgpu_io
     from mgpu_io.format.config import walk_layers
-    from mgpu_io.format.plan import planned
+    from mgpu_io.format.plan import make_plan
+    from mgpu_io.format.read import open_stored
 
     functions = {}
     if _has_lambda(path):  # inspect also names a Keras 1 Merge's stored function, which the plan refuses
@@ -104,7 +105,8 @@ def looked(path):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with planned(path, allow_plain=True, checked=True) as plan:
+            with open_stored(path) as stored:  # planned here, without the child a user's call reads it in
+                plan = make_plan(stored, allow_plain=True)
                 config, rules = plan.config, list(plan.report.config_changes)
     except mgpu_io.MgpuIOError:
         return [], functions or None, False
