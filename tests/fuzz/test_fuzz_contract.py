@@ -3,7 +3,7 @@
 Every input, through every entry point (Python API, in-process CLI, Keras adapters, and the real console script for
 some): a correct result or ONE clean typed error; never a raw exception or a traceback, never a hang or a memory
 bomb, the input unchanged, nothing left in the output folder. The slice is the first ``harness.QUICK_COUNT`` inputs
-of seed 0: two per mutator class (tests/fuzz/mutate.py), the same bytes on every run.
+of seed 0: one per mutator class (tests/fuzz/mutate.py), the same bytes on every run.
 
 Run it alone with ``.venv/bin/python -m pytest -m fuzz tests/fuzz``; the long run is
 ``.venv/bin/python tests/fuzz/harness.py --seed 0 --count 2000 --jobs 2 --json out.json``.
