@@ -61,3 +61,9 @@ def tiers_of(relative):
 #: The long families, longest unit first: `make test` starts them in this order, before everything else. The resume
 #: rules are one unit (a module, about 9 minutes on one core): started last, they would end the run alone.
 LONG = ["resume_rules", "layer_sweep", "backends", "legacy_stack", "fuzz", "packaging"]
+
+
+if __name__ == "__main__":  # `python tests/support/tiers.py core`: a tier's paths, for the Makefile
+    import sys
+
+    print(" ".join(TIERS[sys.argv[1]]))
