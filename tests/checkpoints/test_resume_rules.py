@@ -5,7 +5,8 @@ fixtures/generate/optimizers) trained a small model 1000 steps with each optimiz
 with tiny gradients, where epsilon matters; `decay`; amsgrad, nesterov, centered, momentum), saved it with its state,
 loaded their own file and took K more steps. ``mgpu_io.load_model(...)`` and the same K steps must land where the
 writer landed: each weight tensor's change within 1e-3 of the writer's change (plus 4 float32 spacings of the
-tensor's weights: see tests/support/resume_rules.py), on TensorFlow here and on JAX in ``.venv-jax``.
+tensor's weights: see tests/support/resume_rules.py), on TensorFlow here; on JAX in ``.venv-jax``, one fixture of
+each case and class rebuilt (``resume_rules.on_another_backend``).
 """
 
 import json
@@ -19,33 +20,30 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import resume_rules
-from resume_rules import entries, loaded, resume
+from resume_rules import entries, faithful_class, loaded, on_another_backend, resume
 
 import mgpu_io
 
 keras = pytest.importorskip("keras")
 ENTRIES = [pytest.param(entry, id=entry["file"]) for entry in entries()]
-#: The writers whose optimizers computed Keras 2's rule where Keras 3's own class differs.
-LEGACY = {"RMSprop": "LegacyRMSprop", "Adagrad": "LegacyAdagrad", "Nadam": "LegacyNadam"}
-
-
-def faithful_class(entry):
-    """The class mgpu-io must rebuild: Keras 2's rule for RMSprop (tf.keras': without momentum), Adagrad, Nadam up to
-    TF 2.10; Keras 3's own class for the rest and for TF 2.11+'s optimizers."""
-    config = entry["optimizer_config"]["config"]
-    legacy = entry["writer"] != "tfk215"  # tf.keras 2.15's own optimizers are the new ones
-    if not legacy or entry["optimizer"] not in LEGACY or float(config.get("momentum") or 0) > 0:
-        return entry["optimizer"]
-    return LEGACY[entry["optimizer"]]
-
-
-#: What each fixture's ``load_model`` gave before any training (its optimizer's step and learning rate), kept by the
-#: test that loads it so that the decay test asks the same load instead of loading the file again.
+#: What each fixture's ``load_model`` gave before any training (its optimizer's class, configuration, step, learning
+#: rate and variables, and the model's weights), kept by the test that loads it so that the decay test and the
+#: ``.keras`` output's test compare against the same load instead of loading the file again.
 AT_LOAD = {}
 
 
 def _at_load(model):
-    return {"iterations": int(model.optimizer.iterations), "learning_rate": float(model.optimizer.learning_rate)}
+    config = {key: value for key, value in model.optimizer.get_config().items() if key != "name"}
+    return {"iterations": int(model.optimizer.iterations), "learning_rate": float(model.optimizer.learning_rate),
+            "class": type(model.optimizer).__name__, "config": config,
+            "variables": [np.array(variable) for variable in model.optimizer.variables],
+            "weights": [np.array(weight) for weight in model.get_weights()]}
+
+
+def _loaded_at_load(entry):
+    if entry["file"] not in AT_LOAD:  # run on its own (-k): load it here
+        AT_LOAD[entry["file"]] = _at_load(loaded(entry)[0])
+    return AT_LOAD[entry["file"]]
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
@@ -61,9 +59,7 @@ def test_training_resumes_where_the_writer_itself_resumed(entry):
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if "decay" in e.values[0]["case"]])
 def test_keras2s_decay_continues_from_the_stored_step(entry):
-    if entry["file"] not in AT_LOAD:  # run on its own (-k): load it here
-        AT_LOAD[entry["file"]] = _at_load(loaded(entry)[0])
-    at_load = AT_LOAD[entry["file"]]
+    at_load = _loaded_at_load(entry)
     config = entry["optimizer_config"]["config"]
     initial = config.get("lr", config.get("learning_rate"))
     expected = initial / (1 + config["decay"] * at_load["iterations"])
@@ -94,13 +90,26 @@ def test_keras3s_own_class_would_resume_elsewhere(entry, tmp_path):
     assert not within, worst
 
 
-@pytest.mark.parametrize("entry", [e for e in ENTRIES if faithful_class(e.values[0]) == e.values[0]["optimizer"]])
+KERAS_CLASS = [e for e in ENTRIES if faithful_class(e.values[0]) == e.values[0]["optimizer"]]
+#: One fixture per writer whose ``.keras`` output also takes the writer's K steps in plain Keras 3, end to end.
+TRAINED = {e.values[0]["writer"]: e.values[0]["file"] for e in reversed(KERAS_CLASS)}
+
+
+@pytest.mark.parametrize("entry", KERAS_CLASS)
 def test_a_keras_output_keeps_the_guarantee_where_keras3s_class_computes_the_writers_rule(entry, tmp_path):
+    """Plain Keras 3 loads the ``.keras`` output with the optimizer ``load_model`` rebuilt: the same class and
+    configuration, the same state and weights, bit for bit. ``load_model``'s resume is proven above, so the output
+    resumes where the writer did; one fixture per writer also takes the K steps to show it."""
     out = tmp_path / "model.keras"
     mgpu_io.unwrap(resume_rules.OPTIMIZERS / entry["file"], out, allow_plain=True)
     model = keras.models.load_model(out)  # plain Keras 3
-    worst, within = resume(model, entry)
-    assert within, worst
+    plain, ours = _at_load(model), _loaded_at_load(entry)
+    assert (plain["class"], plain["config"], plain["iterations"]) == (ours["class"], ours["config"], ours["iterations"])
+    for theirs, mine in zip(plain["variables"] + plain["weights"], ours["variables"] + ours["weights"], strict=True):
+        np.testing.assert_array_equal(theirs, mine)
+    if TRAINED[entry["writer"]] == entry["file"]:
+        worst, within = resume(model, entry)
+        assert within, worst
 
 
 @pytest.mark.parametrize("name", ["k224_rmsprop_decay.h5", "tfk115_nadam.h5", "k224_adagrad.h5"])
@@ -128,7 +137,7 @@ def test_training_resumes_where_the_writer_resumed_it_on_jax():
     assert done.returncode == 0, done.stderr[-3000:]
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     assert measured["backend"] == "jax" and not measured["tensorflow_imported"]
-    assert set(measured["fixtures"]) == {entry["file"] for entry in entries()}
+    assert set(measured["fixtures"]) == {entry["file"] for entry in on_another_backend(entries())}
     off = {name: m for name, m in measured["fixtures"].items() if not m["within"] or m["warnings"]}
     assert off == {}
 
