@@ -6,6 +6,7 @@ docs/architecture.md, checked here against the registries themselves.
 
 import ast
 import json
+import re
 import sys
 
 import pytest
@@ -224,13 +225,34 @@ def test_the_tf_floor_imports_tensorflow_only_inside_functions_and_nothing_above
 
 
 def test_every_entry_point_asks_the_one_door_what_its_input_is():
-    """inspect, unwrap, load_model, transfer_weights and the command line decide what a path is in one place
-    (format/door.py); verify loads through load_model. None tells .keras files apart by itself."""
-    for name in ("api.py", "keras/load.py", "keras/transfer.py", "cli/app.py"):
+    """inspect, unwrap, load_model and transfer_weights decide what a path is in one place (format/door.py); verify
+    loads through load_model, and the command line asks the library (the next test). None tells .keras files apart
+    by itself."""
+    for name in ("api.py", "keras/load.py", "keras/transfer.py"):
         found = imports(PACKAGE / name)
         assert "mgpu_io.format.door" in found or "mgpu_io.format.door.describe" in found, name
         assert "zipfile" not in found, f"{name} recognises zip archives itself"
     assert "mgpu_io.keras.load.load_model" in imports(PACKAGE / "keras" / "verify.py")
+
+
+#: What the command line would call to tell an input's kind by itself: the door's questions (bare, or on `door.`),
+#: whether a path is a URL or a folder, an HDF5 file, a TensorFlow format.
+_CLI_OWN_DECISIONS = r"(?<![\w.])(sniff|describe|content|is_url|is_hdf5)\(|\bdoor\.|\.is_dir\(|TENSORFLOW_KINDS"
+
+
+def test_the_command_line_asks_the_library_what_its_inputs_are():
+    """cli/ decides no input's kind, not even for a progress bar or a quiet start: `unwrap` asks
+    `api.unwrap_route`, `inspect` asks `api.inspect_route`, and they ask the door. No module of cli/ imports the
+    door, the kinds' table or tf/, nor calls what reads a path's first bytes."""
+    for path in files("cli"):
+        found, text = imports(path), path.read_text()
+        own = sorted(name for name in found if name.startswith(("mgpu_io.format.door", "mgpu_io.format.kinds",
+                                                                  "mgpu_io.tf", "mgpu_io.remote")) or name == "zipfile")
+        assert own == [], f"cli/{path.name} imports {own}: ask mgpu_io.api what the input is"
+        called = [match.group(0) for match in re.finditer(_CLI_OWN_DECISIONS, text)]
+        assert called == [], f"cli/{path.name} decides what an input is itself ({called})"
+    asked = imports(PACKAGE / "cli" / "app.py")
+    assert {"mgpu_io.api.unwrap_route", "mgpu_io.api.inspect_route"} <= asked
 
 
 #: What tells an input's kind by itself, outside the door: each names a rule that format/door.py holds.
