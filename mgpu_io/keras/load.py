@@ -207,7 +207,6 @@ def _planned(path, weights, handed=None):
     return plan
 
 
-#: Keras 3's messages for a class it does not know (its legacy reader; its native one for wrapped layers).
 #: Keras 3's refusal of a cropping that leaves a spatial size of 0 or less (tf.keras sliced an empty tensor).
 _EMPTY_CROP = re.compile(r"calling Cropping[123]D\.call\(\)[\s\S]*should be smaller than the corresponding spatial")
 
