@@ -19,7 +19,16 @@ from mgpu_io.format.read import file_of
 if TYPE_CHECKING:
     from mgpu_io.format.inspect import InspectReport
 
-__all__ = ["InspectReport", "UnwrapReport", "UnwrapRoute", "inspect", "unwrap", "unwrap_route"]
+__all__ = [
+    "InspectReport",
+    "InspectRoute",
+    "UnwrapReport",
+    "UnwrapRoute",
+    "inspect",
+    "inspect_route",
+    "unwrap",
+    "unwrap_route",
+]
 
 
 def __getattr__(name):  # inspect's reader and report, imported on first use: unwrap needs neither
@@ -464,3 +473,28 @@ def unwrap_route(source, output, *, format=None, dry_run=False) -> UnwrapRoute:
         keras=not dry_run and (Path(output).suffix in built_by_keras or bool(format)),
         size=path.stat().st_size if not remote and path.is_file() else None,
     )
+
+
+@dataclass(frozen=True)
+class InspectRoute:
+    """What an :func:`inspect` call will go through, told from the path's name and first bytes before it starts,
+    for a front end's choices (the runtimes the command line starts quietly): ``remote`` (a URL, read through
+    fsspec) and ``tensorflow`` (the input is read by TensorFlow: a SavedModel folder or a TF checkpoint)."""
+
+    remote: bool
+    tensorflow: bool
+
+
+def inspect_route(path) -> InspectRoute:
+    """The :class:`InspectRoute` of ``inspect(path)``; refuses nothing (:func:`inspect` does).
+
+    Example:
+        >>> inspect_route("fixtures/tf2/tf23_nested_depth2_savedmodel")
+        InspectRoute(remote=False, tensorflow=True)
+        >>> inspect_route("fixtures/files/k224_siamese_x2_full.h5").tensorflow
+        False
+    """
+    from mgpu_io.remote import is_url
+
+    remote = is_url(path)
+    return InspectRoute(remote=remote, tensorflow=not remote and door.sniff(Path(path)) in door.TENSORFLOW_KINDS)

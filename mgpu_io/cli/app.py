@@ -165,8 +165,8 @@ def inspect(
 
       mgpu-io inspect s3://bucket/checkpoints/epoch_10.h5
     """
+    from mgpu_io.api import inspect_route
     from mgpu_io.errors import InvalidArgument
-    from mgpu_io.format import door
     from mgpu_io.format.text import printable
 
     if diagram is not None and len(files) > 1:
@@ -177,9 +177,7 @@ def inspect(
             ),
             as_json,
         )
-    from mgpu_io.remote import is_url
-
-    if any(not is_url(file) and door.sniff(file) in door.TENSORFLOW_KINDS for file in files):
+    if any(inspect_route(file).tensorflow for file in files):  # the library says what each FILE is
         start_quietly("tensorflow")
     entries, failed = [], False
     for file in files:

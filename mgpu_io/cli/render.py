@@ -42,6 +42,7 @@ FLAG_OF = {
     "diagram": "--diagram",
     "builder": "--builder",
     "lambdas": "--lambda",
+    "custom_objects": "--custom-objects",
     ("format", "saved_model"): "--format saved_model",
     ("format", "onnx"): "--format onnx",
     ("format", "litert"): "--format litert",
@@ -58,8 +59,10 @@ def flag(param):
         >>> flag(Param("overwrite", True)), flag(Param("config")), flag(Param("jobs", 4)), flag(Param("output", "m.h5"))
         ('--force', '--config', '--jobs 4', "output='m.h5'")
     """
-    if param.name == "custom_objects" and param.has_value:  # the classes to give, by name
-        return " ".join(f"--custom-objects MODULE:{name}" for name in param.value)
+    if param.name == "custom_objects" and param.has_value:  # a spec given, or the classes to give, by name
+        if isinstance(param.value, str):
+            return f"{FLAG_OF['custom_objects']} {param.value}"
+        return " ".join(f"{FLAG_OF['custom_objects']} MODULE:{name}" for name in param.value)
     if param.name == "lambdas" and param.has_value:
         return _lambda_flags(param.value, param)
     if param.has_value:

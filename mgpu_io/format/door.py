@@ -435,38 +435,49 @@ def output_format(description, output, *, config=None, format=None):
     if kind not in LEGACY_KINDS + TENSORFLOW_KINDS:
         return exported or ("keras" if suffix == KERAS_SUFFIX else "same")  # the reading refuses it first
     is_config = kind in CONFIG_KINDS
-    weights_only = kind in WEIGHTS_ONLY_KINDS
+    whole = not is_config and not (kind in WEIGHTS_ONLY_KINDS and config is None)  # architecture and weights
     if exported is not None:
-        if not is_config and not (weights_only and config is None):
+        if whole:
             return exported
-        what = "a config holds no weights" if is_config else "a weights-only file holds no architecture"
-        fix = (
-            "Pass the weights too: mgpu_io.unwrap(weights, output, config=this config)"
-            if is_config
-            else ("Pass ", Param("config"), " (the JSON saved beside the weights)")
-        )
-        raise InvalidArgument(
-            problem=f"A {exported} output holds a whole model, and {what}",
-            parameter="output",
-            expected=("a full model, or weights with ", Param("config"), f", for a {exported} output"),
-            received=f"output={output} from {description.name}",
-            fix=fix,
-            kind=kind,
-        )
+        raise _no_whole_model(description, output, exported)
+    if suffix == KERAS_SUFFIX and whole:
+        return "keras"
+    if (suffix in HDF5_SUFFIXES and not is_config) or (suffix == JSON_SUFFIX and is_config):
+        return "same"
+    raise _no_writer_for(description, output, suffix, is_config, whole)
+
+
+def _no_whole_model(description, output, exported):
+    """The refusal of a deployable output for a config, or a weights-only file without its architecture."""
+    is_config = description.kind in CONFIG_KINDS
+    what = "a config holds no weights" if is_config else "a weights-only file holds no architecture"
+    fix = (
+        "Pass the weights too: mgpu_io.unwrap(weights, output, config=this config)"
+        if is_config
+        else ("Pass ", Param("config"), " (the JSON saved beside the weights)")
+    )
+    return InvalidArgument(
+        problem=f"A {exported} output holds a whole model, and {what}",
+        parameter="output",
+        expected=("a full model, or weights with ", Param("config"), f", for a {exported} output"),
+        received=f"output={output} from {description.name}",
+        fix=fix,
+        kind=description.kind,
+    )
+
+
+def _no_writer_for(description, output, suffix, is_config, whole):
+    """The refusal of an output whose name says no format, or one that cannot hold what the input holds, with the
+    extensions that would work."""
+    kind = description.kind
     if is_config:
         works = (".json",)
-    elif weights_only and config is None:
+    elif not whole:
         works = (".h5 or .hdf5", " (or .keras with ", Param("config"), ", the architecture saved beside the weights)")
     else:
         works = (".h5, .hdf5 or .keras",)
-    if suffix == KERAS_SUFFIX and not is_config and not (weights_only and config is None):
-        return "keras"
-    if suffix in HDF5_SUFFIXES and not is_config:
-        return "same"
-    if suffix == JSON_SUFFIX and is_config:
-        return "same"
     if suffix in YAML_SUFFIXES and is_config:
-        raise InvalidArgument(
+        return InvalidArgument(
             problem="A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML",
             parameter="output",
             expected="an output ending in .json",
@@ -474,30 +485,8 @@ def output_format(description, output, *, config=None, format=None):
             fix="Name the output .json and load it with keras.models.model_from_json",
             kind=kind,
         )
-    if suffix == KERAS_SUFFIX and is_config:
-        why = "A .keras file holds a whole model, and a config holds no weights"
-        fix = "Name the output .json, or pass the weights too: mgpu_io.load_model(config, weights=...).save('x.keras')"
-    elif suffix == KERAS_SUFFIX:
-        why = "A .keras file holds a whole model, and a weights-only file holds no architecture"
-        fix = (
-            "Pass ",
-            Param("config"),
-            " (the JSON saved beside the weights), or name the output .h5 for the weights alone",
-        )
-    elif suffix in HDF5_SUFFIXES:
-        why = f"A {suffix} output of a config would hold no weights"
-        fix = "Name the output .json"
-    elif suffix in (JSON_SUFFIX, *YAML_SUFFIXES):
-        why = f"A {suffix} output holds a model config only, and the input's weights would be lost"
-        fix = f"Name the output {works[0]}"
-    else:
-        why = f"The output's name says no format ({suffix or 'no extension'})"
-        fix = (
-            "Name the output by the format to write (or a deployable one: .onnx, .tflite, or ",
-            Param("format", "saved_model"),
-            ")",
-        )
-    raise InvalidArgument(
+    why, fix = _why_not(suffix, is_config, works)
+    return InvalidArgument(
         problem=why,
         parameter="output",
         expected=("an output ending in ", *works, f" for {description.name}"),
@@ -505,6 +494,36 @@ def output_format(description, output, *, config=None, format=None):
         fix=fix,
         kind=kind,
     )
+
+
+def _why_not(suffix, is_config, works):
+    """``(problem, fix)`` of an output named ``suffix`` that cannot hold the input (``works``: the extensions that
+    would)."""
+    if suffix == KERAS_SUFFIX and is_config:
+        return (
+            "A .keras file holds a whole model, and a config holds no weights",
+            "Name the output .json, or pass the weights too: mgpu_io.load_model(config, weights=...).save('x.keras')",
+        )
+    if suffix == KERAS_SUFFIX:
+        fix = (
+            "Pass ",
+            Param("config"),
+            " (the JSON saved beside the weights), or name the output .h5 for the weights alone",
+        )
+        return "A .keras file holds a whole model, and a weights-only file holds no architecture", fix
+    if suffix in HDF5_SUFFIXES:
+        return f"A {suffix} output of a config would hold no weights", "Name the output .json"
+    if suffix in (JSON_SUFFIX, *YAML_SUFFIXES):
+        return (
+            f"A {suffix} output holds a model config only, and the input's weights would be lost",
+            f"Name the output {works[0]}",
+        )
+    fix = (
+        "Name the output by the format to write (or a deployable one: .onnx, .tflite, or ",
+        Param("format", "saved_model"),
+        ")",
+    )
+    return f"The output's name says no format ({suffix or 'no extension'})", fix
 
 
 def not_a_model_file(description):

@@ -366,8 +366,12 @@ def _weight_findings(layers, configs, scan_weights):
         findings.append(
             Finding(
                 "weights-partly-scanned",
-                f"Only BatchNormalization weights were checked for NaN/Inf ({total / 2**30:.2f} GiB of weights in all); "
-                f"pass --scan-weights to read every weight.",
+                Text(
+                    f"Only BatchNormalization weights were checked for NaN/Inf ({total / 2**30:.2f} GiB of weights in "
+                    f"all); pass ",
+                    Param("scan_weights", True),
+                    " to read every weight.",
+                ),
             )
         )
     bad = [

@@ -207,6 +207,48 @@ def _plain_advice(template, context, normalise):
     return Text("Load it as it is, or pass ", allow_plain, " to copy it through")
 
 
+def _converted(extraction, template, context, normalise, cpu_only):
+    """The template's config converted and its weights laid out by it: ``(template, layers, changes, conversions by
+    layer, warnings)``; nothing converted where neither ``normalise`` nor ``cpu_only`` asks for it."""
+    changes, conversions_by_layer, warnings = [], {}, []
+    if normalise or cpu_only:
+        template, changes = conversions.convert_config(template, context)
+    layers = extraction.layout(template)
+    if normalise or cpu_only:
+        conversions_by_layer, notes = _weight_conversions(template, layers, context)
+        changes += notes
+        if normalise:
+            warnings = _warnings(template, notes, context, layers)
+    return template, layers, changes, conversions_by_layer, warnings
+
+
+def _training(stored, extraction, outputs, keep_config, context):
+    """The stored training config re-keyed by the template's outputs and, unless ``keep_config``, converted:
+    ``(training config or None, renamed outputs, changes)``."""
+    if stored.training_config is None:
+        return None, {}, []
+    training, renamed = rekey_training_config(stored.training_config, extraction.merge_names, outputs)
+    if keep_config:
+        return training, renamed, []
+    training, changes = conversions.convert_training(training, context)
+    return training, renamed, changes + metrics_per_output(training, outputs)
+
+
+def _optimizer_plan(stored, training, include_optimizer, conversions_by_layer, warnings, *, converted, target, output):
+    """What becomes of the optimizer state (:func:`_optimizer_fate`; copied aside where Keras 3's own load_model
+    would build the optimizer on no variables) and the update rule the writer's optimizer followed:
+    ``(fate, rule's description or None)``."""
+    optimizer = _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings)
+    keras_output = output is not None and Path(output).suffix == ".keras"
+    to_keras3_legacy = converted and target == conversions.KERAS3 and stored.file_type == MODEL and not keras_output
+    if optimizer == COPIED and to_keras3_legacy:
+        optimizer = COPIED_ASIDE
+    if training is None or stored.file_type != MODEL:
+        return optimizer, None
+    rule = update_rule(training.get("optimizer_config"), stored.keras_version)
+    return optimizer, rule.describe(faithful=not keras_output) if rule is not None else None
+
+
 def make_plan(
     stored,
     *,
@@ -233,39 +275,24 @@ def make_plan(
             received=f"filepath={stored.path} ({stored.file_type} file, plain model)",
             fix=_plain_advice(template, context, normalise),
         )
-    changes, conversions_by_layer, warnings = [], {}, []
-    if normalise or cpu_only:
-        template, changes = conversions.convert_config(template, context)
-    layers = extraction.layout(template)
-    if normalise or cpu_only:
-        conversions_by_layer, notes = _weight_conversions(template, layers, context)
-        changes += notes
-        if normalise:
-            warnings = _warnings(template, notes, context, layers)
+    template, layers, changes, conversions_by_layer, warnings = _converted(
+        extraction, template, context, normalise, cpu_only
+    )
     if template is None:
         _refuse_unplaceable_weights(extraction, layers, stored, keep_config)
     outputs = template_outputs(extraction, template)
-    training, renamed = None, {}
-    if stored.training_config is not None:
-        training, renamed = rekey_training_config(stored.training_config, extraction.merge_names, outputs)
-        if not keep_config:
-            training, training_changes = conversions.convert_training(training, context)
-            changes += training_changes
-            changes += metrics_per_output(training, outputs)
-    optimizer = _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings)
-    if (
-        optimizer == COPIED
-        and normalise
-        and target == conversions.KERAS3
-        and stored.file_type == MODEL
-        and (output is None or Path(output).suffix != ".keras")
-    ):
-        optimizer = COPIED_ASIDE  # Keras 3's own load_model would build its optimizer on no variables
-    optimizer_rule = None
-    if training is not None and stored.file_type == MODEL:
-        rule = update_rule(training.get("optimizer_config"), stored.keras_version)
-        keras_output = output is not None and Path(output).suffix == ".keras"
-        optimizer_rule = rule.describe(faithful=not keras_output) if rule is not None else None
+    training, renamed, training_changes = _training(stored, extraction, outputs, keep_config, context)
+    changes += training_changes
+    optimizer, optimizer_rule = _optimizer_plan(
+        stored,
+        training,
+        include_optimizer,
+        conversions_by_layer,
+        warnings,
+        converted=normalise,
+        target=target,
+        output=output,
+    )
     levels = extraction.levels
     lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
     for lam in lambdas:

@@ -122,6 +122,41 @@ def model_from_legacy_config(config, custom_objects, safe_mode):
     return model
 
 
+def unknown_layer_class(config, custom_objects):
+    """The first class of the model ``config`` and of its layers (nested models' and wrapped layers' too, in config
+    order) that Keras 3 cannot look up, or ``None``: asked as :func:`model_from_legacy_config`'s loader asks for each
+    (``keras.saving.get_registered_object`` with the table of Keras' layers and models that
+    ``saving_utils.model_from_config`` passes, under the same ``custom_objects``). An object inside a layer's
+    arguments (an initializer, a regularizer) is not asked: Keras looks it up in the layer's own ``from_config``, by
+    the table of that argument's module, which the config does not name.
+
+    Example:
+        >>> config = {"class_name": "Sequential", "config": {"layers": [
+        ...     {"class_name": "Dense", "config": {"name": "d", "units": 1}},
+        ...     {"class_name": "ClusteringLayer", "config": {"name": "c"}}]}}
+        >>> unknown_layer_class(config, {}), unknown_layer_class(config, {"ClusteringLayer": object})
+        ('ClusteringLayer', None)
+    """
+    from keras.src import layers, models
+
+    from mgpu_io.format.config import walk_layers
+
+    keras = import_keras()
+    table = {
+        **vars(layers),
+        "InputLayer": layers.InputLayer,
+        "Functional": models.Functional,
+        "Model": models.Model,
+        "Sequential": models.Sequential,
+    }
+    with keras.saving.custom_object_scope(custom_objects or {}):
+        for entry in (config, *walk_layers(config, wrapped=True)):
+            name = entry.get("class_name") if isinstance(entry, dict) else None
+            if isinstance(name, str) and keras.saving.get_registered_object(name, custom_objects, table) is None:
+                return name
+    return None
+
+
 @contextlib.contextmanager
 def _one_build_per_sequential():
     from keras.src.models.sequential import Sequential

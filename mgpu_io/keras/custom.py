@@ -17,7 +17,8 @@ from mgpu_io.errors import InvalidArgument, Param
 
 def custom_objects_from(specs):
     """``{name: class}`` from the command line's ``MODULE:CLASS`` (one class) or ``MODULE`` / ``path/to/file.py``
-    (every public class defined in that module) specs, in order; ``None`` for no specs. Its messages name the flag.
+    (every public class defined in that module) specs, in order; ``None`` for no specs. Its errors name the spec at
+    fault as a field (``custom_objects='dec:Clustering'``; the command line: ``--custom-objects dec:Clustering``).
 
     Raises:
         InvalidArgument: a module or class cannot be found.
@@ -36,8 +37,11 @@ def custom_objects_from(specs):
             found = getattr(_import_module(module_name, spec), name, None)
             if found is None or not callable(found):
                 raise InvalidArgument(
-                    f"The class cannot be found. Expected a class {name} in {module_name}. Received: "
-                    f"--custom-objects {spec}. Fix the name, or give the module alone for every class it defines."
+                    problem="The class cannot be found",
+                    parameter="custom_objects",
+                    expected=f"a class {name} in {module_name}",
+                    received=Param("custom_objects", spec),
+                    fix="Fix the name, or give the module alone for every class it defines",
                 )
             objects[name] = found
             continue
@@ -49,8 +53,11 @@ def custom_objects_from(specs):
         }
         if not classes:
             raise InvalidArgument(
-                f"The module defines no class. Expected a module that defines the template's custom classes. "
-                f"Received: --custom-objects {spec}. Name the class itself as MODULE:CLASS."
+                problem="The module defines no class",
+                parameter="custom_objects",
+                expected="a module that defines the template's custom classes",
+                received=Param("custom_objects", spec),
+                fix="Name the class itself as MODULE:CLASS",
             )
         objects.update(classes)
     return objects
@@ -70,9 +77,11 @@ def _import_module(module, spec):
         return importlib.import_module(module)
     except (ImportError, OSError) as error:
         raise InvalidArgument(
-            f"The module of the custom classes cannot be imported. Expected a module (or .py file) importable from "
-            f"the current folder. Received: --custom-objects {spec} ({error}). Run from the folder that holds it, or "
-            f"fix the name."
+            problem="The module of the custom classes cannot be imported",
+            parameter="custom_objects",
+            expected="a module (or .py file) importable from the current folder",
+            received=(Param("custom_objects", spec), f" ({error})"),
+            fix="Run from the folder that holds it, or fix the name",
         ) from None
     finally:
         sys.path.remove(here)

@@ -38,6 +38,7 @@ from mgpu_io.keras._compat import (
     Deferred,
     import_keras,
     model_from_legacy_config,
+    unknown_layer_class,
     with_names_given_after,
     with_registered_names,
     with_scoped_objects,
@@ -206,10 +207,34 @@ def _planned(path, weights, handed=None):
     return plan
 
 
-#: Keras 3's messages for a class it does not know (its legacy reader; its native one for wrapped layers).
 #: Keras 3's refusal of a cropping that leaves a spatial size of 0 or less (tf.keras sliced an empty tensor).
 _EMPTY_CROP = re.compile(r"calling Cropping[123]D\.call\(\)[\s\S]*should be smaller than the corresponding spatial")
-_UNKNOWN_CLASS = re.compile(r"Unknown (?:layer|object|class)[^:']*: '([^']+)'|Could not locate class '([^']+)'")
+
+
+def _build_refusal(error, plan, custom_objects):
+    """The error to raise for what Keras raised building ``plan``'s config: ours where Keras re-raised one of ours;
+    a layer class it has not, found in the config as Keras looks it up (:func:`unknown_layer_class`: Keras' message
+    is never read for it); else Keras' first line."""
+    ours = _ours_within(error)
+    if ours is not None:  # Keras re-raised ours as its own (a Lambda's shape inference): ours names the cause
+        return ours
+    name = unknown_layer_class(plan.config, custom_objects)
+    if name is not None:
+        return KerasRefused(
+            problem=f"Keras 3 cannot build the repaired template: it has no class {name!r}, a custom layer or "
+            f"object of the code that wrote the file",
+            parameter="custom_objects",
+            expected="every class of the template to be Keras' own or given",
+            received=f"filepath={plan.stored.path} (class_name={name!r})",
+            fix=("Pass the class: ", Param("custom_objects", [name], text=f"custom_objects={{{name!r}: {name}}}")),
+        )
+    return KerasRefused(
+        problem=f"Keras 3 cannot build the repaired template: {_sentence(first_line(error))}",
+        expected="a config that Keras 3 builds",
+        received=f"filepath={plan.stored.path} ({type(error).__name__})",
+        fix="Inspect it with `mgpu-io inspect`; if a layer is named, rebuild the template in code and load the "
+        "weights with mgpu_io.transfer_weights",
+    )
 
 
 def _ours_within(error):
@@ -269,28 +294,7 @@ def build(
     except MgpuIOError:  # a refusal of ours from inside the build (a ValueError too): already one clear line
         raise
     except BUILD_ERRORS as error:
-        ours = _ours_within(error)
-        if ours is not None:  # Keras re-raised ours as its own (a Lambda's shape inference): ours names the cause
-            raise ours from None
-        first = first_line(error)
-        unknown = _UNKNOWN_CLASS.search(str(error))
-        if unknown:
-            name = unknown.group(1) or unknown.group(2)
-            raise KerasRefused(
-                problem=f"Keras 3 cannot build the repaired template: it has no class {name!r}, a custom layer or "
-                f"object of the code that wrote the file",
-                parameter="custom_objects",
-                expected="every class of the template to be Keras' own or given",
-                received=f"filepath={plan.stored.path} (class_name={name!r})",
-                fix=("Pass the class: ", Param("custom_objects", [name], text=f"custom_objects={{{name!r}: {name}}}")),
-            ) from None
-        raise KerasRefused(
-            problem=f"Keras 3 cannot build the repaired template: {_sentence(first)}",
-            expected="a config that Keras 3 builds",
-            received=f"filepath={plan.stored.path} ({type(error).__name__})",
-            fix="Inspect it with `mgpu-io inspect`; if a layer is named, rebuild the template in code and load the "
-            "weights with mgpu_io.transfer_weights",
-        ) from None
+        raise _build_refusal(error, plan, custom_objects) from None
     tfops.share_wrapped_layers(model)
     tfops.attach_ancillary(model, ancillary)
     try:

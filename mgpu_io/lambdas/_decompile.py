@@ -303,66 +303,80 @@ def recover(data, pythons=None):
     ``body`` (the decompiled body), ``globals`` (names it takes from its module, builtins left out), ``freevars``
     (names from an enclosing function: Keras stored their values as the closure), ``decompiler``; or ``error``.
     """
-    import builtins
-
     attempts, readings, formats = [], [], []
     allowed = [str(v) for v in pythons] if isinstance(pythons, list) and pythons else None
     for version in CANDIDATES:
-        try:
-            code = _load(data, version)
-        except (Exception, RecursionError) as error:
-            attempts.append(f"{version}: not its marshal format ({type(error).__name__})")
-            continue
-        if code is None:
-            attempts.append(f"{version}: not its marshal format")
-            continue
-        try:
-            unknown = _unknown_opcode(code, version)
-        except (Exception, RecursionError) as error:
-            attempts.append(f"{version}: not its instructions ({type(error).__name__})")
-            continue
-        if unknown:
-            attempts.append(f"{version}: {unknown} is not one of its")
-            continue
-        misfit = _line_table_misfit(code, version)
-        if misfit:
-            attempts.append(f"{version}: {misfit}")
-            continue
-        if not _loops_other_than_for(code, version):  # a `while` (or a crafted jump to itself) never runs as Keras'
-            formats.append(version)
-        try:
-            body, decompiler, errors = _deparse(code, version)
-        except (Exception, RecursionError) as error:
-            attempts.append(f"{version}: {type(error).__name__}: {str(error)[:200]}")
-            continue
-        if body is None:
-            attempts.append(f"{version}: {'; '.join(errors)}")
-            continue
-        problem = _problem(body, code)
-        if problem:
-            attempts.append(f"{version}: {problem}")
-            continue
-        if str(code.co_name) == "<lambda>":
-            body = _as_lambda_body(body)
-        if decompiler != "mgpu-io":
-            body = _ellipsis(body, code)
-        readings.append((version, body, decompiler, code))
+        reading = _read_as(data, version, formats)
+        if isinstance(reading, str):
+            attempts.append(f"{version}: {reading}")
+        else:
+            readings.append(reading)
     found = [r for r in readings if allowed is None or r[0] in allowed]
+    error = _no_one_reading(readings, found, allowed, attempts)
+    if error is not None:
+        return {"error": error, "formats": formats}
+    return dict(_source(found), formats=formats)
+
+
+def _read_as(data, version, formats):
+    """``data`` read as Python ``version``'s code and decompiled: ``(version, body, decompiler, code)``, or why
+    not (a line). ``version`` is added to ``formats`` where the bytes fit its format with no loop but ``for``
+    loops, decompiled or not."""
+    try:
+        code = _load(data, version)
+    except (Exception, RecursionError) as error:
+        return f"not its marshal format ({type(error).__name__})"
+    if code is None:
+        return "not its marshal format"
+    try:
+        unknown = _unknown_opcode(code, version)
+    except (Exception, RecursionError) as error:
+        return f"not its instructions ({type(error).__name__})"
+    if unknown:
+        return f"{unknown} is not one of its"
+    misfit = _line_table_misfit(code, version)
+    if misfit:
+        return misfit
+    if not _loops_other_than_for(code, version):  # a `while` (or a crafted jump to itself) never runs as Keras'
+        formats.append(version)
+    try:
+        body, decompiler, errors = _deparse(code, version)
+    except (Exception, RecursionError) as error:
+        return f"{type(error).__name__}: {str(error)[:200]}"
+    if body is None:
+        return "; ".join(errors)
+    problem = _problem(body, code)
+    if problem:
+        return problem
+    if str(code.co_name) == "<lambda>":
+        body = _as_lambda_body(body)
+    if decompiler != "mgpu-io":
+        body = _ellipsis(body, code)
+    return version, body, decompiler, code
+
+
+def _no_one_reading(readings, found, allowed, attempts):
+    """Why the readings (``found``: those on the Pythons the writer ran on) give no one source, or ``None``."""
     if readings and not found:
-        return {
-            "error": f"it reads only as Python {' or '.join(r[0] for r in readings)}, on which its writer did not "
-            f"run (the writer ran on Python {', '.join(allowed)})",
-            "formats": formats,
-        }
+        return (
+            f"it reads only as Python {' or '.join(r[0] for r in readings)}, on which its writer did not "
+            f"run (the writer ran on Python {', '.join(allowed)})"
+        )
     if not found:
-        return {"error": "no Python of 2.7 and 3.5-3.12 reads it: " + " | ".join(attempts)[:2000], "formats": formats}
+        return "no Python of 2.7 and 3.5-3.12 reads it: " + " | ".join(attempts)[:2000]
     differing = [r for r in found if not _same(r[1], found[0][1])]
     if differing:
-        return {
-            "error": f"it reads differently as Python {found[0][0]} and {differing[0][0]}, which its writer both "
-            f"may have run on: the writer's Python is not proven, so neither reading is taken",
-            "formats": formats,
-        }
+        return (
+            f"it reads differently as Python {found[0][0]} and {differing[0][0]}, which its writer both "
+            f"may have run on: the writer's Python is not proven, so neither reading is taken"
+        )
+    return None
+
+
+def _source(found):
+    """The function the readings ``found`` agree on: its Pythons, name, arguments, body and free names."""
+    import builtins
+
     version, body, decompiler, code = found[0]
     argcount = code.co_argcount  # 3.8 counts the positional-only ones in it
     kwonly = getattr(code, "co_kwonlyargcount", 0) or 0
@@ -386,7 +400,6 @@ def recover(data, pythons=None):
         "globals": [n for n in _names(code, version) if n not in builtin],
         "freevars": [str(n) for n in code.co_freevars],
         "decompiler": decompiler,
-        "formats": formats,
     }
 
 

@@ -6,6 +6,9 @@ log that parent and children share. A profile function (``sys.setprofile``, inhe
 way) notes each distinct ``mgpu_io`` module whose code runs during the call. What runs before the call (importing
 mgpu_io and Keras, building the target model of ``transfer_weights``) is not counted.
 
+A folder call (``folder -> ...``) repairs a folder that holds a copy of FILE, whose opens are counted: the
+opens of each file of a folder.
+
 Usage: python tests/benchmarks/opens_per_call.py [FILE] [--json] [--root CHECKOUT] [--call NAME ...]
 """
 
@@ -30,6 +33,9 @@ CALLS = {
     "unwrap -> .onnx": "mgpu_io.unwrap(SOURCE, str(OUT / 'out.onnx'))",
     "unwrap -> .tflite": "mgpu_io.unwrap(SOURCE, str(OUT / 'out.tflite'))",
     "unwrap -> saved_model": "mgpu_io.unwrap(SOURCE, str(OUT / 'served'), format='saved_model')",
+    # a folder that holds a copy of FILE: its opens are counted (per file, as the folder has one)
+    "folder -> .h5": "mgpu_io.unwrap(FOLDER, str(OUT / 'tree'))",
+    "folder -> .onnx": "mgpu_io.unwrap(FOLDER, str(OUT / 'tree'), format='onnx')",
 }
 
 _PROGRAM = r"""
@@ -37,6 +43,11 @@ import os, sys
 from pathlib import Path
 SOURCE, OUT, LOG, CALL = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 import h5py, mgpu_io
+FOLDER = OUT / "folder"
+if "FOLDER" in CALL:  # the folder's one file is a copy of SOURCE, whose opens are counted
+    import shutil
+    FOLDER.mkdir()
+    SOURCE = shutil.copy(SOURCE, FOLDER / Path(SOURCE).name)
 TARGET = None
 if "TARGET" in CALL:
     TARGET = mgpu_io.load_model(SOURCE, compile=False)

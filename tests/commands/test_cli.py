@@ -152,3 +152,19 @@ def test_long_lines_are_whole_when_piped(tmp_path):
                             capture_output=True, text=True, env={"COLUMNS": "40", "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert f"{source}: full model file" in result.stdout.splitlines()
+
+
+def test_inspect_starts_tensorflow_quietly_where_the_library_says_it_reads_the_input(monkeypatch):
+    """The command line asks the library what each FILE is (`inspect_route`) and starts TensorFlow quietly only
+    before an input TensorFlow reads: a SavedModel folder, not a legacy .h5 file nor a URL."""
+    import mgpu_io
+
+    commands = sys.modules["mgpu_io.cli.app"]
+    started = []
+    monkeypatch.setattr(commands, "start_quietly", started.append)
+    monkeypatch.setattr(mgpu_io, "inspect", lambda *args, **kwargs: (_ for _ in ()).throw(mgpu_io.InvalidArgument("x")))
+    savedmodel = FIXTURE.parents[1] / "tf2" / "tf23_nested_depth2_savedmodel"
+    for files, expected in (([FIXTURE, "s3://bucket/m.h5"], []), ([FIXTURE, savedmodel], ["tensorflow"])):
+        started.clear()
+        runner.invoke(app, ["inspect", *map(str, files)])
+        assert started == expected, files

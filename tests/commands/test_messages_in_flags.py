@@ -139,6 +139,68 @@ def test_a_strict_transfer_that_does_not_fit_names_strict_false():
     assert both(error) == (head.format("strict=False"), head.format("--no-strict"))
 
 
+def test_a_custom_class_that_cannot_be_found_is_received_as_custom_objects_or_its_flag():
+    from mgpu_io.keras.custom import custom_objects_from
+
+    with pytest.raises(mgpu_io.InvalidArgument) as raised:
+        custom_objects_from(["collections:NoSuchClass"])
+    line = ("The class cannot be found. Expected a class NoSuchClass in collections. Received: {}. Fix the name, or "
+            "give the module alone for every class it defines.")
+    assert both(raised.value) == (line.format("custom_objects='collections:NoSuchClass'"),
+                                  line.format("--custom-objects collections:NoSuchClass"))
+    assert raised.value.parameter == "custom_objects"
+
+
+def test_a_custom_classes_module_that_defines_none_or_cannot_be_imported_names_custom_objects(tmp_path):
+    from mgpu_io.keras.custom import custom_objects_from
+
+    module = tmp_path / "no_classes.py"
+    module.write_text("def build():\n    return None\n")
+    with pytest.raises(mgpu_io.InvalidArgument) as raised:
+        custom_objects_from([str(module)])
+    line = ("The module defines no class. Expected a module that defines the template's custom classes. Received: {}. "
+            "Name the class itself as MODULE:CLASS.")
+    assert both(raised.value) == (line.format(f"custom_objects={str(module)!r}"),
+                                  line.format(f"--custom-objects {module}"))
+    with pytest.raises(mgpu_io.InvalidArgument) as raised:
+        custom_objects_from(["no_such_module_here"])
+    line = ("The module of the custom classes cannot be imported. Expected a module (or .py file) importable from the "
+            "current folder. Received: {} (No module named 'no_such_module_here'). Run from the folder that holds it, "
+            "or fix the name.")
+    assert both(raised.value) == (line.format("custom_objects='no_such_module_here'"),
+                                  line.format("--custom-objects no_such_module_here"))
+
+
+KEEP_CONFIG_FIX = "Pass {} to write the config as the writer did (tf_keras loads it)."
+
+
+def test_layer_names_that_cannot_be_renamed_for_keras3_name_keep_config_in_each_readers_terms():
+    from mgpu_io.format.conversions.structure import _rename_scoped_layers
+
+    model = {"class_name": "Model", "config": {"layers": [{"class_name": "Dense", "name": "conv1/conv"},
+                                                          {"class_name": "Dense", "name": "conv1_conv"}]}}
+    with pytest.raises(UnsupportedModel) as raised:
+        _rename_scoped_layers(model, [])
+    head = ("Layer names with '/' cannot be renamed for Keras 3: the new names are taken. Expected unique names after "
+            "replacing '/' with '_'. Received: ['conv1_conv']. ")
+    assert both(raised.value) == (head + KEEP_CONFIG_FIX.format("keep_config=True"),
+                                  head + KEEP_CONFIG_FIX.format("--keep-config"))
+
+
+def test_a_nested_model_that_cannot_be_inlined_names_keep_config_in_each_readers_terms():
+    from mgpu_io.format.conversions.structure import _inline
+
+    nested = {"class_name": "Model", "name": "inner", "inbound_nodes": [],
+              "config": {"input_layers": [["x", 0, 0]], "layers": [{"name": "x"}, {"name": "dense", "inbound_nodes": []}]}}
+    model = {"class_name": "Model", "config": {"layers": [nested, {"name": "dense"}]}}
+    with pytest.raises(UnsupportedModel) as raised:
+        _inline(model, nested)
+    head = ("The nested model 'inner' cannot be inlined for Keras 3: its layer names are used outside it too. Expected "
+            "unique layer names. Received: ['dense']. ")
+    assert both(raised.value) == (head + KEEP_CONFIG_FIX.format("keep_config=True"),
+                                  head + KEEP_CONFIG_FIX.format("--keep-config"))
+
+
 # --- report lines ----------------------------------------------------------------------------------------------
 
 
@@ -182,6 +244,17 @@ def test_the_lambda_finding_names_every_function_to_pass_as_a_flag():
     assert cli == start + " ".join(f"--lambda {layer}=MODULE:FUNCTION" for layer in layers) + end
 
 
+def test_a_partly_scanned_file_says_scan_weights_in_each_readers_terms(monkeypatch):
+    import mgpu_io.format.inspect
+
+    monkeypatch.setattr(mgpu_io.format.inspect, "SCAN_BUDGET", 0)  # every file is "large" now
+    report = mgpu_io.inspect(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}))
+    library, cli = (next(line for line in text.splitlines() if "partly" in line) for text in both(str(report)))
+    line = ("  ! weights-partly-scanned: Only BatchNormalization weights were checked for NaN/Inf (0.00 GiB of weights "
+            "in all); pass {} to read every weight.")
+    assert (library, cli) == (line.format("scan_weights=True"), line.format("--scan-weights"))
+
+
 def test_the_recovered_module_report_says_how_to_pass_it():
     from mgpu_io.lambdas.source_module import LambdaSources
 
@@ -206,7 +279,7 @@ def test_keras_refusing_a_keras_file_is_wrapped_in_fields_naming_custom_objects_
         load._load_archive(keras, path, None, True, True, None)
     line = ("Keras 3 cannot load the .keras file: Could not locate class 'Gate'. Make sure custom classes are "
             f"decorated. Expected a .keras file whose layers Keras 3 builds. Received: filepath={path} (TypeError). "
-            "Pass your own layers and functions in custom_objects= (and Lambda functions in {}); `mgpu-io inspect` "
+            "Pass your own layers and functions in {} (and Lambda functions in {}); `mgpu-io inspect` "
             "lists its Lambda layers.")
-    assert both(raised.value) == (line.format("lambdas="), line.format("--lambda"))
+    assert both(raised.value) == (line.format("custom_objects=", "lambdas="), line.format("--custom-objects", "--lambda"))
     assert raised.value.fix[1] == Param("custom_objects") and raised.value.received.endswith("(TypeError)")

@@ -296,6 +296,34 @@ def test_a_folder_export_takes_the_repairs_options_and_resumes_after_a_stop(tmp_
     assert seen[-1][:2] == (4, 4)
 
 
+def test_a_folder_export_opens_each_file_once(tmp_path, monkeypatch):
+    """Each file of a folder is looked at and planned in one child (the door's), as one file's export is: a wrapper,
+    a weights-only file given the folder's config= and a plain model given allow_plain=True, each opened once (in
+    this process, MGPU_IO_PROBE=0, where each open can be counted; it once opened each twice: the folder's look,
+    then the plan's)."""
+    import h5py
+
+    from mgpu_io.format.options import UnwrapOptions
+    from mgpu_io.keras.exports.tree import export_tree
+
+    source = _folder(tmp_path, ("k224_functional_bn_x2_full.h5", "k224_siamese_x2_weights.h5"))
+    (source / "plain.h5").write_bytes((ROOT / "fixtures" / "layers" / "k224" / "Dense.h5").read_bytes())
+    real, opens = h5py.File.__init__, []
+
+    def counting(self, path, *args, **kwargs):
+        if isinstance(path, (str, os.PathLike)) and os.path.realpath(path).startswith(str(source.resolve())):
+            opens.append(os.path.basename(path))
+        real(self, path, *args, **kwargs)
+
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")
+    monkeypatch.setattr(h5py.File, "__init__", counting)
+    options = UnwrapOptions(output_format="onnx", allow_plain=True,
+                            config=str(FIXTURES / "k224_siamese_x2_config.json"))
+    report = export_tree(source, tmp_path / "out", options)
+    assert report.ok and report.counts()["repaired"] == 2 and report.counts()["already clean"] == 1, str(report)
+    assert sorted(opens) == ["k224_functional_bn_x2_full.h5", "k224_siamese_x2_weights.h5", "plain.h5"]
+
+
 def test_a_tf_op_without_a_litert_kernel_is_refused_naming_the_tf_op_layers_not_recurrent_ones(tmp_path):
     """tf.math.argmax in a tf.keras 2.5 model converts to a Bitcast that LiteRT runs only with the Flex delegate: the
     refusal quotes the interpreter and names the model's TFOp layers (it once said "the recurrent layers (none)")."""

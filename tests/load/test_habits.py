@@ -318,6 +318,43 @@ def test_transfer_weights_builds_nothing_from_the_file_so_needs_no_custom_class(
     assert np.max(np.abs(model.predict(xs[0], verbose=0) - ys[0])) <= TOLERANCE
 
 
+def test_an_unknown_custom_class_is_found_in_the_config_whatever_keras_words_are(monkeypatch):
+    """The class Keras 3 has not is found in the config, asked as Keras' legacy loader asks, not read out of Keras'
+    message: a Keras that words its refusal otherwise still gets the class named, with the way to give it."""
+    from mgpu_io.keras import load
+
+    unregistered(monkeypatch)
+
+    def refuse(*args, **kwargs):
+        raise ValueError("Layer class not found in the registry.")
+
+    monkeypatch.setattr(load, "model_from_legacy_config", refuse)
+    with pytest.raises(mgpu_io.MgpuIOError) as error:
+        mgpu_io.load_model(fixture_path(CUSTOM))
+    assert "it has no class 'ClusteringLayer'" in str(error.value)
+    assert str(error.value).endswith("Pass the class: custom_objects={'ClusteringLayer': ClusteringLayer}.")
+
+
+def test_an_unknown_class_inside_a_wrapper_layer_is_named_with_the_way_to_give_it(tmp_path):
+    """Bidirectional(MyLSTM): Keras 3 refuses the wrapped class in words that name no missing class ("not a
+    KerasSaveable subclass"); the class is found in the config and named, with the way to give it."""
+    import h5py
+
+    from mgpu_io.format.config import walk_layers
+
+    path = tmp_path / "wrapped.h5"
+    path.write_bytes(fixture_path({"file": "k224_conv1d_bilstm_x2_full.h5"}).read_bytes())
+    with h5py.File(path, "r+") as h5:
+        config = json.loads(h5.attrs["model_config"])
+        next(lyr for lyr in walk_layers(config) if lyr["class_name"] == "Bidirectional")["config"]["layer"][
+            "class_name"] = "MyLSTM"
+        h5.attrs["model_config"] = json.dumps(config)
+    with pytest.raises(mgpu_io.MgpuIOError) as error:
+        mgpu_io.load_model(path)
+    assert "it has no class 'MyLSTM'" in str(error.value)
+    assert str(error.value).endswith("Pass the class: custom_objects={'MyLSTM': MyLSTM}.")
+
+
 def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

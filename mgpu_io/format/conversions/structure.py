@@ -225,6 +225,10 @@ def _backward_of_backwards(config, changes):
     changes.append("bidirectional-go-backwards")
 
 
+#: The fix of a config that Keras 3 cannot be given: write it as its writer did, for tf_keras.
+_KEEP_CONFIG_FIX = ("Pass ", Param("keep_config", True), " to write the config as the writer did (tf_keras loads it)")
+
+
 def _rename_scoped_layers(model, changes):
     """Layer names with a ``/`` (keras_applications' DenseNet: ``conv1/conv``) get ``_``: Keras 3 refuses them."""
     layers = model_layers(model)
@@ -236,9 +240,10 @@ def _rename_scoped_layers(model, changes):
     clashes = sorted(new for new in renamed.values() if new in names)
     if clashes or len(set(renamed.values())) != len(renamed):
         raise UnsupportedModel(
-            f"Layer names with '/' cannot be renamed for Keras 3: the new names are taken. Expected unique names "
-            f"after replacing '/' with '_'. Received: {clashes or sorted(renamed)}. Pass --keep-config to write "
-            f"the config as the writer did (tf_keras loads it)."
+            problem="Layer names with '/' cannot be renamed for Keras 3: the new names are taken",
+            expected="unique names after replacing '/' with '_'",
+            received=str(clashes or sorted(renamed)),
+            fix=_KEEP_CONFIG_FIX,
         )
     for layer in layers:
         old = layer_name(layer)
@@ -334,9 +339,10 @@ def _inline(model, nested):
     clashes = set(counts) & {layer_name(lyr) for lyr in model["config"]["layers"] if lyr is not nested}
     if clashes:
         raise UnsupportedModel(
-            f"The nested model {name!r} cannot be inlined for Keras 3: its layer names are used outside it too. "
-            f"Expected unique layer names. Received: {sorted(clashes)}. Pass --keep-config to write the config as "
-            f"the writer did (tf_keras loads it)."
+            problem=f"The nested model {name!r} cannot be inlined for Keras 3: its layer names are used outside it too",
+            expected="unique layer names",
+            received=str(sorted(clashes)),
+            fix=_KEEP_CONFIG_FIX,
         )
 
     def at_call(entry, call):

@@ -98,19 +98,17 @@ def export_tree(source, output, options=None, *, jobs=None, progress=None, **fie
     todo = []
     for index, path in enumerate(files):
         artifact = artifact_path(output, path.relative_to(source), name)
+        done_before = not options.overwrite and completed(path, artifact)
+        if not options.dry_run and not done_before:  # looked at in its export, by the child that plans it
+            todo.append((index, (str(path), str(artifact))))
+            continue
         described = describe(path)
-        whole = described.kind in (LEGACY_MODEL, SAVEDMODEL)
-        if not whole and options.config is None:
-            reason = Text(
-                f"{described.name}: a {name} output needs a whole model (", Param("config"), " gives weights theirs)"
-            )
-            finished(index, FileResult(str(path), SKIPPED, reason=reason))
-        elif not options.overwrite and completed(path, artifact):
+        if skipped := _needs_config(described, options):
+            finished(index, FileResult(str(path), SKIPPED, reason=skipped))
+        elif done_before:
             finished(index, FileResult(str(path), DONE, output=str(artifact), reason=DONE_REASON))
-        elif options.dry_run:
-            finished(index, FileResult(str(path), REPAIRED))
         else:
-            todo.append((index, (str(path), str(artifact), not whole)))
+            finished(index, FileResult(str(path), REPAIRED))
     workers = max(1, min(jobs or 1, len(todo) or 1))
     try:
         if workers > 1 and not _runtime_started():
@@ -147,33 +145,72 @@ def _runtime_started():
     return jax is not None and bool(getattr(sys.modules.get("jax._src.xla_bridge"), "_backends", None))
 
 
-def export_one(source, output, uses_config, options):
-    """Export one file of a folder (``uses_config``: a weights-only file, given the folder's ``config``); a
-    :class:`~mgpu_io.format.batch.FileResult`."""
+def _needs_config(described, options):
+    """Why a file of a folder is skipped for want of its architecture (a weights-only file, where the folder's
+    ``config`` gives none), or ``None``."""
+    if described.kind in (LEGACY_MODEL, SAVEDMODEL) or options.config is not None:
+        return None
+    name = options.output_format
+    return Text(f"{described.name}: a {name} output needs a whole model (", Param("config"), " gives weights theirs)")
+
+
+def _file_options(described, options, allow_plain=False):
+    """The options of one file's export: the folder's ``config`` for a weights-only file only."""
+    whole = described.kind in (LEGACY_MODEL, SAVEDMODEL)
+    return options.replace(config=None if whole else options.config, overwrite=True, allow_plain=allow_plain)
+
+
+def export_one(source, output, options):
+    """Export one file of a folder; a :class:`~mgpu_io.format.batch.FileResult`. The file is looked at and planned
+    in one child (:func:`~mgpu_io.format.door.describe_then`), which opens it once; Keras builds and exports the
+    plan here."""
+    from mgpu_io.format.door import describe_then
+    from mgpu_io.format.sandbox import probed
     from mgpu_io.keras.save import unwrap_to_export
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    wrapper = options.replace(config=options.config if uses_config else None, overwrite=True, allow_plain=False)
+
+    def plan_one(described):
+        return _plan_one(described, source, output, options)
+
     try:
-        try:
-            done = unwrap_to_export(source, output, wrapper)
-            status = REPAIRED
-        except NotAWrapper:
-            if not options.allow_plain:
-                reason = Text("a plain model, not a wrapper: pass ", Param("allow_plain", True), " to export it too")
-                return FileResult(source, SKIPPED, reason=reason)
-            done = unwrap_to_export(source, output, wrapper.replace(allow_plain=True))
-            status = CLEAN
+        described, planned = describe_then(source, plan_one)
+        if skipped := _needs_config(described, options):
+            return FileResult(source, SKIPPED, reason=skipped)
+        plan, status = planned[0] if planned is not None else probed(source, lambda: plan_one(described))  # no HDF5
+        if status == SKIPPED:
+            reason = Text("a plain model, not a wrapper: pass ", Param("allow_plain", True), " to export it too")
+            return FileResult(source, SKIPPED, reason=reason)
+        done = unwrap_to_export(source, output, _file_options(described, options, status == CLEAN), plan=plan)
     except MgpuIOError as error:
         return FileResult(source, FAILED, reason=error.text())
     return FileResult(source, status, output=output, depth=done.depth)
+
+
+def _plan_one(described, source, output, options):
+    """In the door's child: the plan of one file's export and its status (a wrapper's, or with ``allow_plain`` a
+    plain model's; ``(None, SKIPPED)`` for a plain model without it, ``(None, None)`` for a file to skip)."""
+    from mgpu_io.format.plan import check_output
+    from mgpu_io.keras.save import plan_for_keras
+
+    if _needs_config(described, options):
+        return None, None
+    wrapper = _file_options(described, options)
+    config = wrapper.config
+    check_output(source, output, True, inputs=(config,) if config is not None else ())
+    try:
+        return plan_for_keras(source, output, wrapper), REPAIRED
+    except NotAWrapper:
+        if not options.allow_plain:
+            return None, SKIPPED
+        return plan_for_keras(source, output, wrapper.replace(allow_plain=True)), CLEAN  # read through the same handle
 
 
 def _in_worker(options):
     """What a folder worker (:mod:`mgpu_io.format.batch`) runs for one file: :func:`export_one`, with ``options``
     from the fork (a user's functions, ``lambdas=``, need not pickle)."""
 
-    def work(source, output, uses_config):  # pragma: no cover - runs in a worker process
+    def work(source, output):  # pragma: no cover - runs in a worker process
         from mgpu_io.format import sandbox
 
         # The supervisor's time limit is for a legacy repair's reading of the structure; here each reading of the
@@ -182,7 +219,7 @@ def _in_worker(options):
         supervisor = getattr(sandbox, "_supervisor", None)
         sandbox.supervise(None)
         try:
-            return export_one(source, output, uses_config, options)
+            return export_one(source, output, options)
         finally:
             sandbox.supervise(supervisor)
 
