@@ -360,11 +360,11 @@ def _cpu():
 NOTES = """Notes:
 
 - `unwrap` writes a fresh file (no bytes of the source's slice payloads survive in it): HDF5 writes its structure,
-  the weight bytes are copied by the kernel (`copy_file_range`, as `cp` does, whether or not source and target
-  offsets lie alike within a page: through a 16 MiB buffer, this 1 GB wrapper's unwrap took twice as long) and the
-  kernel is asked to start writing each range to disk as it is copied (`sync_file_range`); the file is made
-  durable (`fsync`) before it is renamed into place. The like-for-like reference is `cp` followed by `sync`. Both
-  write a new file: replacing an existing gigabyte file also frees its blocks, which costs either tool the same.
+  the weight bytes are copied (by the kernel, `copy_file_range`, where source and target offsets lie alike within a
+  page, else through a 16 MiB buffer, which is faster then) and the kernel is asked to start writing each range to
+  disk as it is copied (`sync_file_range`); the file is made durable (`fsync`) before it is renamed into place. The
+  like-for-like reference is `cp` followed by `sync`. Both write a new file: replacing an existing gigabyte file
+  also frees its blocks, which costs either tool the same.
 - The unwraps and their copies are taken in turn, counterbalanced (A B, B A, A B): the 10 GB ratio was 0.96x on
   one day and 1.18x on another with runs in a row, and a gigabyte write right after another tool's gigabyte write
   was measured slower, not alike for both tools (`unwrap` of the 1 GB wrapper took 2.9 s right after a `cp` +
