@@ -374,7 +374,7 @@ NOTES = """Notes:
   reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
   ("Error in loading the saved optimizer state"). `mgpu_io.load_model` reads the saved state (twice the weights'
-  bytes for Adam) and restores it. It creates the model's and the optimizer's variables without filling them from
+  bytes for Adam) and restores it; with `compile=False` it reads the weights alone. It creates the model's and the optimizer's variables without filling them from
   their initializers first (Keras' own load fills them with random numbers, then overwrites them), and reads large
   weights into memory mapped with its pages in place (docs/architecture.md).
 - A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process over these
