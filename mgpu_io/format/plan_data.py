@@ -71,10 +71,11 @@ class PlanData:
         return list(self.values.get(layer.layer, ()))
 
 
-def plan_data(source, *, output=None, **options):
+def plan_data(source, *, output=None, optimizer_state=True, **options):
     """Plan ``source`` (:func:`~mgpu_io.format.plan.make_plan`'s ``options``) and return it as a :class:`PlanData`;
     the weights are read only where there is a model to build (a weights-only file without its config, or a config
-    alone, is refused by the caller)."""
+    alone, is refused by the caller), the optimizer state only with ``optimizer_state`` (``load_model(...,
+    compile=False)`` builds no optimizer: for Adam, the state is two thirds of the bytes)."""
     from mgpu_io.format.plan import make_plan
 
     with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
@@ -92,7 +93,7 @@ def plan_data(source, *, output=None, **options):
             return data
         pairs = [plan.converted(layer) for layer in plan.layers]
         optimizer = plan.optimizer_weights
-        slots = read_str_list(optimizer.attrs, "weight_names") if optimizer is not None else None
+        slots = read_str_list(optimizer.attrs, "weight_names") if optimizer is not None and optimizer_state else None
         handed = iter(hand_over([value for layer in pairs for _, value in layer] + [optimizer[n] for n in slots or ()]))
         data.values = {
             layer.layer: [(name, next(handed)) for name, _ in pair] for layer, pair in zip(plan.layers, pairs) if pair

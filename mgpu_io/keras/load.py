@@ -93,7 +93,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
     # What the input is, decided once (format/door.py); a legacy file is planned in the same child that looked at it,
     # which hands the plan back as data (its weights in shared memory): the file is opened once.
-    described, outcome = door.describe_then(path, lambda d: _plan_in_child(path, weights, d))
+    described, outcome = door.describe_then(path, lambda d: _plan_in_child(path, weights, d, compile))
     if described.kind in (door.KERAS3_WEIGHTS, door.FOLDER):
         raise door.refusal(
             described, "load_model", "a model file (legacy .h5, .keras, SavedModel, or a config with weights=)"
@@ -119,7 +119,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         model = _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas)
         _warn_non_finite(model, path)
         return model
-    plan = _planned(path, weights, outcome[0] if outcome is not None else None)
+    plan = _planned(path, weights, outcome[0] if outcome is not None else None, compile)
     model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
     del plan  # its arrays are the model's now
     _warn_non_finite(model, path)
@@ -158,12 +158,12 @@ def _sentence(line):
     return line[:-1] if line.endswith(".") else line
 
 
-def _plan_in_child(path, weights, description):
-    """In the door's child: the plan of a legacy file, as data (:func:`~mgpu_io.format.plan_data.plan_data`), else
-    ``None`` (the parent plans what it reads with ``weights=``)."""
+def _plan_in_child(path, weights, description, compile=True):
+    """In the door's child: the plan of a legacy file, as data (:func:`~mgpu_io.format.plan_data.plan_data`; the
+    optimizer state only to ``compile``), else ``None`` (the parent plans what it reads with ``weights=``)."""
     if weights is not None or description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
         return None
-    return plan_data(path, allow_plain=True)
+    return plan_data(path, allow_plain=True, optimizer_state=compile)
 
 
 def _weights_plan(path, weights):
@@ -180,7 +180,7 @@ def _weights_plan(path, weights):
             return plan_data(weights, config=path, allow_plain=True)
 
 
-def _planned(path, weights, handed=None):
+def _planned(path, weights, handed=None, compile=True):
     """The plan of ``path`` (or of ``weights`` laid out by the JSON config ``path``) as data, refusing what cannot
     load; ``handed``: the plan the door's child made already."""
     if weights is not None:
@@ -190,7 +190,11 @@ def _planned(path, weights, handed=None):
                 f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."
             )
         return probed(weights, lambda: _weights_plan(path, weights))
-    plan = handed if handed is not None else probed(path, lambda: plan_data(path, allow_plain=True))
+    plan = (
+        handed
+        if handed is not None
+        else probed(path, lambda: plan_data(path, allow_plain=True, optimizer_state=compile))
+    )
     if plan.file_type == WEIGHTS:
         raise InvalidArgument(
             f"A weights-only file holds no architecture to build a model from. Expected a full model file, or "

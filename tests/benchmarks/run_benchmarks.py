@@ -14,7 +14,12 @@ as a guard against a regression:
 - `mgpu-io inspect` of the 1 GB file and `mgpu-io --help` wall time (neither imports TensorFlow or Keras);
 - the naive recovery people used (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`), for comparison.
 
-Usage: python tests/benchmarks/run_benchmarks.py [--runs N] [--workdir build/bench] [--quick]
+Usage: python tests/benchmarks/run_benchmarks.py [--runs N] [--workdir build/bench] [--quick] [--reuse]
+           [--only NAME[,NAME...]]
+
+``--only`` takes some of the measurements (names in :data:`ONLY`: ``unwrap-1GB``, ``load``, ``inspect``, ...) and
+prints their figures without writing docs/benchmarks.md; with ``--reuse`` it reuses the written wrappers, so that one
+figure can be measured again in a minute instead of the whole run's quarter of an hour.
 """
 
 import argparse
@@ -137,6 +142,9 @@ def write_wrapper(path, width, depth, nesting, train=True):
     return path
 
 
+#: What ``--only`` selects: each a part of the run (``load`` is both load_model figures).
+ONLY = ("unwrap-1GB", "unwrap-10GB", "load", "naive", "inspect", "help", "small", "nested")
+
 #: The goals of issue 13, each against its reference; ``ratio`` goals divide by the reference.
 GOALS = {
     "unwrap 1 GB": ("`unwrap` of the 1 GB wrapper vs a durable copy (`cp` + `sync`)", 1.25, "ratio"),
@@ -217,7 +225,16 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small files only (a smoke run)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the written wrappers in --workdir for the next run (about 17 GB) and reuse them")
+    parser.add_argument("--only", type=lambda text: set(text.split(",")), default=None,
+                        help="comma-separated measurements to take (" + ", ".join(ONLY) + "); their figures are "
+                        "printed, docs/benchmarks.md is not written")
     args = parser.parse_args()
+    if args.only and not args.only <= set(ONLY):
+        parser.error(f"--only takes {', '.join(ONLY)}; received {', '.join(sorted(args.only - set(ONLY)))}")
+
+    def wanted(name):
+        return args.only is None or name in args.only
+
     work = Path(args.workdir)
     if not args.reuse:
         shutil.rmtree(work, ignore_errors=True)
@@ -233,35 +250,66 @@ def main():
     sizes = {"1 GB": (4096, 5), "10 GB": (8192, 13)} if not args.quick else {"1 GB": (512, 4), "10 GB": (1024, 4)}
     print("writing the benchmark files with tf_keras ...", flush=True)
     files = {label: write_wrapper(work / f"wrapper-{label.replace(' ', '')}.h5", w, d, 1)
-             for label, (w, d) in sizes.items()}
+             for label, (w, d) in sizes.items()
+             if label == "1 GB" or wanted(f"unwrap-{label.replace(' ', '')}")}
     small_w, small_d = (2560, 4) if not args.quick else (512, 4)
     nested = {depth: write_wrapper(work / f"nested-{depth}.h5", small_w, small_d, depth, train=False)
-              for depth in (1, 10)}
+              for depth in (1, 10) if wanted("nested")}
     results = {"sizes": {label: path.stat().st_size for label, path in files.items()}}
     copy, clean = work / "copy.h5", work / "clean.h5"
 
     for label, path in files.items():
+        if not wanted(f"unwrap-{label.replace(' ', '')}"):
+            continue
         durable_copy = ["/bin/sh", "-c", f"/bin/cp '{path}' '{copy}' && sync '{copy}'"]
         (ours, rss), (reference, _) = interleaved(
             args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(path), str(clean)]), fresh(copy, durable_copy))
         results[f"unwrap {label}"] = dict(ours=ours, reference=reference, rss=rss)
         print(label, results[f"unwrap {label}"], flush=True)
-    results["rss"] = dict(ours=results["unwrap 10 GB"]["rss"])
+    if "unwrap 10 GB" in results:
+        results["rss"] = dict(ours=results["unwrap 10 GB"]["rss"])
 
     one = files["1 GB"]
-    subprocess.run([mgpu, "-q", "unwrap", str(one), str(clean)], check=True)
+    if wanted("load"):
+        subprocess.run([mgpu, "-q", "unwrap", str(one), str(clean)], check=True)
     def load(call):
         return statistics.median(python_call(LOAD.format(tests=tests, call=call)) for _ in range(args.runs))
 
-    results["load compiled"] = dict(ours=load(f"mgpu_io.load_model({str(one)!r})"),
-                                    reference=load(f"keras.models.load_model({str(clean)!r})"))
-    results["load weights"] = dict(ours=load(f"mgpu_io.load_model({str(one)!r}, compile=False)"),
-                                   reference=load(f"keras.models.load_model({str(clean)!r}, compile=False)"))
-    results["naive"] = dict(ours=python_call(NAIVE.format(tests=tests, path=str(one), out=str(work / "naive.h5")),
-                                             timeout=600))
-    results["inspect"] = dict(ours=consecutive(args.runs, lambda: timed([mgpu, "inspect", str(one), "--json"]))[0])
-    results["help"] = dict(ours=consecutive(args.runs, lambda: timed([mgpu, "--help"]))[0])
+    if wanted("load"):
+        results["load compiled"] = dict(ours=load(f"mgpu_io.load_model({str(one)!r})"),
+                                        reference=load(f"keras.models.load_model({str(clean)!r})"))
+        results["load weights"] = dict(ours=load(f"mgpu_io.load_model({str(one)!r}, compile=False)"),
+                                       reference=load(f"keras.models.load_model({str(clean)!r}, compile=False)"))
+    if wanted("naive"):
+        results["naive"] = dict(ours=python_call(NAIVE.format(tests=tests, path=str(one),
+                                                              out=str(work / "naive.h5")), timeout=600))
+    if wanted("inspect"):
+        results["inspect"] = dict(ours=consecutive(args.runs,
+                                                   lambda: timed([mgpu, "inspect", str(one), "--json"]))[0])
+    if wanted("help"):
+        results["help"] = dict(ours=consecutive(args.runs, lambda: timed([mgpu, "--help"]))[0])
 
+    if wanted("small"):
+        small_files(results, args, work, mgpu)
+    if wanted("nested"):
+        (deep, _), (shallow, _) = interleaved(
+            args.runs, *(fresh(clean, [mgpu, "-q", "unwrap", str(nested[d]), str(clean)]) for d in (10, 1)))
+        results["nested"] = dict(ours=deep, reference=shallow)
+    finish(results, args, work)
+
+
+def finish(results, args, work):
+    """Print the figures; write docs/benchmarks.md from a whole run (not from ``--only``'s part of one)."""
+    print(json.dumps(results, indent=1), flush=True)
+    if args.only is None:
+        write_report(results, args.runs)
+    if not args.reuse:
+        shutil.rmtree(work, ignore_errors=True)
+    remove_outputs(work)
+
+
+def small_files(results, args, work, mgpu):
+    """The folder of small files, ``--jobs 2``, and the HDF5 floor of their repairs."""
     folder, kinds = small_folder(work)
     count = len(list(folder.iterdir()))
     out = work / "small-out"
@@ -278,15 +326,6 @@ def main():
     floors = [json.loads(run([sys.executable, str(ROOT / "tests" / "benchmarks" / "hdf5_floor.py"), str(folder)],
                              timeout=600)[1].strip().splitlines()[-1]) for _ in range(args.runs)]
     results["small floor"] = min(floors, key=lambda floor: floor["total"])
-
-    (deep, _), (shallow, _) = interleaved(
-        args.runs, *(fresh(clean, [mgpu, "-q", "unwrap", str(nested[d]), str(clean)]) for d in (10, 1)))
-    results["nested"] = dict(ours=deep, reference=shallow)
-    print(json.dumps(results, indent=1), flush=True)
-    write_report(results, args.runs)
-    if not args.reuse:
-        shutil.rmtree(work, ignore_errors=True)
-    remove_outputs(work)
 
 
 def remove_outputs(work):
@@ -335,7 +374,7 @@ NOTES = """Notes:
   reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
   ("Error in loading the saved optimizer state"). `mgpu_io.load_model` reads the saved state (twice the weights'
-  bytes for Adam) and restores it. It creates the model's and the optimizer's variables without filling them from
+  bytes for Adam) and restores it; with `compile=False` it reads the weights alone. It creates the model's and the optimizer's variables without filling them from
   their initializers first (Keras' own load fills them with random numbers, then overwrites them), and reads large
   weights into memory mapped with its pages in place (docs/architecture.md).
 - A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process over these

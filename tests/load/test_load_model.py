@@ -75,6 +75,26 @@ def test_compile_false_leaves_the_model_uncompiled():
     assert not model.compiled and getattr(model, "optimizer", None) is None
 
 
+def test_compile_false_reads_no_optimizer_state(monkeypatch):
+    """An uncompiled load builds no optimizer, so the file's optimizer state (Adam's: two thirds of the bytes) is
+    not read; the weights are the same."""
+    from mgpu_io.format.plan_data import plan_data
+    from mgpu_io.format.sandbox import probed
+
+    path = fixture_path({"file": "k224_functional_bn_x2_full.h5"})
+    full = probed(path, lambda: plan_data(path, allow_plain=True))
+    weights_only = probed(path, lambda: plan_data(path, allow_plain=True, optimizer_state=False))
+    assert full.optimizer_arrays and weights_only.optimizer_arrays is None
+    assert {n: [a.tolist() for _, a in v] for n, v in full.values.items()} == {
+        n: [a.tolist() for _, a in v] for n, v in weights_only.values.items()}
+    asked = []
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")  # planned here, so that what load_model asks is seen
+    monkeypatch.setattr(mgpu_io.keras.load, "plan_data", lambda *a, **k: asked.append(k) or plan_data(*a, **k))
+    mgpu_io.load_model(path, compile=False)
+    mgpu_io.load_model(path)
+    assert [k.get("optimizer_state") for k in asked] == [False, True]
+
+
 def test_the_templates_own_lambda_needs_its_function_and_the_stored_code_never_runs():
     path = fixture_path({"file": "k224_template_lambda_x2_full.h5"})
     with pytest.raises(MissingLambda, match=r"Received: no function for double \(<lambda>; from "
