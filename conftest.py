@@ -29,7 +29,6 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/support/tiers.py: the one list of tiers)
 
-
 #: The run's JAX processes (tests/load/test_backends.py, the JAX resume and export, the layer sweep's JAX server) share
 #: one compilation cache, made empty for the run and removed after it: a model's function that another process (or
 #: an earlier model of the same shape) compiled is reused, not compiled again. What runs is what JAX compiled for the

@@ -28,6 +28,10 @@ def entries():
     return json.loads(path.read_text()) if path.exists() else []
 
 
+#: The writers whose optimizers computed Keras 2's rule where Keras 3's own class differs.
+LEGACY = {"RMSprop": "LegacyRMSprop", "Adagrad": "LegacyAdagrad", "Nadam": "LegacyNadam"}
+
+
 def faithful_class(entry):
     """The class mgpu-io must rebuild: Keras 2's rule for RMSprop (tf.keras': without momentum), Adagrad, Nadam up to
     TF 2.10; Keras 3's own class for the rest and for TF 2.11+'s optimizers."""
@@ -38,14 +42,10 @@ def faithful_class(entry):
     return LEGACY[entry["optimizer"]]
 
 
-#: The writers whose optimizers computed Keras 2's rule where Keras 3's own class differs.
-LEGACY = {"RMSprop": "LegacyRMSprop", "Adagrad": "LegacyAdagrad", "Nadam": "LegacyNadam"}
-
-
 def on_another_backend(all_entries):
     """The fixtures resumed on a second backend: one of each case (optimizer and arguments) and class rebuilt, the
     writers taken in turn so that each is among them. What differs between backends is the class's arithmetic;
-    reading each writer's state is the same code on both, proven on every fixture on TensorFlow."""
+    reading each writer's state from its file is the same code on both, measured on every fixture on TensorFlow."""
     cases, used = {}, {entry["writer"]: 0 for entry in all_entries}
     for entry in all_entries:
         cases.setdefault((entry["case"], faithful_class(entry)), []).append(entry)
