@@ -6,6 +6,7 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 """
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -320,7 +321,7 @@ def _unwrap_local(call):
     at it (:func:`_in_child`); what the child hands back decides what is left to do here."""
     from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
 
-    description, outcome = door.describe_then(call.source, lambda seen: _in_child(call, seen), progress=call.progress)
+    description, outcome = door.describe_then(call.source, functools.partial(_in_child, call), progress=call.progress)
     handed = outcome[0] if outcome is not None else None
     if isinstance(handed, UnwrapReport):  # repaired in the child (else handed is a model's plan, as data, or None)
         return handed

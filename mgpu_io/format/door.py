@@ -19,6 +19,7 @@ Example:
     ('json-config', ('architecture',), ('weights',))
 """
 
+import functools
 import json
 import re
 import zipfile
@@ -227,33 +228,37 @@ def describe_then(path, then, *, progress=None):
 
 
 def _describe_hdf5(path, then=None, progress=None):
-    import h5py  # imported here, once, not in each probe's child (a third of a second there)
+    import h5py  # noqa: F401 - imported here, once, not in each probe's child (a third of a second there)
 
     from mgpu_io.format import string_attrs  # noqa: F401 - the same
     from mgpu_io.format.sandbox import probed
 
-    def work():
-        try:
-            h5 = h5py.File(path, "r")
-        except (OSError, RuntimeError) as error:
-            reason = f"a damaged HDF5 file ({first_line(error, default='unreadable')})"
-            h5, description = None, _hdf5_description(path, UNKNOWN, None, (), reason)
-        try:
-            if h5 is not None:
-                description = _hdf5_description(path, *_hdf5_look(h5))
-            if then is None:
-                return description
-            if h5 is None:
-                return description, (then(description),)
-            from mgpu_io.format.read import sharing
+    return probed(path, functools.partial(_look_then, path, then), progress=progress)  # a hang or a crash: its error
 
-            with sharing(path, h5):  # the work reads the file through the handle the look opened
-                return description, (then(description),)
-        finally:
-            if h5 is not None:
-                h5.close()
 
-    return probed(path, work, progress=progress)  # a hang or a crash: its error
+def _look_then(path, then):
+    """In the probe's child: the description of HDF5 file ``path``, or ``(description, (then(description),))``."""
+    import h5py
+
+    try:
+        h5 = h5py.File(path, "r")
+    except (OSError, RuntimeError) as error:
+        reason = f"a damaged HDF5 file ({first_line(error, default='unreadable')})"
+        h5, description = None, _hdf5_description(path, UNKNOWN, None, (), reason)
+    try:
+        if h5 is not None:
+            description = _hdf5_description(path, *_hdf5_look(h5))
+        if then is None:
+            return description
+        if h5 is None:
+            return description, (then(description),)
+        from mgpu_io.format.read import sharing
+
+        with sharing(path, h5):  # the work reads the file through the handle the look opened
+            return description, (then(description),)
+    finally:
+        if h5 is not None:
+            h5.close()
 
 
 def _hdf5_description(path, kind, writer, holds, detail):

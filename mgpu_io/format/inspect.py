@@ -1,5 +1,6 @@
 """Describe a legacy Keras file: is it a wrapper, how deep, around which template, and what is wrong with it."""
 
+import functools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -210,7 +211,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False) -> Inspec
 
         check_output(path, diagram, overwrite)
     try:
-        report = probed(path, lambda: _inspect_file(path, scan_weights))  # libhdf5 hangs become errors
+        report = probed(path, functools.partial(_inspect_file, path, scan_weights))  # libhdf5 hangs become errors
         if diagram is not None:
             with open_stored(path) as stored:
                 _draw(stored, diagram)

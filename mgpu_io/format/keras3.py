@@ -7,6 +7,7 @@ and ``model.weights.h5`` (the weights, as ``layers/<name>/vars/<i>`` datasets, a
 only shapes are read, never the values (in a probe's child, as every other HDF5 read).
 """
 
+import functools
 import json
 import zipfile
 from pathlib import Path
@@ -160,9 +161,9 @@ def inspect_keras3(path, description):
             inputs, outputs = input_names(config), output_names(config)
             layer_count = len(model_layers(config))
             lambdas = _lambdas(config)
-        shapes = probed(path, lambda: _look_weights(path, member)) if member is not None else ({}, 0)
+        shapes = probed(path, functools.partial(_look_weights, path, member)) if member is not None else ({}, 0)
     else:
-        shapes = probed(path, lambda: _look_weights(path))
+        shapes = probed(path, functools.partial(_look_weights, path))
         version = "3"
     by_layer, slots = shapes if shapes is not None else ({}, 0)
     if description.kind != KERAS_ARCHIVE:

@@ -8,6 +8,7 @@ re-keyed training config and what happens to the optimizer state.
 """
 
 import contextlib
+import functools
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -422,7 +423,7 @@ def planned(source, *, output=None, **options):
     The plan is first made in a probe's child (libhdf5 hangs and crashes become errors). The library's own calls
     plan once, in a child, instead: a legacy output is written there, a model Keras builds is handed back as data
     (:mod:`mgpu_io.format.plan_data`)."""
-    probed(source, lambda: plan_only(source, **options))
+    probed(source, functools.partial(plan_only, source, **options))
     with open_stored(Path(source)) as stored:
         with reading(stored.path, "planning the repair"):
             plan = make_plan(stored, output=output, **options)

@@ -12,6 +12,11 @@ Every child mgpu-io starts goes through here, for three jobs:
   copying weight bytes, takes as long as the file is large), and the parent's ``progress`` callback gets what
   :func:`relayed` sends. What the child hands back may hold weight arrays: :func:`hand_over` puts them in memory
   shared with the parent (a ``memfd``), so that the parent builds from them without opening the file again.
+  A large process (one that has imported TensorFlow) forks the child from its **fork server** instead
+  (:class:`_ForkServer`): a fork copies the page tables of all the forking process maps, which cost such a process
+  more kernel time per file than the reading itself. The server is a small Python process of its own, started on
+  the first such probe; its child runs the same work, in the caller's folder and environment, with the same pipe,
+  shared memory, limits and errors.
 - **Supervised workers** (:func:`start_worker`, used by :mod:`.batch`): a fork per small file costs more than a
   third of its repair, so a folder's workers repair file after file. In such a worker (:func:`supervise`) the work
   runs in the worker itself, which reports when a file's reading starts and when its structure is read; the
@@ -33,9 +38,12 @@ import os
 import pickle
 import select
 import signal
+import socket
 import struct
 import sys
+import threading
 import time
+import types
 import warnings
 
 from mgpu_io.errors import LimitReached, NotAModelFile
@@ -47,6 +55,7 @@ TIMEOUT = float(os.environ.get("MGPU_IO_PROBE_TIMEOUT", "20"))
 EXTRA_MEMORY = 2 << 30
 
 _FRAME = struct.Struct("<Q")  # each message on the pipe: its length, then its pickle
+_NUMBER = struct.Struct("<q")  # what the fork server says: a pid, a wait status
 _pipe = None  # in a probe's child: the write end of the pipe to the parent
 _supervisor = None  # in a supervised worker: sends ("start" | "read", None) to its supervisor
 _memory_limit = None  # what limits.lower_soft returned for the probe's cap (False: the user's limit was lower)
@@ -71,23 +80,15 @@ def probed(path, work, *, progress=None):
         read_end, write_end = os.pipe()
     except OSError as error:
         raise _limit_error(error, path) from None
-    shared, parent = _shared_memory(), os.getpid()
-    _death_signal_ready()  # ctypes loaded here, once, not in each child
-    try:
-        with warnings.catch_warnings():
-            # Python's "multi-threaded fork" warning, and JAX's ("os.fork() was called ... JAX is multithreaded"):
-            # the child runs no thread's code, only h5py's reading, and exits.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-            pid = _fork()
-    except OSError:  # no process may be started here (ulimit -u, no memory to copy): the work runs here instead
+    shared = _shared_memory()
+    child = _ForkServer.start_child(path, work, write_end, shared)  # a large process forks from its server
+    if child is None:
+        child = _fork_here(path, work, read_end, write_end, shared)
+    if child is None:  # no process may be started here (ulimit -u, no memory to copy): the work runs here instead
         os.close(read_end)
         os.close(write_end)
         _close(shared)
         return _unprobed(path, work)
-    if pid == 0:  # pragma: no cover - the child; its outcome is what the tests check
-        os.close(read_end)
-        _child(path, work, write_end, parent, shared)
     os.close(write_end)
     answer, finished, structure_done = None, False, False
     try:
@@ -109,10 +110,12 @@ def probed(path, work, *, progress=None):
         os.close(read_end)
         _close(shared)  # what the answer maps of it stays mapped
         if not finished:
-            _kill(pid)
+            child.kill()
     if not finished:
         raise hang_error(path)
-    _, status = os.waitpid(pid, 0)
+    status = child.wait()
+    if status is None:  # its fork server ended: what the child said before its pipe closed is all there is
+        status = 0 if answer is not None else 1 << 8
     if answer is not None and not (os.WIFSIGNALED(status) or os.WEXITSTATUS(status) not in (0, 3)):
         kind, value = answer
         if kind == "error":
@@ -130,6 +133,40 @@ def forking():
 
 def _fork():
     return os.fork()
+
+
+def _fork_here(path, work, read_end, write_end, shared):
+    """Fork this process for ``work`` (the child runs it and exits); the child, or ``None`` where no process may
+    be started (``ulimit -u``, no memory to copy)."""
+    parent = os.getpid()
+    _death_signal_ready()  # ctypes loaded here, once, not in each child
+    try:
+        with warnings.catch_warnings():
+            # Python's "multi-threaded fork" warning, and JAX's ("os.fork() was called ... JAX is multithreaded"):
+            # the child runs no thread's code, only h5py's reading, and exits.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+            pid = _fork()
+    except OSError:
+        return None
+    if pid == 0:  # pragma: no cover - the child; its outcome is what the tests check
+        os.close(read_end)
+        _child(path, work, write_end, parent, shared)
+    return _Forked(pid)
+
+
+class _Forked:
+    """A child forked from this process."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def kill(self):
+        _kill(self.pid)
+
+    def wait(self):
+        """Its wait status, once it has ended."""
+        return os.waitpid(self.pid, 0)[1]
 
 
 def _unprobed(path, work):
@@ -384,6 +421,256 @@ def _death_signal(signum):
         return libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
     except (AttributeError, OSError):  # pragma: no cover - a libc without prctl
         return False
+
+
+# --- a small process to fork from ----------------------------------------------------------------------------------
+
+#: A process that has at least this much memory resident forks its probes' children from its fork server: a fork
+#: copies the page tables of what the forking process maps, and the child's exit tears them down, which costs a
+#: process with TensorFlow (550 MB) about 25 ms of kernel time per child, the server (the reading floor alone:
+#: h5py, numpy, ``format/``) about 1 ms. ``tests/benchmarks/probe_cost.py`` measures both.
+SERVER_FROM = 256 << 20
+#: Seconds the fork server may take to start, or to answer once started.
+SERVER_WAIT = 60.0
+#: The modules whose classes and functions the work may hold to cross to the server (each is imported there).
+_CROSSES = frozenset({"mgpu_io", "builtins", "pathlib", "functools", "collections", "copyreg", "numpy"})
+
+
+class _ForkServer:
+    """A Python process of this process's own (its interpreter and ``sys.path``, tied to its life) that forks a
+    probe's child when asked. The child runs the work as a child forked here would (:func:`_child`), in this
+    process's folder and environment, and writes to the same pipe and shared memory (their descriptors cross the
+    socket); the server says its pid and, once it has ended, its wait status.
+
+    The work crosses as a pickle. Work that does not (a closure, or a function outside mgpu-io), a call from
+    another thread than the main one (the server is tied to the thread that started it) or while another call
+    uses the server, an HDF5 file open in this process (:func:`_hdf5_open_here`), or a server that cannot start:
+    the child is forked here, as in a small process. What the work reads of this process's state is what it is
+    given: a module's setting changed here at run time is not the server's (tests that change one fork here).
+    """
+
+    _current = None  # (the pid of the process it serves, the server or False where none could start)
+
+    def __init__(self, process, sock):
+        self.process, self.sock, self.lock = process, sock, threading.Lock()
+
+    @classmethod
+    def start_child(cls, path, work, write_end, shared):
+        """The child running ``work()``, started by the server: a :class:`_Served`, or ``None`` (fork here)."""
+        if not _large() or threading.current_thread() is not threading.main_thread() or _hdf5_open_here():
+            return None
+        try:
+            request = _crossing((str(path), work, dict(os.environ), os.getcwd()))
+        except Exception:
+            return None
+        server = cls._for_this_process()
+        if server is None or not server.lock.acquire(blocking=False):
+            return None
+        try:
+            socket.send_fds(server.sock, [_FRAME.pack(len(request))], [write_end] + [shared] * (shared is not None))
+            server.sock.sendall(request)
+            pid = _read_number(server.sock)
+        except (OSError, EOFError):
+            server.lock.release()
+            server.end()
+            return None
+        if pid < 0:  # it could not fork (ulimit -u): nor will this process, as a rule, but it tries
+            server.lock.release()
+            return None
+        return _Served(server, pid)
+
+    @classmethod
+    def _for_this_process(cls):
+        owner, server = cls._current or (None, None)
+        if owner == os.getpid() and (server is False or server.process.poll() is None):
+            return server or None
+        server = cls._start()
+        cls._current = (os.getpid(), server or False)
+        return server
+
+    @classmethod
+    def _start(cls):
+        import atexit
+        import subprocess
+
+        here, there = socket.socketpair()
+        boot = f"import sys; sys.path[:] = {sys.path!r}; from mgpu_io.format import sandbox; sandbox._serve({there.fileno()})"
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", boot],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                pass_fds=(there.fileno(),),
+            )
+        except (OSError, ValueError):  # no interpreter to start (an embedded Python), no process allowed
+            here.close()
+            return None
+        finally:
+            there.close()
+        here.settimeout(SERVER_WAIT)
+        server = cls(process, here)
+        try:
+            _read_number(here)  # ready
+        except (OSError, EOFError):
+            server.end()
+            return None
+        atexit.register(server.end)
+        return server
+
+    def end(self):
+        """Close the socket (the server ends when it sees it closed) and wait for the server to end."""
+        self.sock.close()
+        try:
+            self.process.wait(timeout=5)
+        except Exception:
+            self.process.kill()
+            self.process.wait()
+
+
+class _Served:
+    """A child that the fork server started."""
+
+    def __init__(self, server, pid):
+        self.server, self.pid = server, pid
+
+    def kill(self):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.wait()
+
+    def wait(self):
+        """Its wait status, once it has ended; ``None`` if the server ended first."""
+        try:
+            return _read_number(self.server.sock)
+        except (OSError, EOFError):
+            self.server.end()
+            return None
+        finally:
+            self.server.lock.release()
+
+
+def _large():
+    """Whether this process has :data:`SERVER_FROM` or more resident (where ``/proc`` says so)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * mmap.PAGESIZE >= SERVER_FROM
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _hdf5_open_here():
+    """Whether this process has an HDF5 file open (one the caller opened with h5py, say): a child forked here
+    shares libhdf5's state, so the same file opened there is the one open here; a server's child would open it
+    anew and meet the lock the caller's handle holds."""
+    h5py = sys.modules.get("h5py")
+    if h5py is None:
+        return False
+    try:
+        return h5py.h5f.get_obj_count(h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_FILE) > 0
+    except Exception:  # noqa: BLE001 - an h5py that cannot say: as if one were open
+        return True
+
+
+class _CrossingPickler(pickle.Pickler):
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+            module = getattr(obj, "__module__", None) or ""
+            if module.split(".")[0] not in _CROSSES:
+                raise pickle.PicklingError(f"{module}.{getattr(obj, '__qualname__', obj)} stays in this process")
+        return NotImplemented
+
+
+def _crossing(value):
+    """``value`` pickled for the fork server, which imports no module outside :data:`_CROSSES` for it."""
+    buffer = io.BytesIO()
+    _CrossingPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
+
+
+def _read_number(sock):
+    data = b""
+    while len(data) < _NUMBER.size:
+        chunk = sock.recv(_NUMBER.size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return _NUMBER.unpack(data)[0]
+
+
+def _serve(fd):  # pragma: no cover - runs in the fork server
+    """The fork server's life: take a request (the work, the pipe and the shared memory), fork the child that runs
+    it, say its pid, wait for it, say its wait status; until the socket closes."""
+    sock = socket.socket(fileno=fd)
+    become_child(os.getppid(), interrupt=signal.SIG_IGN)  # Ctrl-C reaches its children, not it
+    _death_signal_ready()
+    _preload()
+    sock.sendall(_NUMBER.pack(os.getpid()))
+    while True:
+        try:
+            header, fds, _, _ = socket.recv_fds(sock, _FRAME.size, 2)
+            if not header:
+                break
+            while len(header) < _FRAME.size:
+                header += sock.recv(_FRAME.size - len(header))
+            (size,) = _FRAME.unpack(header)
+            request = b""
+            while len(request) < size:
+                chunk = sock.recv(min(size - len(request), 1 << 20))
+                if not chunk:
+                    raise EOFError
+                request += chunk
+        except (OSError, EOFError, struct.error):
+            break
+        write_end, shared = fds[0], (fds[1] if len(fds) > 1 else None)
+        try:
+            path, work, environment, folder = pickle.loads(request)  # from the process it serves, over its socket
+        except BaseException as error:
+            path, work, environment, folder = "", _raising(error), None, None
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            try:
+                sock.close()
+                _as_asked(environment, folder)
+            except BaseException as error:
+                work = _raising(error)
+            _child(path, work, write_end, os.getppid(), shared)  # never returns
+        os.close(write_end)
+        _close(shared)
+        sock.sendall(_NUMBER.pack(pid))
+        if pid > 0:
+            sock.sendall(_NUMBER.pack(os.waitpid(pid, 0)[1]))
+    os._exit(0)
+
+
+def _preload():  # pragma: no cover - runs in the fork server
+    """Import what the children read with, once, here: each child starts with it (h5py alone takes a third of a
+    second to import)."""
+    import importlib
+    import pkgutil
+
+    import mgpu_io.format
+
+    for module in pkgutil.walk_packages(mgpu_io.format.__path__, "mgpu_io.format."):
+        with contextlib.suppress(Exception):
+            importlib.import_module(module.name)
+
+
+def _as_asked(environment, folder):  # pragma: no cover - runs in the fork server's child
+    if environment is not None:
+        os.environ.clear()
+        os.environ.update(environment)
+    if folder is not None:
+        os.chdir(folder)
+
+
+def _raising(error):
+    def work():
+        raise error
+
+    return work
 
 
 def start_worker(context, target, *args):

@@ -4,6 +4,7 @@ The public :func:`mgpu_io.unwrap` adds what needs more than the format core: fol
 outputs (:mod:`mgpu_io.keras.save`).
 """
 
+import functools
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument
@@ -32,7 +33,12 @@ def unwrap_file(source, output, options=None, *, progress=None, folder_made_late
         folder_made_later=folder_made_later,
     )
     # One child reads the file once, plans and writes (see sandbox.py): libhdf5 hangs and crashes become errors.
-    return probed(source, lambda: _unwrap(source, output, options, relayed(progress)), progress=progress)
+    return probed(source, functools.partial(_unwrap_relayed, source, output, options, progress), progress=progress)
+
+
+def _unwrap_relayed(source, output, options, progress):
+    """In the probe's child: :func:`_unwrap`, its progress sent to the parent's ``progress``."""
+    return _unwrap(source, output, options, relayed(progress))
 
 
 def _unwrap(source, output, options, progress):

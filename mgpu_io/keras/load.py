@@ -9,6 +9,7 @@ optimizer state in Keras 3's layout.
 
 import contextlib
 import copy
+import functools
 import mmap
 import re
 import warnings
@@ -93,7 +94,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     path, weights = Path(file_of(path)), file_of(weights, "weights")  # an open h5py.File, as Keras takes one
     # What the input is, decided once (format/door.py); a legacy file is planned in the same child that looked at it,
     # which hands the plan back as data (its weights in shared memory): the file is opened once.
-    described, outcome = door.describe_then(path, lambda d: _plan_in_child(path, weights, d, compile))
+    described, outcome = door.describe_then(path, functools.partial(_plan_in_child, path, weights, compile=compile))
     if described.kind in (door.KERAS3_WEIGHTS, door.FOLDER):
         raise door.refusal(
             described, "load_model", "a model file (legacy .h5, .keras, SavedModel, or a config with weights=)"
@@ -189,11 +190,11 @@ def _planned(path, weights, handed=None, compile=True):
                 f"weights= goes with a JSON config. Expected a JSON config as the first argument. Received: "
                 f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."
             )
-        return probed(weights, lambda: _weights_plan(path, weights))
+        return probed(weights, functools.partial(_weights_plan, path, weights))
     plan = (
         handed
         if handed is not None
-        else probed(path, lambda: plan_data(path, allow_plain=True, optimizer_state=compile))
+        else probed(path, functools.partial(plan_data, path, allow_plain=True, optimizer_state=compile))
     )
     if plan.file_type == WEIGHTS:
         raise InvalidArgument(

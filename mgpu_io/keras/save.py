@@ -1,5 +1,6 @@
 """Repair a wrapper file straight into Keras 3's native ``.keras`` format: the ``.keras`` output of ``unwrap``."""
 
+import functools
 from pathlib import Path
 
 from mgpu_io.format.options import KERAS_FORMAT, UnwrapOptions
@@ -35,7 +36,7 @@ def unwrap_to_keras(source, output, options=None, *, plan=None, **fields):
     config = options.config
     check_output(source, output, options.overwrite, inputs=(config,) if config is not None else ())
     if plan is None:
-        plan = probed(source, lambda: plan_for_keras(source, output, options))
+        plan = probed(source, functools.partial(plan_for_keras, source, output, options))
     model = build(
         plan,
         include_optimizer=options.include_optimizer,
@@ -95,7 +96,7 @@ def unwrap_to_export(source, output, options, *, plan=None, inputs=None, **field
     if not output.is_dir():  # the file checks and their messages (an input as output, a missing folder)
         check_output(source, output, options.overwrite, inputs=(config,) if config is not None else ())
     if plan is None:
-        plan = probed(source, lambda: plan_for_keras(source, output, options))
+        plan = probed(source, functools.partial(plan_for_keras, source, output, options))
     model = build(
         plan,
         compile=False,

@@ -7,6 +7,7 @@ stored layouts are converted for the target layer (Keras 1 gates, CuDNN, Keras 2
 is a :class:`TransferReport`: what matched, what was converted, what is missing, what was left over.
 """
 
+import functools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def transfer_weights(source, model, *, strict=True, config=None):
     if isinstance(source, (str, Path)):
         # What the input is, decided once (format/door.py); a legacy file's layers are read in the same child, which
         # hands them back as data (their arrays in shared memory): the file is opened once.
-        described, outcome = door.describe_then(source, lambda d: _layers_in_child(source, targets, d))
+        described, outcome = door.describe_then(source, functools.partial(_layers_in_child, source, targets))
         handed = outcome[0] if outcome is not None else None
         if described.kind in (*door.KERAS3_KINDS, door.FOLDER):
             raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
@@ -148,7 +149,7 @@ def transfer_weights(source, model, *, strict=True, config=None):
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
         if handed is None:  # libhdf5 hangs and crashes become errors
-            handed = probed(source, lambda: _layers_as_data(source, targets))
+            handed = probed(source, functools.partial(_layers_as_data, source, targets))
         data, stored = handed
         layers = [_Layer(layer.name, (lambda arrays=layer.arrays: list(arrays)), layer.shapes) for layer in data]
         with reading(stored.path, "reading the weights"):  # a conversion that the stored shapes defeat: its error

@@ -1,7 +1,8 @@
 """How many times one call opens its input file, and which mgpu_io modules its code passes through (issue 34).
 
 Each call runs in a fresh process. ``h5py.File.__init__`` is wrapped before the call, in the parent, so that forked
-children (the sandbox's, a folder's workers) inherit the wrapper; every open of the input file appends a line to a
+children (the sandbox's, a folder's workers) inherit the wrapper (the process forks its children itself here, not
+from its fork server, whose children run the same work but not the wrapper); every open of the input file appends a line to a
 log that parent and children share. A profile function (``sys.setprofile``, inherited by forked children the same
 way) notes each distinct ``mgpu_io`` module whose code runs during the call. What runs before the call (importing
 mgpu_io and Keras, building the target model of ``transfer_weights``) is not counted.
@@ -79,6 +80,8 @@ def profile(frame, event, arg):
         note(f"module {os.getpid()} {filename[len(package):]}")
 
 h5py.File.__init__ = counting
+from mgpu_io.format import sandbox
+sandbox.SERVER_FROM = 1 << 62  # children forked here, which inherit the counting: the fork server's do the same
 parent = os.getpid()
 sys.setprofile(profile)
 exec(CALL)

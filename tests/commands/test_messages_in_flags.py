@@ -10,7 +10,7 @@ import pickle
 from types import SimpleNamespace
 
 import pytest
-from helpers import fixture_path
+from helpers import fixture_path, fork_here
 
 import mgpu_io
 from mgpu_io.cli.render import in_flags, message
@@ -247,6 +247,7 @@ def test_the_lambda_finding_names_every_function_to_pass_as_a_flag():
 def test_a_partly_scanned_file_says_scan_weights_in_each_readers_terms(monkeypatch):
     import mgpu_io.format.inspect
 
+    fork_here(monkeypatch)  # the child that scans sees the budget set here
     monkeypatch.setattr(mgpu_io.format.inspect, "SCAN_BUDGET", 0)  # every file is "large" now
     report = mgpu_io.inspect(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}))
     library, cli = (next(line for line in text.splitlines() if "partly" in line) for text in both(str(report)))

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from helpers import REFERENCE, fixture_path, fixtures, needs_reference, reference_params
+from helpers import REFERENCE, fixture_path, fork_here, fixtures, needs_reference, reference_params
 from typer.testing import CliRunner
 
 from mgpu_io.cli import app
@@ -121,6 +121,7 @@ def test_the_reference_stub_is_reported():
 def test_large_files_get_a_fast_scan_of_batchnorm_weights_only(monkeypatch):
     import mgpu_io.format.inspect
 
+    fork_here(monkeypatch)  # the child that scans sees the budget set here
     monkeypatch.setattr(mgpu_io.format.inspect, "SCAN_BUDGET", 0)  # every file is "large" now
     report = inspect(fixture_path({"file": "k224_bn_uneven_batch_x2_full.h5"}))
     kinds = [f.kind for f in report.findings]

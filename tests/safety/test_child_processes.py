@@ -34,6 +34,14 @@ PARENTS = {
             {WAIT.replace("sys.argv[1]", "sys.argv[2]")}
         sandbox.probed("hostile.h5", work)
     """,
+    "the fork server's child": """
+        import functools, sys
+        sys.path.insert(0, "TESTS_SUPPORT")
+        import sandbox_works
+        from mgpu_io.format import sandbox
+        sandbox.SERVER_FROM, sandbox._CROSSES = 0, sandbox._CROSSES | {"sandbox_works"}  # as in a large process
+        sandbox.probed("hostile.h5", functools.partial(sandbox_works.write_pid_and_wait, sys.argv[2]))
+    """.replace("TESTS_SUPPORT", str(ROOT / "tests" / "support")),
     "a folder's worker": f"""
         import multiprocessing, sys, time
         from mgpu_io.format import sandbox
@@ -102,6 +110,8 @@ def test_a_child_dies_with_its_parent_when_the_parent_is_killed(tmp_path, child)
             if child == "the decompiler program":
                 pid = next((pid for pid in _children(parent.pid) if _runs(pid, PROGRAM_WAIT)), None)
         assert pid is not None and _alive(pid)
+        if child == "the fork server's child":  # a grandchild: the server's child, not the parent's
+            assert pid not in _children(parent.pid) and len(_children(parent.pid)) == 1
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 10

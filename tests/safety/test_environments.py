@@ -443,6 +443,7 @@ def test_when_fork_fails_the_work_runs_in_this_process(monkeypatch, tmp_path, re
         raise BlockingIOError(11, "Resource temporarily unavailable")  # ulimit -u
 
     monkeypatch.setattr(sandbox, "_fork", refused)
+    monkeypatch.setattr(sandbox, "SERVER_FROM", 1 << 62)  # a small process forks itself (not its fork server)
     mgpu_io.unwrap(WRAPPER, tmp_path / "model.h5")
     assert_same_weights(tmp_path / "model.h5", reference)
 

@@ -180,3 +180,11 @@ def run_python(code):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
+
+
+def fork_here(monkeypatch):
+    """The sandbox's children forked from this process (a small one's way), so that they see what the test changed
+    here (a module's setting, a function replaced): a fork server's child would not (format/sandbox.py)."""
+    from mgpu_io.format import sandbox
+
+    monkeypatch.setattr(sandbox, "SERVER_FROM", 1 << 62)

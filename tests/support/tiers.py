@@ -18,6 +18,7 @@ TIERS = {
         "tests/unwrap/test_batch.py",
         "tests/formats/test_h5attrs.py",
         "tests/safety/test_hostile_files.py",
+        "tests/safety/test_fork_server.py",
         "tests/unwrap/test_interruptions.py",
         "tests/project/test_architecture.py",
         "tests/project/test_architecture_doc.py",

@@ -8,7 +8,7 @@ import json
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES, digest
+from helpers import FIXTURES, digest, fork_here
 from typer.testing import CliRunner
 
 import mgpu_io
@@ -78,6 +78,7 @@ def contents(path):
 def test_a_file_built_in_memory_is_the_file_built_on_disk(tmp_path, monkeypatch, source, in_memory_up_to,
                                                           hdf5_copy_below):
     unwrap(source, tmp_path / "memory.h5")  # small: built in memory and written in one go
+    fork_here(monkeypatch)  # the child that writes sees the sizes set here
     monkeypatch.setattr(mgpu_io.format.write, "_IN_MEMORY_UP_TO", in_memory_up_to)
     monkeypatch.setattr(mgpu_io.format.write, "_COPIED_BY_HDF5_BELOW", hdf5_copy_below)
     unwrap(source, tmp_path / "disk.h5")
@@ -145,6 +146,7 @@ def test_a_crash_while_writing_leaves_the_previous_output_and_no_partial_file(tm
             os.kill(os.getpid(), signal.SIGINT)
         raise KeyboardInterrupt
 
+    fork_here(monkeypatch)  # the child that writes runs the crash set here
     monkeypatch.setattr(mgpu_io.format.write, "_copy_raw", crash)
     # Ctrl-C reaches Python as KeyboardInterrupt, also where the suite was started with SIGINT ignored (a shell's
     # background job, nohup): otherwise the signal would be lost and only the child's death seen.

@@ -1,0 +1,111 @@
+"""A large process forks its probes' children from a small one (format/sandbox.py's fork server, issue 34): a fork
+copies the page tables of all the forking process maps, so in a process with TensorFlow each file's sandbox cost
+about 25 ms of kernel time before the file was read. The child the server forks does what a child forked here
+does: the same answer, the same arrays in shared memory, the same errors for a hang or a crash, in the caller's
+folder and environment. Where the work cannot cross (a closure), from another thread, or with no server, the child
+is forked here, as in a small process."""
+
+import functools
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sandbox_works
+from helpers import FIXTURES
+
+from mgpu_io.errors import NotAModelFile
+from mgpu_io.format import door, sandbox
+
+pytestmark = pytest.mark.skipif(not (sandbox.forking() and os.path.exists("/proc/self/statm")),
+                                reason="the fork server serves where os.fork and /proc exist")
+
+WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """This process as a large one (every process is, from 0 bytes), with a server of its own for the test."""
+    monkeypatch.setattr(sandbox, "SERVER_FROM", 0)
+    monkeypatch.setattr(sandbox, "_CROSSES", sandbox._CROSSES | {"sandbox_works"})
+    monkeypatch.setattr(sandbox._ForkServer, "_current", None)
+    yield
+    current = sandbox._ForkServer._current
+    if current and current[1]:
+        current[1].end()
+
+
+def _server_pid():
+    owner, server = sandbox._ForkServer._current
+    assert owner == os.getpid() and server, "no fork server was started"
+    return server.process.pid
+
+
+def test_the_child_is_the_servers_and_works_in_the_callers_folder_and_environment(server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MGPU_IO_TEST_MARK", "set after the server started")
+    sandbox.probed("x.h5", sandbox_works.parent_and_folder)  # the server starts
+    monkeypatch.setenv("MGPU_IO_TEST_MARK", "set later")
+    parent, folder, mark = sandbox.probed("x.h5", sandbox_works.parent_and_folder)
+    assert parent == _server_pid() != os.getpid()
+    assert (Path(folder), mark) == (tmp_path, "set later")
+
+
+def test_the_door_describes_through_the_server_as_through_a_child_forked_here(server, monkeypatch):
+    served = door.describe(WRAPPER)
+    _server_pid()
+    monkeypatch.setattr(sandbox, "SERVER_FROM", 1 << 62)
+    assert served == door.describe(WRAPPER)
+
+
+def test_arrays_come_back_through_the_shared_memory_as_from_a_child_forked_here(server):
+    expected, handed = sandbox.probed(WRAPPER, functools.partial(sandbox_works.handed, WRAPPER))
+    _server_pid()
+    assert len(handed) == len(expected) + 1 and len(expected) > 4
+    for want, got in zip(expected, handed):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.ctypes.data % 64 == 0
+    np.testing.assert_array_equal(handed[-1], np.arange(5.0) * 2)
+
+
+def test_a_hang_and_a_crash_are_the_same_errors_and_the_server_serves_on(server, monkeypatch):
+    monkeypatch.setattr(sandbox, "TIMEOUT", 1.0)
+    with pytest.raises(NotAModelFile, match=r"^Reading the file's structure did not finish within 1 s\. "):
+        sandbox.probed("hangs.h5", sandbox_works.hang)
+    with pytest.raises(NotAModelFile, match=r"^Reading the file's structure crashed the HDF5 library \(signal 6\)\. "):
+        sandbox.probed("crashes.h5", sandbox_works.crash)
+    pid = _server_pid()
+    assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == pid
+
+
+def test_work_that_cannot_cross_and_other_threads_fork_here(server):
+    sandbox.probed("x.h5", sandbox_works.parent_and_folder)
+    here = os.getpid()
+    assert sandbox.probed("x.h5", lambda: os.getppid()) == here  # a closure does not pickle
+    unlisted = functools.partial(os.getppid)  # a function of a module that may not cross
+    assert sandbox.probed("x.h5", unlisted) == here
+    found = []
+    thread = threading.Thread(target=lambda: found.append(sandbox.probed("x.h5", sandbox_works.parent_and_folder)))
+    thread.start()
+    thread.join()
+    assert found[0][0] == here
+
+
+def test_without_a_server_the_child_is_forked_here(server, monkeypatch):
+    monkeypatch.setattr(sandbox.sys, "executable", "/nonexistent/python")
+    assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == os.getpid()
+    assert sandbox._ForkServer._current == (os.getpid(), False)  # not tried again in this process
+
+
+def test_a_file_the_caller_holds_open_is_read_by_a_child_forked_here(server, tmp_path):
+    import shutil
+
+    import h5py
+
+    sandbox.probed("x.h5", sandbox_works.parent_and_folder)
+    copy = shutil.copy(WRAPPER, tmp_path / "held.h5")
+    with h5py.File(copy, "r+"):  # its lock held here: a server's child could not open it, a child forked here can
+        assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == os.getpid()
+        assert door.describe(copy).kind == "legacy-model"
+    assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == _server_pid()
