@@ -130,7 +130,8 @@ def transfer_weights(source, model, *, strict=True, config=None):
     if isinstance(source, (str, Path)):
         # What the input is, decided once (format/door.py); a legacy file's layers are read in the same child, which
         # hands them back as data (their arrays in shared memory): the file is opened once.
-        described, outcome = door.describe_then(source, functools.partial(_layers_in_child, source, targets))
+        shape = _WeightCounts.of(targets)  # what the child needs of the target layers, as data: it crosses
+        described, outcome = door.describe_then(source, functools.partial(_layers_in_child, source, shape))
         handed = outcome[0] if outcome is not None else None
         if described.kind in (*door.KERAS3_KINDS, door.FOLDER):
             raise door.refusal(described, "transfer_weights", "a legacy full-model or weights-only file")
@@ -149,7 +150,7 @@ def transfer_weights(source, model, *, strict=True, config=None):
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
         if handed is None:  # libhdf5 hangs and crashes become errors
-            handed = probed(source, functools.partial(_layers_as_data, source, targets))
+            handed = probed(source, functools.partial(_layers_as_data, source, _WeightCounts.of(targets)))
         data, stored = handed
         layers = [_Layer(layer.name, (lambda arrays=layer.arrays: list(arrays)), layer.shapes) for layer in data]
         with reading(stored.path, "reading the weights"):  # a conversion that the stored shapes defeat: its error
@@ -279,6 +280,21 @@ def _strict_fields(report):
     )
 
 
+@dataclass(frozen=True)
+class _WeightCounts:
+    """The target layers as the file's reading needs them: each one's name and its numbers of trainable and of
+    non-trainable weights."""
+
+    layers: tuple
+
+    @classmethod
+    def of(cls, targets):
+        return cls(tuple((t.name, len(t.trainable_weights), len(t.non_trainable_weights)) for t in targets))
+
+    def __len__(self):
+        return len(self.layers)
+
+
 def _layers_in_child(source, targets, description):
     """In the door's child: the layers of a legacy file, as data (:func:`_layers_as_data`), else ``None``."""
     if description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
@@ -287,8 +303,9 @@ def _layers_in_child(source, targets, description):
 
 
 def _layers_as_data(source, targets):
-    """In the sandbox's child: the stored layers that fit ``targets``, their arrays handed over to the parent
-    (:func:`~mgpu_io.format.sandbox.hand_over`), and what the file records (:class:`StoredFacts`)."""
+    """In the sandbox's child: the stored layers that fit ``targets`` (:class:`_WeightCounts`), their arrays handed
+    over to the parent (:func:`~mgpu_io.format.sandbox.hand_over`), and what the file records
+    (:class:`StoredFacts`)."""
     with open_stored(source) as stored, reading(stored.path, "reading the weights"):
         layers = _file_layers(stored, targets)
         data = [_Layer(layer.name, hand_over(layer.arrays()), layer.shapes) for layer in layers]
@@ -321,16 +338,16 @@ def _stored_layer(name, group, names):
 def _split_by_targets(block, targets):
     """Split a template's flat weights (every layer's trainable weights, then every layer's non-trainable ones)
     by the target layers' own counts: structure alone, where the names group differently (nested models)."""
-    trainable = [len(t.trainable_weights) for t in targets]
-    frozen = [len(t.non_trainable_weights) for t in targets]
+    trainable = [t for _, t, _ in targets.layers]
+    frozen = [n for _, _, n in targets.layers]
     if sum(trainable) + sum(frozen) != len(block.names):
         return None
     first, second = block.names[: sum(trainable)], block.names[sum(trainable) :]
     layers, i, j = [], 0, 0
-    for target, t, n in zip(targets, trainable, frozen):
+    for name, t, n in targets.layers:
         names = first[i : i + t] + second[j : j + n]
         i, j = i + t, j + n
-        layers.append(_stored_layer(names[0].split("/")[0] if names else target.name, block.group, names))
+        layers.append(_stored_layer(names[0].split("/")[0] if names else name, block.group, names))
     return layers
 
 
