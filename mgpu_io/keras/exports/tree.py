@@ -1,6 +1,7 @@
 """A folder of legacy files into deployable artifacts: the folder mode of ``unwrap --format``, with the folder
 repair's options (one :class:`~mgpu_io.format.options.UnwrapOptions`), workers (``jobs``), progress and resume."""
 
+import functools
 import os
 from pathlib import Path
 
@@ -170,8 +171,7 @@ def export_one(source, output, options):
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
 
-    def plan_one(described):
-        return _plan_one(described, source, output, options)
+    plan_one = functools.partial(_plan_in_child, source, output, options)  # it crosses to the fork server
 
     try:
         described, planned = describe_then(source, plan_one)
@@ -185,6 +185,10 @@ def export_one(source, output, options):
     except MgpuIOError as error:
         return FileResult(source, FAILED, reason=error.text())
     return FileResult(source, status, output=output, depth=done.depth)
+
+
+def _plan_in_child(source, output, options, described):
+    return _plan_one(described, source, output, options)
 
 
 def _plan_one(described, source, output, options):
