@@ -12,7 +12,9 @@ as a guard against a regression:
   rate two workers would reach if a file cost only its HDF5 calls;
 - `mgpu_io.load_model` of the wrapper vs `keras.models.load_model` of the equivalent clean file (the load call only);
 - `mgpu-io inspect` of the 1 GB file and `mgpu-io --help` wall time (neither imports TensorFlow or Keras);
-- the naive recovery people used (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`), for comparison.
+- the naive recovery people used (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`), for comparison;
+- what a sandboxed read costs a process with Keras imported, forked from itself or from its fork server
+  (probe_cost.py), for comparison.
 
 Usage: python tests/benchmarks/run_benchmarks.py [--runs N] [--workdir build/bench] [--quick] [--reuse]
            [--only NAME[,NAME...]]
@@ -143,7 +145,7 @@ def write_wrapper(path, width, depth, nesting, train=True):
 
 
 #: What ``--only`` selects: each a part of the run (``load`` is both load_model figures).
-ONLY = ("unwrap-1GB", "unwrap-10GB", "load", "naive", "inspect", "help", "small", "nested")
+ONLY = ("unwrap-1GB", "unwrap-10GB", "load", "naive", "inspect", "help", "small", "nested", "probe")
 
 #: The goals of issue 13, each against its reference; ``ratio`` goals divide by the reference.
 GOALS = {
@@ -295,6 +297,9 @@ def main():
         (deep, _), (shallow, _) = interleaved(
             args.runs, *(fresh(clean, [mgpu, "-q", "unwrap", str(nested[d]), str(clean)]) for d in (10, 1)))
         results["nested"] = dict(ours=deep, reference=shallow)
+    if wanted("probe"):  # no goal: what the fork server saves a process with TensorFlow per file (probe_cost.py)
+        _, printed = run([sys.executable, str(ROOT / "tests" / "benchmarks" / "probe_cost.py"), "--json"])
+        results["probe"] = json.loads(printed)
     finish(results, args, work)
 
 
@@ -389,6 +394,21 @@ NOTES = """Notes:
   saves the template without its optimizer state (two thirds of these files' bytes) and without `fsync`."""
 
 
+def _probe_lines(probe):
+    """What one sandboxed read costs a process with Keras imported, forked from itself or from its fork server."""
+    if not probe:
+        return []
+    lines = [f"For comparison (no goal): what reading a file in the sandbox costs a process that has imported Keras "
+             f"({probe['resident_mib']} MiB resident; tests/benchmarks/probe_cost.py, per call, CPU time of the "
+             f"process, its children and its fork server):", "",
+             "| call | forked here | from the fork server |", "|---|---|---|"]
+    for call, ways in probe["calls"].items():
+        cells = [f"{w['wall_ms']:.1f} ms ({w['process_cpu_ms'] + w['children_cpu_ms'] + w['server_cpu_ms']:.1f} ms CPU)"
+                 for w in (ways["forked here"], ways["fork server"])]
+        lines.append(f"| `{call}` | {cells[0]} | {cells[1]} |")
+    return [*lines, ""]
+
+
 def write_report(results, runs):
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
     sizes = ", ".join(f"{label}: {size / 1e9:.2f} GB" for label, size in results["sizes"].items())
@@ -443,7 +463,7 @@ def write_report(results, runs):
               f"processes (tests/benchmarks/hdf5_floor.py, the best of {runs} runs), take {floor['total']:.1f} ms a "
               f"file: reading {floor['read']:.1f} ms, writing {floor['write']:.1f} ms, `fsync` {floor['sync']:.1f} "
               f"ms. Two workers at that cost, with no start-up and no time lost between them, would repair "
-              f"{2000 / floor['total']:.0f} files/s.", "", NOTES]
+              f"{2000 / floor['total']:.0f} files/s.", "", *_probe_lines(results.get("probe")), NOTES]
     (ROOT / "docs" / "benchmarks.md").write_text("\n".join(lines) + "\n")
     print("wrote docs/benchmarks.md")
 
