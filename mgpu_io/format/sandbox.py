@@ -567,7 +567,7 @@ def _hdf5_open_here():
         return False
     try:
         return h5py.h5f.get_obj_count(h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_FILE) > 0
-    except Exception:  # noqa: BLE001 - an h5py that cannot say: as if one were open
+    except Exception:  # an h5py that cannot say: as if one were open
         return True
 
 
