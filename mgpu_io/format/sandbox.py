@@ -14,9 +14,9 @@ Every child mgpu-io starts goes through here, for three jobs:
   shared with the parent (a ``memfd``), so that the parent builds from them without opening the file again.
   A large process (one that has imported TensorFlow) forks the child from its **fork server** instead
   (:class:`_ForkServer`): a fork copies the page tables of all the forking process maps, which cost such a process
-  more kernel time per file than the reading itself. The server is a small Python process of its own, started on
-  the first such probe; its child runs the same work, in the caller's folder and environment, with the same pipe,
-  shared memory, limits and errors.
+  more kernel time per file than the reading itself. The server is a small Python process of its own, started in
+  the background once the process has read :data:`SERVER_AFTER` files; its child runs the same work, in the
+  caller's folder and environment, with the same pipe, shared memory, limits and errors.
 - **Supervised workers** (:func:`start_worker`, used by :mod:`.batch`): a fork per small file costs more than a
   third of its repair, so a folder's workers repair file after file. In such a worker (:func:`supervise`) the work
   runs in the worker itself, which reports when a file's reading starts and when its structure is read; the
@@ -432,6 +432,11 @@ def _death_signal(signum):
 SERVER_FROM = 256 << 20
 #: Seconds the fork server may take to start, or to answer once started.
 SERVER_WAIT = 60.0
+#: The read (of a large process) on which the fork server is started, in the background; the reads before it, and
+#: those until it serves, fork here. Starting it costs about half a CPU-second (an interpreter importing h5py, numpy
+#: and ``format/``), which the saving pays back after a few dozen reads: a process that reads a file or two (a
+#: script's ``load_model``) does not start it, one that reads a folder or many files does.
+SERVER_AFTER = 8
 #: The modules whose classes and functions the work may hold to cross to the server (each is imported there).
 _CROSSES = frozenset({"mgpu_io", "builtins", "pathlib", "functools", "collections", "copyreg", "numpy"})
 
@@ -450,9 +455,11 @@ class _ForkServer:
     """
 
     _current = None  # (the pid of the process it serves, the server or False where none could start)
+    _counted = (None, 0)  # (a process's pid, how many of its reads wanted the server)
 
     def __init__(self, process, sock):
         self.process, self.sock, self.lock = process, sock, threading.Lock()
+        self.started, self.ready = time.monotonic(), False
 
     @classmethod
     def start_child(cls, path, work, write_end, shared):
@@ -480,16 +487,39 @@ class _ForkServer:
         return _Served(server, pid)
 
     @classmethod
-    def _for_this_process(cls):
-        owner, server = cls._current or (None, None)
-        if owner == os.getpid() and (server is False or server.process.poll() is None):
-            return server or None
-        server = cls._start()
-        cls._current = (os.getpid(), server or False)
+    def start_now(cls):
+        """Start this process's server and wait until it serves (its own tests, a caller about to read many
+        files); the server, or ``None`` where it cannot start."""
+        server = cls._for_this_process(count=False) or (cls._current or (None, None))[1]
+        if not server:
+            return None
+        deadline = server.started + SERVER_WAIT
+        while not server.serving(max(0.0, deadline - time.monotonic())):
+            if cls._current[1] is not server:  # it failed to start
+                return None
         return server
 
     @classmethod
+    def _for_this_process(cls, count=True):
+        """The server, once it serves; ``None`` until then. It is started (without waiting for it) on the
+        :data:`SERVER_AFTER`-th read that wanted it: a process that reads one file does not pay for its start."""
+        pid = os.getpid()
+        owner, server = cls._current or (None, None)
+        if owner == pid and server is False:
+            return None
+        if owner == pid and server is not None and server.process.poll() is None:
+            return server if server.serving() else None
+        if count:
+            counted, reads = cls._counted
+            cls._counted = (pid, reads + 1 if counted == pid else 1)
+            if cls._counted[1] < SERVER_AFTER:
+                return None
+        cls._current = (pid, cls._start() or False)
+        return None
+
+    @classmethod
     def _start(cls):
+        """The server process, started; it says once it serves (:meth:`serving`). ``None`` where none can start."""
         import atexit
         import subprocess
 
@@ -509,13 +539,26 @@ class _ForkServer:
             there.close()
         here.settimeout(SERVER_WAIT)
         server = cls(process, here)
-        try:
-            _read_number(here)  # ready
-        except (OSError, EOFError):
-            server.end()
-            return None
         atexit.register(server.end)
         return server
+
+    def serving(self, wait=0.0):
+        """Whether the server has said it serves (waiting up to ``wait`` seconds); one that ended, or has not said
+        so within :data:`SERVER_WAIT`, is ended and not started again in this process."""
+        if self.ready:
+            return True
+        try:
+            if select.select([self.sock], [], [], wait)[0]:
+                _read_number(self.sock)
+                self.ready = True
+                return True
+            if time.monotonic() - self.started < SERVER_WAIT:
+                return False
+        except (OSError, EOFError, ValueError):
+            pass
+        self.end()
+        type(self)._current = (os.getpid(), False)
+        return False
 
     def end(self):
         """Close the socket (the server ends when it sees it closed) and wait for the server to end."""

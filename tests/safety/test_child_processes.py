@@ -40,6 +40,7 @@ PARENTS = {
         import sandbox_works
         from mgpu_io.format import sandbox
         sandbox.SERVER_FROM, sandbox._CROSSES = 0, sandbox._CROSSES | {"sandbox_works"}  # as in a large process
+        assert sandbox._ForkServer.start_now()
         sandbox.probed("hostile.h5", functools.partial(sandbox_works.write_pid_and_wait, sys.argv[2]))
     """.replace("TESTS_SUPPORT", str(ROOT / "tests" / "support")),
     "a folder's worker": f"""

@@ -30,6 +30,8 @@ def server(monkeypatch):
     monkeypatch.setattr(sandbox, "SERVER_FROM", 0)
     monkeypatch.setattr(sandbox, "_CROSSES", sandbox._CROSSES | {"sandbox_works"})
     monkeypatch.setattr(sandbox._ForkServer, "_current", None)
+    monkeypatch.setattr(sandbox._ForkServer, "_counted", (None, 0))
+    sandbox._ForkServer.start_now()
     yield
     current = sandbox._ForkServer._current
     if current and current[1]:
@@ -92,10 +94,33 @@ def test_work_that_cannot_cross_and_other_threads_fork_here(server):
     assert found[0][0] == here
 
 
-def test_without_a_server_the_child_is_forked_here(server, monkeypatch):
+def test_without_a_server_the_child_is_forked_here(monkeypatch):
+    monkeypatch.setattr(sandbox, "SERVER_FROM", 0)
+    monkeypatch.setattr(sandbox, "_CROSSES", sandbox._CROSSES | {"sandbox_works"})
+    monkeypatch.setattr(sandbox._ForkServer, "_current", None)
     monkeypatch.setattr(sandbox.sys, "executable", "/nonexistent/python")
+    assert sandbox._ForkServer.start_now() is None
     assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == os.getpid()
     assert sandbox._ForkServer._current == (os.getpid(), False)  # not tried again in this process
+
+
+def test_a_process_that_reads_a_few_files_starts_no_server_and_a_later_read_starts_it_in_the_background(
+        monkeypatch):
+    monkeypatch.setattr(sandbox, "SERVER_FROM", 0)
+    monkeypatch.setattr(sandbox, "_CROSSES", sandbox._CROSSES | {"sandbox_works"})
+    monkeypatch.setattr(sandbox._ForkServer, "_current", None)
+    monkeypatch.setattr(sandbox._ForkServer, "_counted", (None, 0))
+    here = os.getpid()
+    for _ in range(sandbox.SERVER_AFTER - 1):
+        assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == here
+    assert sandbox._ForkServer._current is None  # no server for a process that reads a few files
+    assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == here  # this read starts it, and forks here
+    started = sandbox._ForkServer._current[1]
+    try:
+        assert started and sandbox._ForkServer.start_now() is started
+        assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == _server_pid()
+    finally:
+        started.end()
 
 
 def test_a_file_the_caller_holds_open_is_read_by_a_child_forked_here(server, tmp_path):
