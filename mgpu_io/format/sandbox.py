@@ -490,14 +490,12 @@ class _ForkServer:
     def start_now(cls):
         """Start this process's server and wait until it serves (its own tests, a caller about to read many
         files); the server, or ``None`` where it cannot start."""
-        server = cls._for_this_process(count=False) or (cls._current or (None, None))[1]
-        if not server:
-            return None
-        deadline = server.started + SERVER_WAIT
-        while not server.serving(max(0.0, deadline - time.monotonic())):
-            if cls._current[1] is not server:  # it failed to start
-                return None
-        return server
+        cls._for_this_process(count=False)  # started, if it was not
+        server = cls._current[1]
+        # Waited for until SERVER_WAIT has passed since its start: then it serves, or it was ended (False above).
+        if server and server.serving(max(0.0, server.started + SERVER_WAIT - time.monotonic())):
+            return server
+        return None
 
     @classmethod
     def _for_this_process(cls, count=True):
