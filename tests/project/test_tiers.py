@@ -79,3 +79,23 @@ def test_the_long_families_start_first_longest_first():
     first = [tiers_of(path)[0] for path in files[: len(LONG)]]
     assert first == [tier for tier in LONG if any(tier in tiers_of(path) for path in files)], files[:8]
     assert not set(LONG) & {tier for path in files[len(LONG) :] for tier in tiers_of(path)}
+
+
+def test_a_script_among_the_tests_does_its_work_only_when_run():
+    """pytest's ``--doctest-modules`` imports every module under tests/ on each worker: a script there (a checker run
+    in ``.venv-jax``, a benchmark, the fuzzer) that printed its result at import time also did its work then. One did:
+    tests/support/check_exports.py ran five ONNX and LiteRT exports in each worker before its first test (about 8
+    CPU-seconds each). A script's work goes under ``if __name__ == "__main__":``."""
+    at_import = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name.startswith("test_") or path.name == "conftest.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or (
+                isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'"
+            ):
+                continue
+            called = {ast.unparse(call.func) for call in ast.walk(node) if isinstance(call, ast.Call)}
+            if "print" in called or any(name.startswith("mgpu_io.") for name in called):
+                at_import.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert at_import == []

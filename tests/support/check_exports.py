@@ -42,17 +42,22 @@ def case(source, name, xs, ys, **options):
                                                          for g, y in zip(got, ys))}
 
 
-activation = LAYERS / "k122" / "Activation.h5"
-data = np.load(activation.with_name("data.npz"))
-hard_sigmoid = ([data["Activation/x0"]],
-                [data[f"Activation/y{i}"] for i in range(sum(k.startswith("Activation/y") for k in data.files))])
-results = {
-    "hard_sigmoid onnx": case(activation, "onnx", *hard_sigmoid, allow_plain=True),
-    "tfop onnx": case(TFOPS / "tf23_arithmetic_x2_full.h5", "onnx", *stored(TFOPS, "tf23_arithmetic_x2_full.h5")),
-    "tfop images onnx": case(TFOPS / "tf23_images_full.h5", "onnx", *stored(TFOPS, "tf23_images_full.h5"),
-                             allow_plain=True),
-    "cudnn onnx": case(FILES / "k224_cudnn_x2_full.h5", "onnx", *stored(FILES, "k224_cudnn_x2_full.h5")),
-    "siamese litert": case(FILES / "k224_siamese_x2_full.h5", "litert", *stored(FILES, "k224_siamese_x2_full.h5")),
-}
-print(json.dumps({"backend": __import__("keras").backend.backend(), "tensorflow": "tensorflow" in sys.modules,
-                  "results": results}))
+def main():
+    activation = LAYERS / "k122" / "Activation.h5"
+    data = np.load(activation.with_name("data.npz"))
+    hard_sigmoid = ([data["Activation/x0"]],
+                    [data[f"Activation/y{i}"] for i in range(sum(k.startswith("Activation/y") for k in data.files))])
+    results = {
+        "hard_sigmoid onnx": case(activation, "onnx", *hard_sigmoid, allow_plain=True),
+        "tfop onnx": case(TFOPS / "tf23_arithmetic_x2_full.h5", "onnx", *stored(TFOPS, "tf23_arithmetic_x2_full.h5")),
+        "tfop images onnx": case(TFOPS / "tf23_images_full.h5", "onnx", *stored(TFOPS, "tf23_images_full.h5"),
+                                 allow_plain=True),
+        "cudnn onnx": case(FILES / "k224_cudnn_x2_full.h5", "onnx", *stored(FILES, "k224_cudnn_x2_full.h5")),
+        "siamese litert": case(FILES / "k224_siamese_x2_full.h5", "litert", *stored(FILES, "k224_siamese_x2_full.h5")),
+    }
+    print(json.dumps({"backend": __import__("keras").backend.backend(), "tensorflow": "tensorflow" in sys.modules,
+                      "results": results}))
+
+
+if __name__ == "__main__":  # pytest's --doctest-modules imports this file: it must do nothing then
+    main()
