@@ -628,14 +628,19 @@ def _crossing(value):
     return buffer.getvalue()
 
 
-def _read_number(sock):
-    data = b""
-    while len(data) < _NUMBER.size:
-        chunk = sock.recv(_NUMBER.size - len(data))
+def _receive(sock, size):
+    """Exactly ``size`` bytes from ``sock``; :class:`EOFError` if it closes first."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(min(size - len(data), 1 << 20))
         if not chunk:
             raise EOFError
         data += chunk
-    return _NUMBER.unpack(data)[0]
+    return bytes(data)
+
+
+def _read_number(sock):
+    return _NUMBER.unpack(_receive(sock, _NUMBER.size))[0]
 
 
 def _serve(fd):  # pragma: no cover - runs in the fork server
@@ -651,15 +656,9 @@ def _serve(fd):  # pragma: no cover - runs in the fork server
             header, fds, _, _ = socket.recv_fds(sock, _FRAME.size, 2)
             if not header:
                 break
-            while len(header) < _FRAME.size:
-                header += sock.recv(_FRAME.size - len(header))
+            header += _receive(sock, _FRAME.size - len(header))
             (size,) = _FRAME.unpack(header)
-            request = b""
-            while len(request) < size:
-                chunk = sock.recv(min(size - len(request), 1 << 20))
-                if not chunk:
-                    raise EOFError
-                request += chunk
+            request = _receive(sock, size)
         except (OSError, EOFError, struct.error):
             break
         write_end, shared = fds[0], (fds[1] if len(fds) > 1 else None)

@@ -150,7 +150,7 @@ def transfer_weights(source, model, *, strict=True, config=None):
     keras3 = not type(model).__module__.startswith("tf_keras")
     if isinstance(source, (str, Path)):
         if handed is None:  # libhdf5 hangs and crashes become errors
-            handed = probed(source, functools.partial(_layers_as_data, source, _WeightCounts.of(targets)))
+            handed = probed(source, functools.partial(_layers_as_data, source, shape))
         data, stored = handed
         layers = [_Layer(layer.name, (lambda arrays=layer.arrays: list(arrays)), layer.shapes) for layer in data]
         with reading(stored.path, "reading the weights"):  # a conversion that the stored shapes defeat: its error
