@@ -27,11 +27,14 @@ Every child mgpu-io starts goes through here, for three jobs:
 
 Each child is tied to its parent's life (:func:`tie_to_parent`): on Linux the kernel kills it when the parent dies
 (``PR_SET_PDEATHSIG``), so a ``kill -9`` of the command leaves no child reading on; elsewhere a watch thread ends a
-forked child whose parent is gone. Limits are only ever lowered (:mod:`.limits`): a limit the user's environment
+forked child whose parent is gone. A forked child never collects its parent's garbage (:func:`parents_garbage_kept`):
+what TensorFlow left for the collector crashes the process that frees it without TensorFlow's threads. Limits are
+only ever lowered (:mod:`.limits`): a limit the user's environment
 set is never raised.
 """
 
 import contextlib
+import gc
 import io
 import mmap
 import os
@@ -146,7 +149,8 @@ def _fork_here(path, work, read_end, write_end, shared):
             # the child runs no thread's code, only h5py's reading, and exits.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-            pid = _fork()
+            with parents_garbage_kept():
+                pid = _fork()
     except OSError:
         return None
     if pid == 0:  # pragma: no cover - the child; its outcome is what the tests check
@@ -303,11 +307,6 @@ def _child(path, work, write_end, parent, shared):  # pragma: no cover - runs in
     _pipe, code = write_end, 0
     _shared = _Shared(shared) if shared is not None else None
     try:
-        import gc
-
-        # What the parent left for the garbage collector is the parent's to collect: closing its HDF5 objects here
-        # (a damaged file it gave up on, say) would run libhdf5 on them a second time, in this process.
-        gc.freeze()
         become_child(parent)
         _limit_memory()
         try:
@@ -365,18 +364,75 @@ def _kill(pid):
 
 
 def become_child(parent, *, interrupt=signal.SIG_DFL):  # pragma: no cover - runs in a child
-    """What every forked child does first: die with its ``parent`` (:func:`tie_to_parent`), leave a crash to its
+    """What every forked child does first: leave its parent's garbage alone (:func:`parents_garbage_kept`), die
+    with its ``parent`` (:func:`tie_to_parent`), leave a crash to its
     parent to report (in one line, not as a stack dump), and take SIGINT as ``interrupt`` says (a folder's workers
     ignore Ctrl-C: their supervisor stops them), SIGTERM and the CPU-time limit's SIGXCPU as their defaults (die at
     once, quietly, not through a handler inherited from the command line)."""
     import faulthandler
 
+    _freeze_parents_garbage()
     tie_to_parent(parent)
     faulthandler.disable()
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "SIGXCPU"):
         signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the parent names the CPU-time limit (crash_error)
+
+
+_collector = threading.Lock()  # guards the two below, for forks from several threads at once
+_forks_under_way = 0  # forks between parents_garbage_kept's start and end (in a child: inherited, until it froze)
+_collector_was_on = False  # whether the garbage collector ran before the first of them
+
+
+@contextlib.contextmanager
+def parents_garbage_kept():
+    """Around a fork: the child never collects its parent's garbage. TensorFlow's objects among it (a model that a
+    training loop dropped, an optimizer's slots) crash the process that frees them without TensorFlow's threads, with
+    a SIGSEGV that would read as a damaged file. So the garbage collector is off from before the fork until the
+    child has frozen what it inherits (:func:`become_child`), and the parent's collector is as it was once the fork
+    is done. (``gc.freeze`` in the parent would do too, but ``gc.unfreeze`` after it would undo a freeze of the
+    caller's own: Python's advice for a forking server.)
+
+    Example:
+
+    >>> import os
+    >>> with parents_garbage_kept():
+    ...     pid = os.fork()
+    ...     if pid == 0:
+    ...         become_child(os.getppid())
+    ...         os._exit(0)
+    >>> os.waitpid(pid, 0)[1]
+    0
+    """
+    global _forks_under_way, _collector_was_on
+    parent = os.getpid()
+    with _collector:
+        if _forks_under_way == 0:
+            _collector_was_on = gc.isenabled()
+            gc.disable()
+        _forks_under_way += 1
+    try:
+        yield
+    finally:
+        if os.getpid() == parent:  # a child leaves the collector off until it has frozen its parent's objects
+            with _collector:
+                _forks_under_way -= 1
+                if _forks_under_way == 0 and _collector_was_on:
+                    gc.enable()
+
+
+def _freeze_parents_garbage():  # pragma: no cover - runs in a child
+    """In a child: what it inherited is out of its garbage collector's reach (the parent's to collect: TensorFlow's
+    objects, or HDF5 objects of a damaged file the parent gave up on, which libhdf5 would close a second time here);
+    the collector runs again, for the child's own objects, if it ran in the parent."""
+    global _collector, _forks_under_way
+    gc.freeze()
+    _collector = threading.Lock()  # another thread of the parent may have held it at the fork
+    if _forks_under_way:
+        _forks_under_way = 0
+        if _collector_was_on:
+            gc.enable()
 
 
 def tie_to_parent(parent, *, watch=True):  # pragma: no cover - runs in a child
@@ -720,7 +776,8 @@ def start_worker(context, target, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded fork" (a progress bar's thread)
         process = context.Process(target=_worker, args=(os.getpid(), target, args), daemon=True)
-        process.start()
+        with parents_garbage_kept():
+            process.start()
     return process
 
 
@@ -752,14 +809,15 @@ def run_program(argv, data, *, seconds, memory, timeout, cwd=None):
         for name, value in (("CPU", int(seconds)), ("AS", int(memory)), ("FSIZE", 0), ("CORE", 0)):
             limits.lower_soft(name, value)
 
-    process = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=prepare if os.name == "posix" else None,
-        cwd=cwd,
-    )
+    with parents_garbage_kept():  # ``prepare`` is Python, run in the forked child until the exec
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=prepare if os.name == "posix" else None,
+            cwd=cwd,
+        )
     try:
         output, _ = process.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -147,3 +147,68 @@ def test_arrays_handed_over_by_the_sandbox_are_the_childs_own_values_in_memory_s
             shared = [[int(x, 16) for x in line.split()[0].split("-")] for line in maps if "mgpu-io-arrays" in line]
         assert all(any(start <= a.ctypes.data < end for start, end in shared) for a in handed if a.size)
         handed[0][...] = 0  # writable: a tensor may take it over without a copy
+
+
+# --- a child leaves its parent's garbage alone ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def tensorflows_garbage():
+    """A training loop's garbage (three small models fitted and dropped), left for a collector that is on but not
+    yet due: a child that collects it (frees TensorFlow's objects without TensorFlow's threads) dies of SIGSEGV, which
+    a folder's repair reported as "crashed the HDF5 library" on a good file (CI, stop 42)."""
+    import gc
+
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the garbage that crashes a child is TensorFlow's")
+    gc.collect()
+    threshold = gc.get_threshold()
+    gc.disable()
+    try:
+        for _ in range(3):
+            model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+            model.compile("sgd", "mse")
+            model.fit(np.zeros((8, 4)), np.zeros((8, 2)), verbose=0)
+        del model
+        gc.set_threshold(1 << 30)  # on, as in a user's process, but not collecting here before the fork
+        gc.enable()
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.enable()
+        gc.collect()  # here, in the parent, where TensorFlow's threads are
+
+
+def _collect_in_child():
+    """What runs in the child: its collector is on (for its own objects), and a full collection ends well."""
+    import gc
+
+    assert gc.isenabled()
+    gc.collect()
+    return "collected"
+
+
+def test_a_folders_worker_leaves_the_parents_garbage_to_the_parent(tensorflows_garbage):
+    import multiprocessing
+
+    worker = sandbox.start_worker(multiprocessing.get_context("fork"), _collect_in_child)
+    worker.join(60)
+    assert worker.exitcode == 0
+
+
+def test_the_sandboxs_child_leaves_the_parents_garbage_to_the_parent(tensorflows_garbage):
+    work = lambda: _collect_in_child()  # noqa: E731 - a closure does not cross to the fork server: forked here
+    assert sandbox.probed("any.h5", work) == "collected"
+
+
+def test_the_parents_collector_is_as_it_was_once_the_child_is_forked():
+    import gc
+
+    for on in (True, False):
+        (gc.enable if on else gc.disable)()
+        try:
+            assert sandbox.probed("any.h5", lambda: "read") == "read"
+            assert gc.isenabled() is on
+        finally:
+            gc.enable()
