@@ -10,7 +10,6 @@ each case and class rebuilt (``resume_rules.on_another_backend``).
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import resume_rules
+from jax_env import JAX_PYTHON, jax_environment
 from resume_rules import entries, faithful_class, loaded, on_another_backend, resume
 
 import mgpu_io
@@ -126,13 +126,10 @@ def test_a_checkpoint_of_a_resumed_model_resumes_with_the_same_rule_and_state(na
     assert resume(again, entry)[1]
 
 
-JAX_PYTHON = resume_rules.ROOT / ".venv-jax" / "bin" / "python"
-
-
 @pytest.mark.skipif(not JAX_PYTHON.exists(), reason="no .venv-jax: `make jax-env` (or `make test`) builds it")
 def test_training_resumes_where_the_writer_resumed_it_on_jax():
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    done = subprocess.run([str(JAX_PYTHON), str(Path(resume_rules.__file__))], cwd=resume_rules.ROOT, env=env,
+    done = subprocess.run([str(JAX_PYTHON), str(Path(resume_rules.__file__))], cwd=resume_rules.ROOT,
+                          env=jax_environment(),
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     measured = json.loads(done.stdout.strip().splitlines()[-1])

@@ -3,11 +3,10 @@ layer mgpu-io adds to a rescued model exports, or is refused naming the layer an
 writes from TensorFlow only, is refused naming the backend. Runs tests/support/check_exports.py in `.venv-jax`."""
 
 import json
-import os
 import subprocess
 
 import pytest
-from helpers import JAX_PYTHON, JAX_TOLERANCE, ROOT
+from helpers import JAX_PYTHON, JAX_TOLERANCE, ROOT, jax_environment
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +14,7 @@ def measured():
     if not JAX_PYTHON.exists():
         pytest.skip("no .venv-jax: `make jax-env` (or `make test`) builds Keras 3 on JAX without TensorFlow")
     done = subprocess.run([str(JAX_PYTHON), str(ROOT / "tests" / "support" / "check_exports.py")], cwd=ROOT,
-                          env=dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT)),
+                          env=jax_environment(PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, timeout=1200)
     if done.returncode != 0 and "No module named 'jax2onnx'" in done.stderr + done.stdout:
         pytest.skip("no jax2onnx in .venv-jax: pip install 'mgpu-io[onnx-jax]' there")

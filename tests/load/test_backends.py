@@ -5,20 +5,18 @@ with KERAS_BACKEND=jax and checks what it measured. Without that environment it 
 """
 
 import json
-import os
 import subprocess
 
 import pytest
-from helpers import JAX_PYTHON, JAX_TOLERANCE, ROOT
+from helpers import JAX_PYTHON, JAX_TOLERANCE, ROOT, jax_environment
 
 
 @pytest.fixture(scope="module")
 def measured():
     if not JAX_PYTHON.exists():
         pytest.skip("no .venv-jax: `make jax-env` (or `make test`) builds Keras 3 on JAX without TensorFlow")
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
     done = subprocess.run([str(JAX_PYTHON), str(ROOT / "tests" / "support" / "check_backend.py")], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=1200)
+                          env=jax_environment(), capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     return dict(json.loads(done.stdout.strip().splitlines()[-1]), stderr=done.stderr)
 

@@ -56,7 +56,7 @@ class _Server:
 @pytest.fixture(scope="session")
 def servers():
     started = {"tf_keras": _Server(sys.executable, layer_sweep._env()),
-               "jax": _Server(layer_sweep.JAX_PYTHON, layer_sweep._env(KERAS_BACKEND="jax"))}
+               "jax": _Server(layer_sweep.JAX_PYTHON, layer_sweep.jax_environment(TF_CPP_MIN_LOG_LEVEL="3"))}
     yield started
     for server in started.values():
         server.close()

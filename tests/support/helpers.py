@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from jax_env import JAX_PYTHON, jax_environment  # noqa: F401 - the tests import them from here
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Keras 3 on JAX, no TensorFlow (`make .venv-jax`): the tests that run a script there skip without it.
-JAX_PYTHON = ROOT / ".venv-jax" / "bin" / "python"
 # JAX's float32 kernels round differently from TF 1.15's: 1.4e-5 measured on k231_mobilenet_x2_full.h5 (outputs
 # up to 0.73), 6.3e-6 or less on every other fixture; TensorFlow's backend stays within 1e-5 (test_load_model.py).
 JAX_TOLERANCE = 2e-5

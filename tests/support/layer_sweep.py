@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import numpy as np
+from jax_env import JAX_PYTHON, jax_environment  # Keras 3 on JAX: where channels_first convolutions are checked
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "fixtures" / "layers"
@@ -147,8 +148,6 @@ def evaluate(writer, case, entry):
     return outcome
 
 
-#: Keras 3 on JAX with no TensorFlow (``make jax-env``): where channels_first convolutions are checked.
-JAX_PYTHON = ROOT / ".venv-jax" / "bin" / "python"
 
 
 def channels_first_convolution(path):
@@ -200,7 +199,7 @@ def results(jobs=()):
     jax = None
     if there and JAX_PYTHON.exists():
         jax = subprocess.Popen([str(JAX_PYTHON), __file__, "--evaluate", *[f"{w}/{c}" for w, c, _ in there]],
-                               stdout=subprocess.PIPE, text=True, env=_env(KERAS_BACKEND="jax"))
+                               stdout=subprocess.PIPE, text=True, env=jax_environment(TF_CPP_MIN_LOG_LEVEL="3"))
     outcomes = []
     for writer, case, entry in here:
         outcomes.append(evaluate(writer, case, entry))
