@@ -29,8 +29,7 @@ Each child is tied to its parent's life (:func:`tie_to_parent`): on Linux the ke
 (``PR_SET_PDEATHSIG``), so a ``kill -9`` of the command leaves no child reading on; elsewhere a watch thread ends a
 forked child whose parent is gone. A forked child never collects its parent's garbage (:func:`parents_garbage_kept`):
 what TensorFlow left for the collector crashes the process that frees it without TensorFlow's threads. Limits are
-only ever lowered (:mod:`.limits`): a limit the user's environment
-set is never raised.
+only ever lowered (:mod:`.limits`): a limit the user's environment set is never raised.
 """
 
 import contextlib
@@ -365,10 +364,10 @@ def _kill(pid):
 
 def become_child(parent, *, interrupt=signal.SIG_DFL):  # pragma: no cover - runs in a child
     """What every forked child does first: leave its parent's garbage alone (:func:`parents_garbage_kept`), die
-    with its ``parent`` (:func:`tie_to_parent`), leave a crash to its
-    parent to report (in one line, not as a stack dump), and take SIGINT as ``interrupt`` says (a folder's workers
-    ignore Ctrl-C: their supervisor stops them), SIGTERM and the CPU-time limit's SIGXCPU as their defaults (die at
-    once, quietly, not through a handler inherited from the command line)."""
+    with its ``parent`` (:func:`tie_to_parent`), leave a crash to its parent to report (in one line, not as a stack
+    dump), and take SIGINT as ``interrupt`` says (a folder's workers ignore Ctrl-C: their supervisor stops them),
+    SIGTERM and the CPU-time limit's SIGXCPU as their defaults (die at once, quietly, not through a handler inherited
+    from the command line)."""
     import faulthandler
 
     _freeze_parents_garbage()
