@@ -129,8 +129,7 @@ def test_a_checkpoint_of_a_resumed_model_resumes_with_the_same_rule_and_state(na
 @pytest.mark.skipif(not JAX_PYTHON.exists(), reason="no .venv-jax: `make jax-env` (or `make test`) builds it")
 def test_training_resumes_where_the_writer_resumed_it_on_jax():
     done = subprocess.run([str(JAX_PYTHON), str(Path(resume_rules.__file__))], cwd=resume_rules.ROOT,
-                          env=jax_environment(),
-                          capture_output=True, text=True, timeout=1200)
+                          env=jax_environment(), capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     assert measured["backend"] == "jax" and not measured["tensorflow_imported"]

@@ -2,11 +2,11 @@
 environment of its processes (tests/load/test_backends.py, the JAX resume, export and layer sweep).
 
 Those processes spend most of their time in XLA compiling each small model's functions. The tests compile with
-XLA's CPU code generator at its lowest LLVM optimization (:data:`FAST_COMPILE`): the same programs, compiled in less
-time and running slower, which for a batch of a few samples is the better trade. Measured on
-tests/support/check_backend.py (every full fixture on JAX, with the run's compilation cache): 85.1 against 70.8
-CPU-seconds, the largest difference from the old Keras' predictions 1.4e-5 with XLA's defaults and 8.3e-6 with
-these (bound 2e-5). ``nox -s keras`` runs the same check (``--check``) with XLA's defaults, as a user's process has them, on each Keras 3 minor.
+XLA's CPU code generator at its lowest LLVM optimization (:data:`FAST_COMPILE`): the same programs, optimized less,
+so compiled in less time. Measured on tests/support/check_backend.py (every full fixture on JAX, with the run's
+compilation cache, one run each way): 85.1 against 70.8 CPU-seconds, the largest difference from the old Keras'
+predictions 1.4e-5 with XLA's defaults and 8.3e-6 with these (bound 2e-5). ``nox -s keras`` runs the same check
+(``--check``) with XLA's defaults, as a user's process has them, on each Keras 3 minor.
 """
 
 import os
