@@ -69,6 +69,6 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def _doctest_temporary_folders(request, tmp_path, monkeypatch):
-    if isinstance(request.node, pytest.DoctestItem):
-        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+def _doctest_temporary_folders(request):
+    if isinstance(request.node, pytest.DoctestItem):  # only they: a folder made for every test costs time for nothing
+        request.getfixturevalue("monkeypatch").setattr(tempfile, "tempdir", str(request.getfixturevalue("tmp_path")))

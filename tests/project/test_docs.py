@@ -140,14 +140,15 @@ def test_the_writer_format_table_is_the_fixtures_own_and_has_no_gap():
 
 
 @pytest.mark.parametrize("section", ["## Keras 3", "## tf_keras"])
-def test_the_checkpoint_guides_examples_run_as_written(section, tmp_path):
+def test_the_checkpoint_guides_examples_run_as_written(section, tmp_path, warm):
     """Each is whole: it builds a wrapper, trains it with BaseModelCheckpoint and loads what it saved."""
     import subprocess
 
     text = (ROOT / "docs" / "checkpoint.md").read_text()
     body = text[text.index(section):]
     code = re.search(r"```python\n(.*?)```", body, re.S).group(1)
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    result = subprocess.run([warm.bin() / "python", "-c", code], cwd=tmp_path, env=warm.environment(_environment()),
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "template" in result.stdout
 
@@ -275,13 +276,26 @@ def _environment():
 PASTED = [page for page in _pages() if str(page.relative_to(ROOT)) not in RUN_ELSEWHERE and _blocks(page)]
 
 
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    """Pasted ``python -c`` and ``mgpu-io`` commands forked from a process that has imported Keras already
+    (tests/support/warm_python.py): the same commands, without each paying Keras' import (3.7 CPU-seconds). The
+    quickstart and ``make demo`` run as real processes: they are what a newcomer starts."""
+    from warm_python import WarmPython
+
+    server = WarmPython(tmp_path_factory.mktemp("warm"), _environment())
+    yield server
+    server.close()
+
+
 @pytest.mark.parametrize("page", PASTED, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_block_a_user_would_paste_runs_as_written(page, tmp_path):
+def test_every_block_a_user_would_paste_runs_as_written(page, tmp_path, warm):
     """Shell blocks run with bash -e, console blocks' commands print what the page shows, Python blocks run; all in
     one folder per page, in order (a later block may use an earlier one's output), as a user pasting them would."""
     import subprocess
 
-    cwd, env = _scratch(tmp_path), _environment()
+    cwd, env = _scratch(tmp_path), warm.environment(_environment())
+    python = str(warm.bin() / "python")
     ran = 0
     for language, code, not_run in _blocks(page):
         if not_run is not None:
@@ -292,7 +306,7 @@ def test_every_block_a_user_would_paste_runs_as_written(page, tmp_path):
                                     timeout=600)
             assert result.returncode == 0, f"{page.name}:\n{code}\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
         elif language == "python":
-            result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+            result = subprocess.run([python, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
                                     timeout=600)
             assert result.returncode == 0, f"{page.name}:\n{code}\n{result.stderr[-3000:]}"
         else:
