@@ -383,11 +383,14 @@ NOTES = """Notes:
   their initializers first (Keras' own load fills them with random numbers, then overwrites them), and reads large
   weights into memory mapped with its pages in place (docs/architecture.md).
 - A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process over these
-  425 files: about 10 ms a file, of which planning (the config's rules and the weights' checks, with the reads
+  425 files (`MGPU_IO_PROBE=0`, `unwrap_tree`): 13.1 ms of CPU a file (5.6 CPU-seconds, 6.0 s); an earlier
+  profile split a file's then 10 ms into planning (the config's rules and the weights' checks, with the reads
   they need) 3.6 ms, writing 3.3 ms (the file is built in memory and written in one go), opening the input and
-  reading its configs 1.2 ms, and `fsync` 0.6-0.9 ms. Two worker processes on the two cores repair 1.7 times as
-  many files a second as one, and the command's start-up (interpreter and imports) takes 0.3 s. The floor above
-  is what the HDF5 calls alone cost.
+  reading its configs 1.2 ms, and `fsync` 0.6-0.9 ms. In worker processes a file costs 15.8 ms of CPU, the
+  supervisor's share included; two workers on the two cores repair 1.68 times as many files a second as one
+  (4.34 s against 7.29 s), and the command's start-up (interpreter and imports) takes 0.3 s. That is the measured
+  reason the folder misses its goal: a file costs about twice the floor's CPU (the HDF5 calls alone), the checks
+  and the planning being the difference, and two workers do not quite double one.
 - The naive recovery (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`) works here only because
   tf_keras runs the slice Lambdas' stored bytecode, which these files hold for the same Python; files of the old
   writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does. It also
