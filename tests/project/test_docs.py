@@ -288,6 +288,31 @@ def warm(tmp_path_factory):
     server.close()
 
 
+def test_a_warm_command_answers_as_the_real_one_does(warm, tmp_path):
+    """The pasted blocks' commands run through tests/support/warm_python.py: each says what the real process says,
+    on the same streams, with the same exit code; a failing block fails there as it would pasted."""
+    import subprocess
+
+    env = warm.environment(_environment())
+    python, real_python = str(warm.bin() / "python"), sys.executable
+    real_cli = str(Path(sys.executable).parent / "mgpu-io")
+    fixture = str(FIXTURES / "k224_functional_bn_x2_full.h5")
+    pairs = [
+        ([python, "-c", "import sys; print(sys.argv[1:]); sys.exit(3)", "a"],
+         [real_python, "-c", "import sys; print(sys.argv[1:]); sys.exit(3)", "a"]),
+        ([python, "-c", "raise ValueError('a block that fails')"],
+         [real_python, "-c", "raise ValueError('a block that fails')"]),
+        (["mgpu-io", "inspect", fixture], [real_cli, "inspect", fixture]),
+        (["mgpu-io", "inspect", "missing.h5"], [real_cli, "inspect", "missing.h5"]),
+    ]
+    for warm_command, real_command in pairs:
+        ours = subprocess.run(warm_command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        theirs = subprocess.run(real_command, cwd=tmp_path, env=_environment(), capture_output=True, text=True,
+                                timeout=600)
+        assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
+    assert ours.returncode == 1 and ours.stderr.startswith("Error: Cannot read the input file.")
+
+
 @pytest.mark.parametrize("page", PASTED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_block_a_user_would_paste_runs_as_written(page, tmp_path, warm):
     """Shell blocks run with bash -e, console blocks' commands print what the page shows, Python blocks run; all in
