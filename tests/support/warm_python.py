@@ -1,9 +1,9 @@
 """Pasted commands without paying Keras' import each time: ``python -c CODE`` and ``mgpu-io ARGS`` run in processes
 forked from one that has imported Keras (with TensorFlow) and mgpu-io already.
 
-The docs' pasted blocks (tests/project/test_docs.py) start about 25 Python processes that each import Keras: about
-3.7 CPU-seconds apiece before their first line runs, most of that test's time. Here a server process (``python
-warm_python.py --serve SOCKET``, started once per pytest worker) imports them once; each command is a child forked
+The docs' pasted blocks (tests/project/test_docs.py) start about 20 Python processes that each import Keras: about
+3.7 CPU-seconds apiece before their first line runs, most of those tests' time. Here a server process (``python
+warm_python.py --serve SOCKET``, started once by that file's fixture) imports them once; each command is a child forked
 from it, given the caller's standard streams, folder, environment and arguments, and run as the console script or
 ``python -c`` runs it: a fresh ``__main__``, ``SystemExit`` as the exit code, an uncaught exception printed as Python
 prints it (exit code 1), ``atexit`` handlers run at the end. The server has run no TensorFlow operation and holds
