@@ -389,8 +389,8 @@ NOTES = """Notes:
   reading its configs 1.2 ms, and `fsync` 0.6-0.9 ms. In worker processes a file costs 15.8 ms of CPU, the
   supervisor's share included; two workers on the two cores repair 1.68 times as many files a second as one
   (4.34 s against 7.29 s), and the command's start-up (interpreter and imports) takes 0.3 s. That is the measured
-  reason the folder misses its goal: a file costs about twice the floor's CPU (the HDF5 calls alone), the checks
-  and the planning being the difference, and two workers do not quite double one.
+  reason the folder misses its goal: a file takes about twice the floor's 8.2 ms (the HDF5 calls alone, `fsync`
+  included), the checks and the planning being the difference, and two workers do not quite double one.
 - The naive recovery (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`) works here only because
   tf_keras runs the slice Lambdas' stored bytecode, which these files hold for the same Python; files of the old
   writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does. It also
