@@ -1,8 +1,10 @@
 """BaseModelCheckpoint where wrappers and data parallelism really run: logical CPU devices, MirroredStrategy,
 MultiWorkerMirroredStrategy, tf_keras, and Keras 2.2.4's own multi_gpu_model on Python 3.7.
 
-Each stack that configures devices runs in its own process (TensorFlow fixes its devices at start-up); the
-checkpoint it writes is then loaded here, in Keras 3 on Python 3.11, and must predict what the trained model did.
+The stacks that configure devices run outside this process (TensorFlow fixes its devices at start-up): those on
+four logical CPU devices one after the other in one process, each multi-worker worker and the legacy stack in their
+own. The checkpoint each writes is then loaded here, in Keras 3 on Python 3.11, and must predict what the trained
+model did.
 """
 
 import json
@@ -47,24 +49,21 @@ def assert_checkpoint_predicts(path, predictions, x):
         np.testing.assert_allclose(model.predict(x, verbose=0), predictions, atol=1e-6)
 
 
-@pytest.mark.parametrize("replicas", [2, 3, 4])
-def test_a_wrapper_over_logical_cpu_devices(tmp_path, replicas):
-    run_script(PRELUDE + """
-replicas = int(sys.argv[2])
+#: The stacks on this process's four logical CPU devices, run one after the other in one process (each pays
+#: TensorFlow's and Keras' import once, not four times): each writes into its own folder, and a stack that fails
+#: leaves its traceback there instead of stopping the others.
+STACKS = {
+    **{f"wrapper-{replicas}": """
+replicas = %d
 base = template(keras)
-wrapper = make_parallel(keras, base, replicas, devices=["/cpu:%d" % i for i in range(replicas)])
+wrapper = make_parallel(keras, base, replicas, devices=["/cpu:%%d" %% i for i in range(replicas)])
 wrapper.compile(optimizer="adam", loss="categorical_crossentropy")
 x, y = data()
 wrapper.fit(x, y, batch_size=12, epochs=2, verbose=0,
             callbacks=[mgpu_io.BaseModelCheckpoint(os.path.join(out, "ckpt.keras"))])
 np.save(os.path.join(out, "predictions.npy"), base.predict(x, verbose=0))
-""", tmp_path, replicas)
-    x, _ = parallel.data()
-    assert_checkpoint_predicts(tmp_path / "ckpt.keras", np.load(tmp_path / "predictions.npy"), x)
-
-
-def test_a_model_trained_under_mirrored_strategy(tmp_path):
-    run_script(PRELUDE + """
+""" % replicas for replicas in (2, 3, 4)},
+    "mirrored": """
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
     model = template(keras)
@@ -73,10 +72,50 @@ x, y = data()
 model.fit(x, y, batch_size=12, epochs=2, verbose=0,
           callbacks=[mgpu_io.BaseModelCheckpoint(os.path.join(out, "ckpt-{epoch}.keras"))])
 np.save(os.path.join(out, "predictions.npy"), model.predict(x, verbose=0))
-""", tmp_path)
+""",
+}
+
+RUN_STACKS = """
+import traceback
+stacks, root = json.loads(sys.argv[2]), out
+for name, body in stacks.items():
+    out = os.path.join(root, name)
+    os.makedirs(out)
+    try:
+        exec(body)
+    except BaseException:
+        with open(os.path.join(out, "error.txt"), "w") as error:
+            error.write(traceback.format_exc())
+    keras.backend.clear_session()
+"""
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory):
+    """The folder of each stack's run: ``{name: folder}``."""
+    root = tmp_path_factory.mktemp("stacks")
+    run_script(PRELUDE + RUN_STACKS, root, json.dumps(STACKS))
+    return {name: root / name for name in STACKS}
+
+
+def _ran(folder):
+    error = folder / "error.txt"
+    assert not error.exists(), error.read_text()[-3000:]
+    return folder
+
+
+@pytest.mark.parametrize("replicas", [2, 3, 4])
+def test_a_wrapper_over_logical_cpu_devices(stacks, replicas):
+    folder = _ran(stacks[f"wrapper-{replicas}"])
     x, _ = parallel.data()
-    assert sorted(p.name for p in tmp_path.glob("ckpt-*")) == ["ckpt-1.keras", "ckpt-2.keras"]
-    assert_checkpoint_predicts(tmp_path / "ckpt-2.keras", np.load(tmp_path / "predictions.npy"), x)
+    assert_checkpoint_predicts(folder / "ckpt.keras", np.load(folder / "predictions.npy"), x)
+
+
+def test_a_model_trained_under_mirrored_strategy(stacks):
+    folder = _ran(stacks["mirrored"])
+    x, _ = parallel.data()
+    assert sorted(p.name for p in folder.glob("ckpt-*")) == ["ckpt-1.keras", "ckpt-2.keras"]
+    assert_checkpoint_predicts(folder / "ckpt-2.keras", np.load(folder / "predictions.npy"), x)
 
 
 # Keras 3.15 cannot create a layer's variables under MultiWorkerMirroredStrategy (measured: "Attempt to convert a

@@ -435,12 +435,9 @@ def test_keras_own_test_saving_lambda_with_mgpu_io_load_model(tmp_path):
     np.testing.assert_allclose(predict(loaded, [x]), want, rtol=1e-5, atol=1e-5)
 
 
-def test_keras_own_test_saving_lambda_as_tf_keras_writes_it(tmp_path):
+def test_keras_own_test_saving_lambda_as_tf_keras_writes_it(tf_keras_wrote):
     """The same test with tf_keras writing the file (what users of TF 2.16+ hold), on this very Python."""
-    pytest.importorskip("tf_keras")
-    path, arrays = tmp_path / "lambda_model.h5", tmp_path / "arrays.npz"
-    subprocess.run([sys.executable, "-c", KERAS_TEST_SAVING_LAMBDA, str(path), str(arrays)], check=True,
-                   capture_output=True, cwd=tmp_path, timeout=300)
+    path, arrays = tf_keras_wrote / "lambda_model.h5", tf_keras_wrote / "arrays.npz"
     mean, std = np.load(arrays)["mean"], np.load(arrays)["std"]
 
     with pytest.raises(ValueError, match="arbitrary code execution"):  # Keras: ValueError, same words
@@ -453,13 +450,10 @@ def test_keras_own_test_saving_lambda_as_tf_keras_writes_it(tmp_path):
     np.testing.assert_allclose(predict(loaded, [x]), (x - mean) / std, rtol=1e-5, atol=1e-5)
 
 
-def test_bytecode_this_python_wrote_that_no_decompiler_reads_runs_as_keras_runs_it_when_trusted(tmp_path):
+def test_bytecode_this_python_wrote_that_no_decompiler_reads_runs_as_keras_runs_it_when_trusted(tf_keras_wrote):
     """A function mgpu-io's decompiler does not read (a loop), written by this very Python: with safe_mode=False it
     is loaded as Keras' own safe_mode=False loads it, with a warning; without trust, nothing of it runs."""
-    pytest.importorskip("tf_keras")
-    path = tmp_path / "loop.h5"
-    subprocess.run([sys.executable, "-c", KERAS_LOOP_LAMBDA, str(path)], check=True, capture_output=True,
-                   cwd=tmp_path, timeout=300)
+    path = tf_keras_wrote / "loop.h5"
     [lam] = mgpu_io.inspect(path).lambdas
     assert "WHILE" not in lam["recovered"]["error"] and "mgpu-io's decompiler stopped at" in lam["recovered"]["error"]
     with pytest.raises(MissingLambda):
@@ -484,6 +478,32 @@ def times_eight(x):
 inputs = tf_keras.layers.Input(shape=(3,))
 tf_keras.Model(inputs, tf_keras.layers.Lambda(times_eight, name="loop")(inputs)).save(sys.argv[1])
 """
+KERAS_WHILE_LAMBDA = KERAS_LOOP_LAMBDA.replace("    for _ in range(3):\n        x = x * 2.0\n",
+                                              "    n = 0\n    while n < 3:\n        x, n = x * 2.0, n + 1\n")
+#: Runs each writer above as ``python -c WRITER ARGS`` would (a fresh ``__main__``, its own ``sys.argv``), one after
+#: the other in one process: the files are what a user's script on this Python writes, for one import of tf_keras.
+WRITE_EACH = r"""
+import json, sys
+import tf_keras
+for code, argv in json.loads(sys.argv[1]):
+    sys.argv = ["-c"] + argv
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    tf_keras.backend.clear_session()
+"""
+
+
+@pytest.fixture(scope="module")
+def tf_keras_wrote(tmp_path_factory):
+    """The folder where tf_keras, on this very Python, wrote the files of the three tests that follow."""
+    pytest.importorskip("tf_keras")
+    folder = tmp_path_factory.mktemp("tf_keras_wrote")
+    jobs = [(KERAS_TEST_SAVING_LAMBDA, [str(folder / "lambda_model.h5"), str(folder / "arrays.npz")]),
+            (KERAS_LOOP_LAMBDA, [str(folder / "loop.h5")]), (KERAS_WHILE_LAMBDA, [str(folder / "while.h5")])]
+    assert "while n < 3" in KERAS_WHILE_LAMBDA
+    done = subprocess.run([sys.executable, "-c", WRITE_EACH, json.dumps(jobs)], capture_output=True, text=True,
+                          cwd=folder, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder
 
 
 def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monkeypatch):
@@ -498,14 +518,8 @@ def test_without_the_extra_everything_works_and_says_how_to_get_the_source(monke
     assert all('pip install "mgpu-io[lambdas]"' in lam["recovered"]["error"] for lam in report.lambdas)
 
 
-def test_a_loop_that_is_not_a_for_loop_is_never_loaded_as_keras_would_even_when_trusted(tmp_path):
+def test_a_loop_that_is_not_a_for_loop_is_never_loaded_as_keras_would_even_when_trusted(tf_keras_wrote):
     """A `while` loop (or crafted bytes that jump to themselves) could run forever: it is the caller's to supply."""
-    pytest.importorskip("tf_keras")
-    path = tmp_path / "while.h5"
-    writer = KERAS_LOOP_LAMBDA.replace("    for _ in range(3):\n        x = x * 2.0\n",
-                                       "    n = 0\n    while n < 3:\n        x, n = x * 2.0, n + 1\n")
-    assert "while n < 3" in writer
-    subprocess.run([sys.executable, "-c", writer, str(path)], check=True, capture_output=True, cwd=tmp_path,
-                   timeout=300)
+    path = tf_keras_wrote / "while.h5"
     with pytest.raises(InvalidArgument, match=r"Lambda layer 'loop''s source cannot be recovered from its bytecode"):
         mgpu_io.load_model(path, safe_mode=False)
