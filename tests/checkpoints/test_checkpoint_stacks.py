@@ -52,17 +52,17 @@ def assert_checkpoint_predicts(path, predictions, x):
 #: The stacks on this process's four logical CPU devices, run one after the other in one process (each pays
 #: TensorFlow's and Keras' import once, not four times): each writes into its own folder, and a stack that fails
 #: leaves its traceback there instead of stopping the others.
-STACKS = {
-    **{f"wrapper-{replicas}": """
-replicas = %d
+WRAPPER = """
 base = template(keras)
-wrapper = make_parallel(keras, base, replicas, devices=["/cpu:%%d" %% i for i in range(replicas)])
+wrapper = make_parallel(keras, base, replicas, devices=["/cpu:%d" % i for i in range(replicas)])
 wrapper.compile(optimizer="adam", loss="categorical_crossentropy")
 x, y = data()
 wrapper.fit(x, y, batch_size=12, epochs=2, verbose=0,
             callbacks=[mgpu_io.BaseModelCheckpoint(os.path.join(out, "ckpt.keras"))])
 np.save(os.path.join(out, "predictions.npy"), base.predict(x, verbose=0))
-""" % replicas for replicas in (2, 3, 4)},
+"""
+STACKS = {
+    **{f"wrapper-{replicas}": f"replicas = {replicas}\n" + WRAPPER for replicas in (2, 3, 4)},
     "mirrored": """
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
