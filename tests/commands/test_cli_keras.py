@@ -4,7 +4,7 @@ import json
 import textwrap
 
 import pytest
-from helpers import FIXTURES, assert_predictions_match, fixture_batch, predict
+from helpers import FIXTURES, assert_predictions_match, fixture_batch, newcomer_environment, predict
 from typer.testing import CliRunner
 
 from mgpu_io.cli import app
@@ -117,7 +117,6 @@ def test_an_h5_beside_the_keras_output_is_left_alone(tmp_path):
 
 def test_commands_that_load_keras_print_no_tensorflow_log_lines(tmp_path):
     """TensorFlow's C++ start-up lines (cudart, cuInit, absl) bypass Python; the CLI keeps them out of its output."""
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -125,8 +124,7 @@ def test_commands_that_load_keras_print_no_tensorflow_log_lines(tmp_path):
     script = Path(sys.executable).parent / "mgpu-io"
     if not script.exists():
         pytest.skip("the console script is not installed in this environment")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_CPP", "ABSL"))}
     done = subprocess.run([str(script), "unwrap", str(WRAPPER), str(tmp_path / "m.keras")], capture_output=True,
-                          text=True, env=env, timeout=300)
+                          text=True, env=newcomer_environment(), timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.startswith(f"Wrote {tmp_path / 'm.keras'}")

@@ -5,6 +5,7 @@ Tests import what they need from here (``from helpers import FIXTURES``); confte
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,13 @@ import pytest
 from jax_env import JAX_PYTHON, jax_environment  # noqa: F401 - the tests import them from here
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def newcomer_environment():
+    """This process's environment without the quiet the root conftest.py sets for the suite (TensorFlow's C++ log
+    level, absl's, no CUDA devices): a user's shell, for the tests of what a user's terminal shows."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("TF_CPP", "ABSL", "CUDA_VISIBLE"))}
+
 # JAX's float32 kernels round differently from TF 1.15's: 1.4e-5 measured on k231_mobilenet_x2_full.h5 (outputs
 # up to 0.73), 6.3e-6 or less on every other fixture; TensorFlow's backend stays within 1e-5 (test_load_model.py).
 JAX_TOLERANCE = 2e-5
