@@ -380,3 +380,11 @@ def with_scoped_objects(custom_objects):
     except ImportError:  # pragma: no cover - a Keras that moved it
         scoped = {}
     return {**scoped, **(custom_objects or {})}
+
+
+def tensorflow_nn():
+    """Keras 3's TensorFlow backend's ``nn`` module (``keras.src.backend.tensorflow.nn``), whose ops every layer's
+    ``keras.ops`` call reaches: :mod:`mgpu_io.keras.runtime` lets its convolutions run on a CPU-only runtime."""
+    import importlib
+
+    return importlib.import_module("keras.src.backend.tensorflow.nn")

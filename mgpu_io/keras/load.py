@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from mgpu_io.anykeras.wrapper import all_layers, non_finite_weights
+from mgpu_io.anykeras.wrapper import non_finite_weights
 from mgpu_io.errors import (
     InvalidArgument,
     KerasRefused,
@@ -46,6 +46,7 @@ from mgpu_io.keras._compat import (
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.optimizers import legacy_classes, rebuilt_optimizer
+from mgpu_io.keras.runtime import adapt
 from mgpu_io.lambdas.supplied import as_mapping, lambda_objects
 
 
@@ -119,12 +120,13 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
     if described.kind == door.KERAS_ARCHIVE:  # Keras 3's own .keras format needs no repair
         model = _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas)
         _warn_non_finite(model, path)
+        adapt(model, keras)
         return model
     plan = _planned(path, weights, outcome[0] if outcome is not None else None, compile)
     model = build(plan, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode, lambdas=lambdas)
     del plan  # its arrays are the model's now
     _warn_non_finite(model, path)
-    _warn_channels_first_on_cpu(model, keras)
+    adapt(model, keras)  # the writer's function by a route this machine runs (channels_first on a CPU, ...)
     return model
 
 
@@ -603,33 +605,6 @@ def _fill_slots(optimizer, optimizer_name, state, deferred):
         for variable, value in zip(by_role.get(role, []), values):
             _assign(variable, value, handed_over=True, deferred=deferred)  # each read by _read, for it alone
     return True
-
-
-def _warn_channels_first_on_cpu(model, keras):
-    """Keras 3 on TensorFlow cannot run channels_first convolutions on a CPU: TensorFlow's CPU kernels fail, or
-    (Conv3D, SeparableConv2D: measured on the layer sweep) compute something else. Say so, never silently."""
-    if keras.backend.backend() != "tensorflow":
-        return
-    found = [
-        inner.name
-        for layer in all_layers(model)
-        for inner in (layer, getattr(layer, "layer", None), getattr(layer, "forward_layer", None))
-        if "Conv" in type(inner).__name__ and getattr(inner, "data_format", None) == "channels_first"
-    ]
-    if not found:
-        return
-    import tensorflow as tf
-
-    if tf.config.list_physical_devices("GPU"):
-        return
-    warnings.warn(
-        f"Layers {sorted(found)} compute with data_format='channels_first', which Keras 3 on TensorFlow cannot run "
-        f"on a CPU: TensorFlow's CPU kernels fail (UnimplementedError) or, for Conv3D and SeparableConv2D, give "
-        f"other results. Run the model on a GPU, or with Keras 3's JAX backend (KERAS_BACKEND=jax), where these "
-        f"layers compute what the old Keras did.",
-        MgpuIOWarning,
-        stacklevel=3,
-    )
 
 
 def _warn_non_finite(model, path):

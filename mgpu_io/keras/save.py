@@ -87,7 +87,9 @@ def unwrap_to_export(source, output, options, *, plan=None, inputs=None, **field
         >>> report.written, report.export["runtime"]
         (True, 'ONNX Runtime')
     """
+    from mgpu_io.keras._compat import import_keras
     from mgpu_io.keras.exports import check_available, export
+    from mgpu_io.keras.runtime import adapt
 
     source, output = Path(source), Path(output)
     options = options if isinstance(options, UnwrapOptions) else UnwrapOptions(output_format=options, **fields)
@@ -105,6 +107,7 @@ def unwrap_to_export(source, output, options, *, plan=None, inputs=None, **field
         lambdas=options.lambdas,
         custom_objects=options.custom_objects,
     )
+    adapt(model, import_keras())  # channels_first on a CPU-only TensorFlow, TimeDistributed in one call
     report = plan.report
     del plan  # its arrays are the model's now
     report.export = export(model, output, name, inputs=inputs, overwrite=options.overwrite)

@@ -40,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MIB = 1 << 20
+#: The section of docs/benchmarks.md that rnn_speed.py writes, which this script keeps.
+RNN_SECTION = ("<!-- rnn_speed.py -->", "<!-- /rnn_speed.py -->")
 
 WRITE = """
 import sys, os
@@ -467,7 +469,11 @@ def write_report(results, runs):
               f"file: reading {floor['read']:.1f} ms, writing {floor['write']:.1f} ms, `fsync` {floor['sync']:.1f} "
               f"ms. Two workers at that cost, with no start-up and no time lost between them, would repair "
               f"{2000 / floor['total']:.0f} files/s.", "", *_probe_lines(results.get("probe")), NOTES]
-    (ROOT / "docs" / "benchmarks.md").write_text("\n".join(lines) + "\n")
+    page = ROOT / "docs" / "benchmarks.md"
+    kept = page.read_text() if page.exists() else ""
+    start, end = kept.find(RNN_SECTION[0]), kept.find(RNN_SECTION[1])
+    section = kept[start:end + len(RNN_SECTION[1])] if start != -1 and end != -1 else ""
+    page.write_text("\n".join(lines) + "\n" + (f"\n{section}\n" if section else ""))  # rnn_speed.py's section kept
     print("wrote docs/benchmarks.md")
 
 

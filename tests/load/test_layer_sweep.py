@@ -5,8 +5,9 @@ refused by name with the reason and the fix. Never may a case load and predict s
 Each writer is one class (TestSweep_<writer>), evaluated once for its tests: pytest-xdist (``--dist loadscope``)
 gives each class to a worker of its own, so that a new writer adds a unit that runs beside the others, not time to
 one long test. Keras 3 evaluates here; tf_keras (where its record does not hold: see
-``test_tf_keras_still_does_what_its_record_says``), and the channels_first convolutions on Keras 3's JAX backend where
-this machine's TensorFlow has no GPU, in one process each per pytest worker (tests/support/layer_sweep_server.py).
+``test_tf_keras_still_does_what_its_record_says``), and the channels_first cases on TensorFlow with oneDNN off (what
+an AMD CPU gets, whatever CI's CPU is) and on Keras 3's JAX backend, each trained a step, in one process each per
+pytest worker (tests/support/layer_sweep_server.py).
 """
 
 import dataclasses
@@ -18,6 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
@@ -56,6 +58,7 @@ class _Server:
 @pytest.fixture(scope="session")
 def servers():
     started = {"tf_keras": _Server(sys.executable, layer_sweep._env()),
+               "no_onednn": _Server(sys.executable, layer_sweep._env(**layer_sweep.NO_ONEDNN)),
                "jax": _Server(layer_sweep.JAX_PYTHON, layer_sweep.jax_environment(TF_CPP_MIN_LOG_LEVEL="3"))}
     yield started
     for server in started.values():
@@ -63,27 +66,32 @@ def servers():
 
 
 def _sweep(writer, servers):
-    """``(outcomes, {case key: tf_keras status})`` of one writer's cases, the three processes working at once.
-    tf_keras' answers are taken from their record where it holds (tests/support/layer_sweep_tf_keras.json)."""
+    """``(outcomes, {case key: tf_keras status}, JAX outcomes)`` of one writer's cases, the processes working at
+    once: the channels_first cases run (and train a step) on TensorFlow with oneDNN off, which gives their outcome,
+    and on JAX. tf_keras' answers are taken from their record where it holds (tests/support/layer_sweep_tf_keras.json)."""
     recorded = layer_sweep.recorded_tf_keras(writer)
     if recorded is None:
         servers["tf_keras"].ask({"tf_keras": writer})
     here, there = layer_sweep.partition([writer])
+    keys = [f"{w}/{c}" for w, c, _ in there]
     on_jax = bool(there) and layer_sweep.JAX_PYTHON.exists()
+    if there:
+        servers["no_onednn"].ask({"evaluate": keys})
     if on_jax:
-        servers["jax"].ask({"evaluate": [f"{w}/{c}" for w, c, _ in there]})
+        servers["jax"].ask({"evaluate": keys})
     outcomes = []
     for _, case, entry in here:
         outcomes.append(layer_sweep.evaluate(writer, case, entry))
         keras.backend.clear_session(free_memory=False)
+    if there:
+        outcomes += [layer_sweep.Outcome(**fields) for fields in servers["no_onednn"].answer()]
     if on_jax:
-        outcomes += [layer_sweep.Outcome(**fields) for fields in servers["jax"].answer()]
+        jax = [layer_sweep.Outcome(**fields) for fields in servers["jax"].answer()]
     else:
-        outcomes += [layer_sweep.Outcome(w, c, e["class"], "not run", "needs .venv-jax (make jax-env)")
-                     for w, c, e in there]
+        jax = [layer_sweep.Outcome(w, c, e["class"], "not run", "needs .venv-jax (make jax-env)") for w, c, e in there]
     order = {case: i for i, (case, _) in enumerate(layer_sweep.cases(writer))}
     tf_keras = recorded if recorded is not None else servers["tf_keras"].answer()
-    return sorted(outcomes, key=lambda o: order[o.case]), tf_keras
+    return sorted(outcomes, key=lambda o: order[o.case]), tf_keras, jax
 
 
 def _cells(row):
@@ -97,21 +105,32 @@ class WriterSweep:
 
     @pytest.fixture(scope="class")
     def sweep(self, servers):
-        outcomes, tf_keras = _sweep(self.writer, servers)
+        outcomes, tf_keras, jax = _sweep(self.writer, servers)
         if os.environ.get("LAYER_SWEEP_KEEP"):  # a folder: `python tests/support/layer_sweep.py --from FOLDER` writes the page
             kept = Path(os.environ["LAYER_SWEEP_KEEP"]) / f"{self.writer}.json"
             kept.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]))
-        return outcomes, tf_keras
+        return outcomes, tf_keras, jax
 
     def test_no_case_loads_with_other_predictions_or_fails_with_a_raw_error(self, sweep):
-        outcomes, _ = sweep
+        outcomes, _, _ = sweep
         assert len(outcomes) == len(layer_sweep.cases(self.writer))
         failures = [f"{o.writer}/{o.case}: {o.status} {o.detail[:300]}" for o in outcomes
                     if o.status in ("DIFFERS", "ERROR", "not run")]
         assert not failures, "\n".join(failures)
 
+    def test_channels_first_cases_run_and_train_on_tensorflow_without_onednn_and_on_jax_alike(self, sweep):
+        """A CPU without oneDNN (an AMD one) runs channels_first convolutions only through load_model's
+        transposes: each such case predicts like its writer there, trains a step, and does the same on JAX."""
+        outcomes, _, jax = sweep
+        first = {o.case: o for o in outcomes if o.backend == "tensorflow (oneDNN off)"}
+        assert set(first) == {case for _, case, _ in layer_sweep.partition([self.writer])[1]}
+        assert not [f"{c}: {o.status} {o.detail[:200]}" for c, o in first.items() if o.status in ("DIFFERS", "ERROR")]
+        elsewhere = [f"{o.case}: {first[o.case].status} on TensorFlow, {o.status} on JAX {o.detail[:200]}"
+                     for o in jax if o.status != first[o.case].status]
+        assert not elsewhere, "\n".join(elsewhere)
+
     def test_every_refusal_is_typed_names_the_layer_class_and_says_what_to_do(self, sweep):
-        outcomes, _ = sweep
+        outcomes, _, _ = sweep
         vague = []
         for outcome in (o for o in outcomes if o.status == "refused"):
             message = outcome.detail.split(": ", 1)[1]
@@ -122,7 +141,7 @@ class WriterSweep:
         assert not vague, "\n".join(vague)
 
     def test_load_model_loads_every_case_that_tf_keras_loads(self, sweep):
-        outcomes, tf_keras = sweep
+        outcomes, tf_keras, _ = sweep
         ours = {f"{o.writer}/{o.case}": o for o in outcomes}
         assert set(tf_keras) == set(ours)  # tf_keras was asked about every case
         behind = [f"{key}: {ours[key].status} {ours[key].detail[:200]}" for key, status in tf_keras.items()
@@ -130,7 +149,7 @@ class WriterSweep:
         assert not behind, "\n".join(behind)
 
     def test_the_layers_page_shows_this_writers_current_result(self, sweep):
-        outcomes, _ = sweep
+        outcomes, _, _ = sweep
         page = layer_sweep.PAGE.read_text().splitlines()
         stale = "docs/layers.md is stale: run `python tests/support/layer_sweep.py`"
         assert layer_sweep.writer_line(self.writer, outcomes) in page, stale
@@ -191,17 +210,24 @@ def test_every_class_in_each_writers_layers_namespace_is_accounted_for():
                 assert info["cases"] and all(case in manifest["cases"] for case in info["cases"]), (writer, cls)
 
 
-def test_tensorflow_on_a_cpu_warns_of_channels_first_convolutions_instead_of_computing_something_else():
+def test_a_channels_first_model_loads_on_a_cpu_without_a_warning_and_says_what_it_did(caplog):
+    """TensorFlow on a CPU runs channels_first convolutions transposed (mgpu_io.keras.runtime): no warning that
+    sends the user to a GPU or to JAX, and the log says what was done."""
     import mgpu_io
 
-    if keras.backend.backend() != "tensorflow" or layer_sweep._on_cpu_tensorflow() is False:
-        pytest.skip("the warning is for Keras 3 on TensorFlow without a GPU")
-    cases = [(w, c, e) for w in layer_sweep.writers() for c, e in layer_sweep.cases(w)
-             if c == "Conv3D-channels_first"]
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the transposes are for Keras 3 on TensorFlow")
+    cases = [(w, c, e) for w in layer_sweep.writers() for c, e in layer_sweep.cases(w) if c == "Conv2D-channels_first"]
     assert cases
-    writer, _, entry = cases[0]
-    with pytest.warns(mgpu_io.MgpuIOWarning, match=r"data_format='channels_first'.*KERAS_BACKEND=jax"):
-        mgpu_io.load_model(layer_sweep.SWEEP / writer / entry["file"], compile=False)
+    writer, case, entry = cases[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mgpu_io.MgpuIOWarning)
+        with caplog.at_level("INFO", logger="mgpu_io"):
+            model = mgpu_io.load_model(layer_sweep.SWEEP / writer / entry["file"], compile=False)
+    xs, ys = layer_sweep._batch(writer, case)
+    assert np.max(np.abs(np.asarray(model(xs[0])) - ys[0])) <= layer_sweep.BOUND
+    if layer_sweep.cpu_only_tensorflow():
+        assert "run convolutions channels_last only" in caplog.text
 
 
 def test_a_refusal_happens_before_keras_is_asked(tmp_path):

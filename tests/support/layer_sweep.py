@@ -12,6 +12,7 @@ Each case is one small model saved whole by the real writer (``fixtures/generate
 checks every case and that the page is current. Running it imports Keras 3.
 """
 
+import sys
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -119,14 +120,14 @@ def looked(path):
                 config, rules = plan.config, list(plan.report.config_changes)
     except mgpu_io.MgpuIOError:
         return [], functions or None, False
-    channels_first = any("Conv" in str(layer.get("class_name")) and
-                         (layer.get("config") or {}).get("data_format") == "channels_first"
+    channels_first = any((layer.get("config") or {}).get("data_format") == "channels_first"
                          for layer in walk_layers(config or {}, wrapped=True))
     return rules, functions or None, channels_first
 
 
-def evaluate(writer, case, entry):
-    """Load one case with ``mgpu_io.load_model`` and compare its predictions with the writer's."""
+def evaluate(writer, case, entry, train=False):
+    """Load one case with ``mgpu_io.load_model`` and compare its predictions with the writer's; ``train``: then
+    run one SGD step on the writer's batch, which must give a finite loss."""
     import mgpu_io
 
     path = SWEEP / writer / entry["file"]
@@ -147,8 +148,13 @@ def evaluate(writer, case, entry):
                                  for g, y in zip(got, ys))
         if not outcome.difference <= BOUND:
             outcome.status, outcome.detail = "DIFFERS", f"max abs difference {outcome.difference:.2g}"
-        else:
-            outcome.status = "converted" if outcome.rules else "loads"
+            return outcome
+        if train:
+            loss = _one_training_step(model, xs, ys)
+            if not np.isfinite(loss):
+                outcome.detail = f"one SGD step gave the loss {loss}"
+                return outcome
+        outcome.status = "converted" if outcome.rules else "loads"
     except mgpu_io.MgpuIOError as error:
         outcome.status, outcome.detail = "refused", f"{type(error).__name__}: {error}"
     except Exception as error:  # noqa: BLE001 - recorded as a failure of mgpu-io, for the test to show
@@ -158,13 +164,27 @@ def evaluate(writer, case, entry):
 
 
 
-def channels_first_convolution(path):
-    """Whether the repaired model has a convolution computed channels_first, which Keras 3 on TensorFlow cannot
-    run on a CPU (``mgpu_io.load_model`` warns there); the sweep checks those on Keras 3's JAX backend."""
+def _one_training_step(model, xs, ys):
+    """One SGD step of ``model`` towards the writer's outputs (mean squared error); the loss, as a float."""
+    model.compile(optimizer="sgd", loss="mse")
+    loss = model.train_on_batch(xs if len(xs) > 1 else xs[0], ys if len(ys) > 1 else ys[0])
+    return float(np.asarray(loss if np.ndim(loss) == 0 else np.ravel(loss)[0]))
+
+
+def channels_first(path):
+    """Whether the repaired model has a layer that computes channels_first (``data_format``), which TensorFlow's
+    CPU kernels without oneDNN cannot run as they are (``mgpu_io.load_model`` runs them transposed there); the
+    sweep runs these on TensorFlow with oneDNN off, and on Keras 3's JAX backend."""
     return looked(path)[2]
 
 
-def _on_cpu_tensorflow():
+#: What the channels_first cases run on beside the sweep's own process: TensorFlow's CPU kernels without oneDNN,
+#: whatever this machine's CPU (an AMD CPU has none; an Intel one turns it on unless told).
+NO_ONEDNN = {"TF_ENABLE_ONEDNN_OPTS": "0"}
+
+
+def cpu_only_tensorflow():
+    """Whether this process's Keras runs on TensorFlow with CPUs only."""
     import keras
 
     if keras.backend.backend() != "tensorflow":
@@ -175,15 +195,22 @@ def _on_cpu_tensorflow():
 
 
 def partition(only=None):
-    """``(here, there)``: the ``(writer, case, entry)`` of the writers ``only`` (default: all) that this process
-    evaluates, and those it cannot (channels_first convolutions, on TensorFlow without a GPU: evaluated on JAX)."""
+    """``(here, there)``: the ``(writer, case, entry)`` of the writers ``only`` (default: all) that the sweep's own
+    process evaluates, and its channels_first cases, which run in a TensorFlow process with oneDNN off
+    (:data:`NO_ONEDNN`) and in a JAX one."""
     here, there = [], []
-    cpu = _on_cpu_tensorflow()
     for writer in only or writers():
         for case, entry in cases(writer):
-            (there if cpu and channels_first_convolution(SWEEP / writer / entry["file"])
-             else here).append((writer, case, entry))
+            (there if channels_first(SWEEP / writer / entry["file"]) else here).append((writer, case, entry))
     return here, there
+
+
+def tensorflow_label():
+    """How the sweep names this process's TensorFlow in an outcome: ``tensorflow`` or ``tensorflow (oneDNN
+    off)``."""
+    import os
+
+    return "tensorflow (oneDNN off)" if os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0" else "tensorflow"
 
 
 def summary(outcomes):
@@ -194,31 +221,47 @@ def summary(outcomes):
     return f"{len(outcomes)} (" + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + ")"
 
 
+def evaluate_keys(keys):
+    """The outcomes of these ``writer/case`` keys in this process's backend, each trained a step (they are the
+    channels_first cases: see :func:`partition`), each named by its backend (:func:`tensorflow_label`)."""
+    import keras
+
+    done = []
+    for key in keys:
+        writer, case = key.split("/", 1)
+        outcome = evaluate(writer, case, manifest(writer)["cases"][case], train=True)
+        backend = keras.backend.backend()
+        outcome.backend = tensorflow_label() if backend == "tensorflow" else backend
+        done.append(outcome)
+        keras.backend.clear_session(free_memory=False)
+    return done
+
+
 def results(jobs=()):
     """Every case of every writer, evaluated (several hundred small models: a few minutes on 2 cores).
 
-    On TensorFlow without a GPU, channels_first convolutions are evaluated in a JAX process; ``jobs`` are other
-    processes started beside (their output is not read here)."""
+    The channels_first cases are evaluated in a TensorFlow process with oneDNN off, which gives their outcomes, and
+    in a JAX one, whose outcomes are returned second; ``jobs`` are other processes started beside (their output is
+    not read here)."""
     import subprocess
 
     import keras
 
     here, there = partition()
-    jax = None
-    if there and JAX_PYTHON.exists():
-        jax = subprocess.Popen([str(JAX_PYTHON), __file__, "--evaluate", *[f"{w}/{c}" for w, c, _ in there]],
-                               stdout=subprocess.PIPE, text=True, env=jax_environment(TF_CPP_MIN_LOG_LEVEL="3"))
+    keys = [f"{w}/{c}" for w, c, _ in there]
+    started = {"tensorflow": subprocess.Popen([sys.executable, __file__, "--evaluate", *keys], stdout=subprocess.PIPE,
+                                              text=True, env=_env(**NO_ONEDNN))}
+    if JAX_PYTHON.exists():
+        started["jax"] = subprocess.Popen([str(JAX_PYTHON), __file__, "--evaluate", *keys], stdout=subprocess.PIPE,
+                                          text=True, env=jax_environment(TF_CPP_MIN_LOG_LEVEL="3"))
     outcomes = []
     for writer, case, entry in here:
         outcomes.append(evaluate(writer, case, entry))
         keras.backend.clear_session(free_memory=False)  # gc.collect() would take a second a case
-    if jax is not None:
-        stdout, _ = jax.communicate()
-        outcomes += [Outcome(**fields) for fields in json.loads(stdout.strip().splitlines()[-1])]
-    else:
-        outcomes += [Outcome(w, c, e["class"], "not run", "needs .venv-jax (make jax-env)") for w, c, e in there]
+    answers = {name: [Outcome(**fields) for fields in json.loads(process.communicate()[0].strip().splitlines()[-1])]
+               for name, process in started.items()}
     order = {(w, c): i for i, (w, c, _) in enumerate((w, c, e) for w in writers() for c, e in cases(w))}
-    return sorted(outcomes, key=lambda o: order[(o.writer, o.case)])
+    return sorted(outcomes + answers["tensorflow"], key=lambda o: order[(o.writer, o.case)]), answers.get("jax", [])
 
 
 def _env(**values):
@@ -330,8 +373,8 @@ def cell(writer, cls, outcomes):
     refused = [o for o in mine if o.status == "refused"]
     rules = sorted({rule for o in mine for rule in o.rules})
     loaded = "loads" + (f" ({', '.join(f'`{r}`' for r in rules)})" if rules else "")
-    if any(o.backend == "jax" and o.status in ("loads", "converted") for o in mine):
-        loaded += " [channels_first: checked on JAX]"
+    if any(o.backend == "tensorflow (oneDNN off)" and o.status in ("loads", "converted") for o in mine):
+        loaded += " [channels_first: run and trained on TensorFlow with oneDNN off]"
     if not refused:
         return loaded
     reason = _first_sentence(refused[0].detail.split(": ", 1)[1])
@@ -395,22 +438,16 @@ if __name__ == "__main__":
     if "--evaluate" in sys.argv:  # these writer/case keys, in this process's Keras backend
         from dataclasses import asdict
 
-        keys = sys.argv[sys.argv.index("--evaluate") + 1:]
-        import keras
-
-        done = []
-        for key in keys:
-            writer, case = key.split("/", 1)
-            outcome = evaluate(writer, case, manifest(writer)["cases"][case])
-            outcome.backend = keras.backend.backend()
-            done.append(asdict(outcome))
-        print(json.dumps(done))
+        print(json.dumps([asdict(o) for o in evaluate_keys(sys.argv[sys.argv.index("--evaluate") + 1:])]))
         sys.exit(0)
     if "--from" in sys.argv:  # the outcomes that tests/load/test_layer_sweep.py kept (LAYER_SWEEP_KEEP=FOLDER), by writer
         kept = Path(sys.argv[sys.argv.index("--from") + 1])
         done = [Outcome(**fields) for w in writers() for fields in json.loads((kept / f"{w}.json").read_text())]
     else:
-        done = results()
+        done, on_jax = results()
+        for outcome in on_jax:
+            if outcome.status not in ("loads", "converted", "refused"):
+                print("on JAX:", outcome.writer, outcome.case, outcome.status, outcome.detail[:200])
     PAGE.write_text(render(done))
     for outcome in done:
         if outcome.status in ("DIFFERS", "ERROR", "refused") and "-v" in sys.argv:

@@ -4,7 +4,8 @@
 It reads one JSON request a line on stdin and writes one JSON answer a line:
 ``{"tf_keras": "k224"}`` -> ``{"k224/Dense": "loads", ...}`` (:func:`layer_sweep.tf_keras_outcomes`);
 ``{"tf_keras_cases": ["k224/Dense", ...]}`` -> the same for these cases only;
-``{"evaluate": ["k224/Conv3D-channels_first", ...]}`` -> ``[Outcome fields, ...]`` in this process's backend.
+``{"evaluate": ["k224/Conv3D-channels_first", ...]}`` -> ``[Outcome fields, ...]`` in this process's backend, each
+case trained a step (:func:`layer_sweep.evaluate_keys`).
 """
 
 import json
@@ -30,15 +31,7 @@ def main():
             keys = request["tf_keras_cases"]
             answer = layer_sweep.tf_keras_outcomes(sorted({key.split("/")[0] for key in keys}), keys=set(keys))
         else:
-            import keras
-
-            answer = []
-            for key in request["evaluate"]:
-                writer, case = key.split("/", 1)
-                outcome = layer_sweep.evaluate(writer, case, layer_sweep.manifest(writer)["cases"][case])
-                outcome.backend = keras.backend.backend()
-                answer.append(asdict(outcome))
-                keras.backend.clear_session(free_memory=False)
+            answer = [asdict(outcome) for outcome in layer_sweep.evaluate_keys(request["evaluate"])]
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
 

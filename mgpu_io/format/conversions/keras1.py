@@ -15,7 +15,8 @@ Where to look: the class and argument tables are in ``_keras1_layers.py``, the M
 files need too) in ``_merge.py``, the weights in the Keras 2 layout in ``keras1_weights.py`` (its own family).
 
 Keras 1 computed ``'th'`` convolutions on TensorFlow by transposing to ``'tf'`` and back; Keras 3 computes
-``channels_first`` directly, which TensorFlow's CPU kernels cannot (``mgpu_io.load_model`` warns there).
+``channels_first`` directly, which TensorFlow's CPU kernels without oneDNN cannot: ``mgpu_io.load_model`` runs them
+transposed there, as Keras 1 did (``mgpu_io/keras/runtime.py``).
 """
 
 from dataclasses import dataclass, field
@@ -478,7 +479,8 @@ FAMILY = Family(
         Rule(
             "keras1-channels-first",
             "`dim_ordering='th'` becomes `data_format='channels_first'`",
-            "not readable by Keras 3; TensorFlow on a CPU cannot run channels_first convolutions (load_model warns)",
+            "not readable by Keras 3; TensorFlow's CPU kernels run convolutions channels_last only (load_model transposes "
+            "them there, as Keras 1 did)",
             (),
         ),
         Rule(
