@@ -393,15 +393,151 @@ _DATA_INPUTS = (
 )
 
 
+#: TensorFlow's modules whose functions a ``TFOpLambda`` may call by name: its op modules, and where constants and
+#: conversions live.
+_OP_MODULES = ("tensorflow.python.ops.",)
+_ALSO = ("tensorflow.python.framework.constant_op", "tensorflow.python.framework.tensor_conversion")
+#: Op modules whose functions reach outside the computation (files, printing, Python callbacks, variables, queues,
+#: tables, summaries, datasets, collectives) or take code (control flow): never called by name.
+_OUTSIDE_MODULES = frozenset(
+    [
+        "io_ops",
+        "gen_io_ops",
+        "logging_ops",
+        "gen_logging_ops",
+        "script_ops",
+        "gen_script_ops",
+        "state_ops",
+        "gen_state_ops",
+        "variables",
+        "variable_v1",
+        "ref_variable",
+        "resource_variable_ops",
+        "gen_resource_variable_ops",
+        "variable_scope",
+        "data_flow_ops",
+        "gen_data_flow_ops",
+        "lookup_ops",
+        "gen_lookup_ops",
+        "summary_ops_v2",
+        "gen_summary_ops",
+        "gen_dataset_ops",
+        "gen_experimental_dataset_ops",
+        "session_ops",
+        "gen_user_ops",
+        "batch_ops",
+        "gen_batch_ops",
+        "collective_ops",
+        "gen_collective_ops",
+        "gen_nccl_ops",
+        "tensor_array_ops",
+        "critical_section_ops",
+        "gen_debug_ops",
+        "template",
+        "cond",
+        "cond_v2",
+        "while_loop",
+        "while_v2",
+        "map_fn",
+        "functional_ops",
+        "control_flow_ops",
+        "control_flow_v2_func_graphs",
+        "stateful_random_ops",
+        "gen_stateful_random_ops",
+        "custom_gradient",
+        "gradients_impl",
+        "gen_tpu_ops",
+        "gen_sendrecv_ops",
+        "gen_rpc_ops",
+    ]
+)
+
+
+def tensorflow_function(name):
+    """The TensorFlow function ``tf.<name>`` that a ``TFOpLambda`` names, if the policy lets mgpu-io call it: the
+    name passes :func:`~mgpu_io.format.conversions.tfops.tensorflow_function_refusal`, resolves attribute by
+    attribute from the ``tensorflow`` module to a function (not a class), defined in TensorFlow's op modules and in
+    none that reaches outside the computation. Raises :class:`UnsupportedModel` naming the function otherwise.
+
+    Example:
+        >>> tensorflow_function("compat.v1.size").__name__
+        'size'
+    """
+    import inspect
+
+    from mgpu_io.errors import UnsupportedModel
+    from mgpu_io.format.conversions.tfops import tensorflow_function_refusal
+
+    reason = tensorflow_function_refusal(name)
+    found = None
+    if reason is None:
+        import tensorflow as tf
+
+        found = tf
+        for part in name.split("."):
+            found = getattr(found, part, None)
+            if found is None:
+                reason = f"this TensorFlow ({tf.__version__}) has no tf.{name}"
+                break
+    if reason is None:
+        module = getattr(inspect.unwrap(found), "__module__", None) or ""
+        if inspect.isclass(found) or not callable(found):
+            reason = "it is not a function"
+        elif not (module.startswith(_OP_MODULES) or module in _ALSO) or module.rsplit(".", 1)[-1] in _OUTSIDE_MODULES:
+            reason = (
+                f"it is defined in {module or 'no module'}, outside the op modules that compute on their inputs only"
+            )
+    if reason is not None:
+        raise UnsupportedModel(
+            problem=f"A TFOpLambda calls tf.{str(name)[:80]}, which mgpu-io does not call: {reason}",
+            expected="a public TensorFlow function that computes on its inputs and nothing else",
+            received=f"function={str(name)[:80]!r}",
+            fix="Rebuild the template in code and load the weights with mgpu_io.transfer_weights",
+        )
+    return found
+
+
+def _filled(template, inputs):
+    """A stored call argument with each ``{"__input__": k}`` replaced by the layer's input ``k``."""
+    if isinstance(template, dict) and set(template) == {"__input__"}:
+        return inputs[template["__input__"]]
+    if isinstance(template, list):
+        return [_filled(item, inputs) for item in template]
+    if isinstance(template, dict):
+        return {key: _filled(item, inputs) for key, item in template.items()}
+    return template
+
+
+def _counterpart(function, call):
+    """The ``keras.ops`` function of the same name as the TensorFlow function, for a backend other than TensorFlow,
+    if it takes the stored call (its first argument, and its keyword arguments by name); else ``None``."""
+    import inspect
+
+    found = getattr(ops, function.rsplit(".", 1)[-1], None)
+    if found is None or len(call.get("args", ())) != 1:
+        return None
+    try:
+        parameters = inspect.signature(found).parameters
+    except (TypeError, ValueError):
+        return None
+    return found if all(key in parameters for key in call.get("kwargs", {})) else None
+
+
 @keras.saving.register_keras_serializable(package="mgpu_io", name="TFOp")
 class TFOp(Layer):
-    """A TensorFlow op as tf.keras' ``TensorFlowOpLayer``/``TFOpLambda`` ran it, computed with ``keras.ops``.
+    """A TensorFlow op or function as tf.keras' ``TensorFlowOpLayer``/``TFOpLambda`` ran it.
+
+    On TensorFlow, a ``TFOpLambda``'s function (``function``, with its stored ``call``) is called by name, as tf_keras
+    does, where the policy lets it (:func:`tensorflow_function`); otherwise the op (``op``) is computed with
+    ``keras.ops`` on every backend, and a function outside mgpu-io's table by the ``keras.ops`` function of its name.
 
     Args:
-        op: the TensorFlow op's name (a key of ``COMPUTE``).
+        op: the TensorFlow op's name (a key of ``COMPUTE``), or ``None`` for a function outside the table.
         attrs: the op's attributes, as plain values (``{"keep_dims": True}``).
         constants: ``{input position: value}``: the op's inputs stored in the file.
-        inputs: how many inputs the op takes, constants included.
+        inputs: how many inputs the layer takes (the op's, constants included; or the call's tensors).
+        function: the TensorFlow function's name (``"compat.v1.size"``), for a ``TFOpLambda``.
+        call: its stored call: ``{"args": [first], "kwargs": {...}}``, each input ``{"__input__": k}``.
 
     Example:
         >>> import numpy as np
@@ -410,12 +546,44 @@ class TFOp(Layer):
         [[2.0, 6.0]]
     """
 
-    def __init__(self, op, attrs=None, constants=None, inputs=1, **kwargs):
+    def __init__(self, op=None, attrs=None, constants=None, inputs=1, function=None, call=None, **kwargs):
         super().__init__(**kwargs)
-        if op not in COMPUTE:
+        if op is not None and op not in COMPUTE:
             raise ValueError(f"TFOp cannot compute the TensorFlow op {op!r}. Expected one of {sorted(COMPUTE)}.")
         self.op, self.attrs, self.inputs = op, dict(attrs or {}), int(inputs)
         self.constants = {int(key): value for key, value in (constants or {}).items()}
+        self.function, self.call_template = function, call
+        self._by_name = None
+        if function is not None and isinstance(call, dict):
+            self._by_name = self._resolve(function, call)
+        elif op is None:
+            raise ValueError("TFOp needs an op or a function. Received: op=None, function=None.")
+
+    def _resolve(self, function, call):
+        """The function to call by name: TensorFlow's own on TensorFlow, else the ``keras.ops`` counterpart of one
+        outside the table; ``None`` where the op serves. Refuses what neither can compute."""
+        from mgpu_io.errors import UnsupportedModel
+
+        if keras.backend.backend() == "tensorflow":
+            try:
+                return tensorflow_function(function)
+            except UnsupportedModel:
+                if self.op is not None:  # the table computes it (a function of Keras' own namespace, say)
+                    return None
+                raise
+        if self.op is not None:
+            return None
+        found = _counterpart(function, call)
+        if found is None:
+            raise UnsupportedModel(
+                problem=f"A TFOpLambda calls tf.{function}, which Keras 3's {keras.backend.backend()} backend has "
+                f"no function for",
+                expected="a keras.ops function of the same name that takes the stored arguments",
+                received=f"function={function!r}, arguments={sorted(call.get('kwargs', {}))}",
+                fix="Load the model with Keras 3 on TensorFlow (KERAS_BACKEND=tensorflow), which calls the function "
+                "by name",
+            )
+        return found
 
     def _constant(self, index, value, tensor):
         """A stored input: data of the op's type ``T`` (a TFOpLambda records none: TensorFlow converted a Python
@@ -431,19 +599,30 @@ class TFOp(Layer):
 
     def call(self, inputs):
         args = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if self._by_name is not None:
+            template = self.call_template
+            first, *rest = _filled(template["args"], args)
+            if self.function.startswith("__operators__.") and args and not keras.ops.is_tensor(first):
+                # Python's reflected operator (``1.0 + x``, recorded as __operators__.add(1.0, x)): the number is
+                # converted to the tensor's type, as x.__radd__ does; TensorFlow's operator functions take tensors
+                first = keras.ops.convert_to_tensor(first, dtype=args[0].dtype)
+            return self._by_name(first, *rest, **_filled(template.get("kwargs", {}), args))
         tensor = args[0] if args else None
         for index in sorted(self.constants):
             args.insert(index, self._constant(index, self.constants[index], tensor))
         return COMPUTE[self.op](args, self.attrs)
 
     def get_config(self):
-        return dict(
+        config = dict(
             super().get_config(),
             op=self.op,
             attrs=self.attrs,
             constants={str(key): value for key, value in self.constants.items()},
             inputs=self.inputs,
         )
+        if self.function is not None:
+            config.update(function=self.function, call=self.call_template)
+        return config
 
 
 #: The AddLoss and AddMetric layers built while :func:`collecting` (the model under construction), in order.

@@ -73,7 +73,7 @@ def measure(python, env, who, path, steps, limit):
     """``{figure: seconds}`` from one fresh process; a figure it did not reach within ``limit`` is ``None``."""
     try:
         done = subprocess.run([str(python), "-c", MEASURE, who, str(path), str(steps)], capture_output=True,
-                              text=True, env=env, timeout=limit * 3 + 60)
+                              text=True, env=env, timeout=limit + 90)
         out = done.stdout
     except subprocess.TimeoutExpired as error:
         out = error.stdout.decode() if isinstance(error.stdout, bytes) else (error.stdout or "")
@@ -85,7 +85,7 @@ def measure(python, env, who, path, steps, limit):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[100, 8801])
-    parser.add_argument("--limit", type=float, default=120.0, help="seconds after which a figure is not waited for")
+    parser.add_argument("--limit", type=float, default=90.0, help="seconds after which a process is not waited for (its figures so far are kept)")
     parser.add_argument("--workdir", default=str(ROOT / "build" / "bench"))
     parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
     args = parser.parse_args()

@@ -443,9 +443,10 @@ def test_an_argument_keras3_cannot_express_is_refused_by_name(cls, settings, mes
     assert str(error.value).startswith(message)
 
 
-def test_a_tf_op_lambda_flat_node_is_read_and_an_unknown_function_refused_by_name():
+def test_a_tf_op_lambda_flat_node_is_read_and_a_function_outside_the_computation_refused_by_name():
     """tf.keras 2.4+ writes TFOpLambda layers with one flat inbound node ([name, 0, 0, kwargs]); a function that
-    mgpu-io computes becomes its TFOp layer, any other is refused by name."""
+    mgpu-io computes becomes its TFOp layer, with its name and call for TensorFlow; one that reaches outside the
+    computation is refused by name."""
     from mgpu_io.errors import UnsupportedModel
     from mgpu_io.format.config import inbound_nodes
     from mgpu_io.format.conversions import Context, convert_config
@@ -462,9 +463,12 @@ def test_a_tf_op_lambda_flat_node_is_read_and_an_unknown_function_refused_by_nam
     assert (changes, layer["class_name"], layer["config"]["op"], layer["config"]["constants"]) == (
         ["tf-op-lambda"], "mgpu_io>TFOp", "Mul", {"1": 2.0})
     assert layer["inbound_nodes"] == [[["inp", 0, 0, {}]]]
-    config["config"]["layers"][1]["config"]["function"] = "math.bessel_i0"
-    with pytest.raises(UnsupportedModel, match=r"^Layer 'tf.math.multiply' is a TFOpLambda: it calls the TensorFlow "
-                                               r"function tf.math.bessel_i0, which mgpu-io does not compute"):
+    assert layer["config"]["function"] == "math.multiply"  # TensorFlow calls it by name, the op serves elsewhere
+    assert layer["config"]["call"] == {"args": [{"__input__": 0}], "kwargs": {"y": 2.0}}
+    config["config"]["layers"][1]["config"]["function"] = "io.write_file"
+    with pytest.raises(UnsupportedModel, match=r"^Layer 'tf.math.multiply' is a TFOpLambda that calls "
+                                               r"tf.io.write_file, which mgpu-io does not call: it reaches outside "
+                                               r"the computation \(the namespace tf.io\)"):
         convert_config(config, Context())
 
 

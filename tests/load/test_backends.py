@@ -44,10 +44,14 @@ def test_tf_keras_2_4_to_2_15_files_predict_evaluate_and_train_on_jax(measured):
     """SlicingOpLambda, TFOpLambda, AddLoss and AddMetric of TF 2.5, 2.8 and 2.15's files: the writer's predictions,
     evaluate numbers (relative to values above 1) and predictions after one SGD step."""
     tfops = measured["tfops"]
-    assert len(tfops) == 15
+    assert len(tfops) == 17
     failed = {name: value for name, value in tfops.items() if isinstance(value, str)}
-    assert failed == {}
-    assert max(tfops.values()) <= JAX_TOLERANCE
+    # the two files whose functions TensorFlow calls by name (tf.compat.v1.size, tf.compat.v1.shape with out_type)
+    # are refused on JAX in one line naming the function and the backend that runs it
+    assert sorted(failed) == ["tf215_movenet_classifier_full.h5", "tf215_outside_the_table_full.h5"]
+    assert all(value.startswith("UnsupportedModel: A TFOpLambda calls tf.compat.v1.") and "KERAS_BACKEND=tensorflow"
+               in value for value in failed.values())
+    assert max(value for value in tfops.values() if not isinstance(value, str)) <= JAX_TOLERANCE
 
 
 def test_tf_keras_2_4_to_2_15_applications_predict_as_their_writer_on_jax(measured):

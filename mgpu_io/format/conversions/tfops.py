@@ -253,6 +253,56 @@ FUNCTIONS = {
     "nn.log_softmax": _f("LogSoftmax", ["logits"], [("axis", "axis")], axis=None),
 }
 
+#: Namespaces of TensorFlow's API whose functions reach outside the computation (files, summaries, datasets, training
+#: state, devices, the raw op registry, Python callbacks): a ``TFOpLambda`` that names one is refused by name.
+OUTSIDE_NAMESPACES = (
+    "io", "gfile", "summary", "data", "saved_model", "train", "raw_ops", "debugging", "config", "distribute", "tpu",
+    "lite", "sysconfig", "autograph", "profiler", "estimator", "feature_column", "queue", "lookup", "keras", "test",
+    "errors", "app", "flags", "logging", "resource_loader", "experimental", "mlir", "saved_model", "tools", "user_ops",
+    "variable_creator_scope", "random.experimental", "__internal__",
+)  # fmt: skip
+#: Functions outside those namespaces that reach outside the computation, take code, or hold state.
+OUTSIDE_FUNCTIONS = (
+    "print", "Print", "py_function", "numpy_function", "py_func", "eager_py_func", "load_library", "load_op_library",
+    "Variable", "get_variable", "assign", "assign_add", "assign_sub", "placeholder", "placeholder_with_default",
+    "sparse_placeholder", "set_random_seed", "random.set_seed", "function", "custom_gradient", "init_scope",
+    "control_dependencies", "device", "name_scope", "variable_scope", "get_collection", "add_to_collection",
+    "make_template", "Session", "InteractiveSession", "cond", "case", "while_loop", "map_fn", "scan", "foldl", "foldr",
+    "vectorized_map", "switch_case", "recompute_grad", "get_logger", "executing_eagerly", "enable_eager_execution",
+)  # fmt: skip
+
+
+def tensorflow_function_refusal(function):
+    """Why mgpu-io does not call the TensorFlow function ``tf.<function>`` that a ``TFOpLambda`` names, or ``None``.
+
+    The policy, for a name read from a file that may be hostile: public names of TensorFlow's API only (dotted
+    identifiers without a leading underscore, or tf_keras' ``__operators__`` namespace), none of
+    :data:`OUTSIDE_NAMESPACES` or :data:`OUTSIDE_FUNCTIONS` (also under ``compat.v1``/``compat.v2``).
+    :func:`mgpu_io.keras.tfops.tensorflow_function` then checks what the name resolves to: a function of
+    TensorFlow's op modules.
+
+    Example:
+        >>> tensorflow_function_refusal("compat.v1.size") is None, tensorflow_function_refusal("io.write_file")
+        (True, 'it reaches outside the computation (the namespace tf.io)')
+    """
+    parts = function.split(".") if isinstance(function, str) else []
+    if not parts or not all(part.isidentifier() and part.isascii() for part in parts):
+        return "its name is not a dotted Python name"
+    if len(parts) > 8:
+        return "its name is longer than any of TensorFlow's API"
+    if any(part.startswith("_") for part in parts) and not (parts[0] == "__operators__" and len(parts) == 2):
+        return "its name is private (a leading underscore)"
+    if parts[:1] == ["compat"] and parts[1:2] in (["v1"], ["v2"]):
+        parts = parts[2:]
+    name = ".".join(parts)
+    for namespace in OUTSIDE_NAMESPACES:
+        if name == namespace or name.startswith(namespace + "."):
+            return f"it reaches outside the computation (the namespace tf.{namespace})"
+    if name in OUTSIDE_FUNCTIONS or parts[-1] in OUTSIDE_FUNCTIONS:
+        return "it reaches outside the computation, takes code or holds state"
+    return None
+
+
 #: Reductions whose ``axis=None`` means every axis.
 _ALL_AXES = ("Mean", "Sum", "Max", "Min", "Prod")
 
@@ -396,29 +446,64 @@ def _is_history(value, names):
     return (
         isinstance(value, list)
         and len(value) == 3
+        and isinstance(value[0], str)
         and value[0] in names
         and all(isinstance(v, int) and not isinstance(v, bool) for v in value[1:])
     )
 
 
+def _call_template(value, names, tensors):
+    """A stored call argument with each Keras tensor (a ``[layer, node, tensor]`` history) replaced by
+    ``{"__input__": k}``, its position among the layer's inputs ``tensors`` (added there if new)."""
+    if _is_history(value, names):
+        if value not in tensors:
+            tensors.append(value)
+        return {"__input__": tensors.index(value)}
+    if isinstance(value, list) and value[:2] == ["_CONSTANT_VALUE", -1] and len(value) == 3:
+        return value[2]
+    if isinstance(value, list):
+        return [_call_template(item, names, tensors) for item in value]
+    if isinstance(value, dict):
+        return {key: _call_template(item, names, tensors) for key, item in value.items()}
+    return value
+
+
 def _op_lambda(layer, names):
-    """A ``TFOpLambda`` as ``mgpu_io>TFOp``: the function's name mapped to its op, the call's arguments placed as
-    the op's inputs (tensors: the layer's inputs; values: constants) and attributes."""
+    """A ``TFOpLambda`` as ``mgpu_io>TFOp``: the TensorFlow function by its stored name and its call as stored
+    (``function`` and ``call``: the first argument and the keyword arguments, each Keras tensor an input of the
+    layer), which TensorFlow runs by name; for a function of :data:`FUNCTIONS`, also the op it emits, which every
+    other backend computes with ``keras.ops``. Returns ``(config, by_name)``: whether only the name serves."""
     settings = layer["config"]
     function = settings.get("function")
-    if function not in FUNCTIONS:
-        _refuse(
-            layer,
-            f"it calls the TensorFlow function tf.{function}, which mgpu-io does not compute",
-            f"function={function!r}",
-        )
-    spec = FUNCTIONS[function]
+    refusal = tensorflow_function_refusal(function)
+    if refusal is not None and function not in FUNCTIONS:
+        _refuse_function(layer, function, refusal)
     nodes = _nodes(layer)
     if not nodes or len(nodes) != 1:
         _refuse(layer, "it is called other than once with stored arguments", f"inbound_nodes={nodes!r}"[:200])
     first, kwargs, listed = nodes[0]
     first = [entry[2] if entry[:2] == ["_CONSTANT_VALUE", -1] else entry for entry in first]  # a value, not a tensor
     kwargs = {key: value for key, value in kwargs.items() if key != "name"}
+    tensors: list = []
+    call = {"args": [_call_template(first if listed else first[0], names, tensors)], "kwargs": {}}
+    call["kwargs"] = {key: _call_template(value, names, tensors) for key, value in kwargs.items()}
+    top_level = [value for value in [*first, *kwargs.values()] if _is_history(value, names)]
+    nested = any(tensor not in top_level for tensor in tensors)  # a tensor inside an argument: tf.reshape(x, [n, -1])
+    if function not in FUNCTIONS or (nested and refusal is None):
+        if not tensors:
+            _refuse(layer, f"its call of tf.{function} takes no layer output", f"{function}({kwargs})"[:200])
+        layer["inbound_nodes"] = [[[*entry, {}] for entry in tensors]]
+        config = _op_config(layer, None, {}, {}, len(tensors))
+        config.update(function=function, call=call)
+        return config, True
+    if nested:
+        _refuse(
+            layer,
+            f"its call of tf.{function} holds another layer's output inside an argument, which mgpu-io computes "
+            f"only by calling the function",
+            f"function={function!r}",
+        )
+    spec = FUNCTIONS[function]
     arguments = dict(spec.defaults)
     first_name = spec.arguments[0].lstrip("*")
     arguments[first_name] = first if listed or spec.arguments[0].startswith("*") else first[0]
@@ -451,7 +536,30 @@ def _op_lambda(layer, names):
         )
     _check_static(layer, spec.op, input_roles(spec.op, index), constants)
     layer["inbound_nodes"] = [[[*entry, {}] for entry in tensors]]
-    return _op_config(layer, spec.op, attrs, constants, index)
+    config = _op_config(layer, spec.op, attrs, constants, index)
+    if refusal is None:  # TensorFlow calls it by name, the layer's inputs in the op's order
+        ordered: list = list(tensors)
+        call = {"args": [_call_template(first if listed else first[0], names, ordered)], "kwargs": {}}
+        call["kwargs"] = {key: _call_template(value, names, ordered) for key, value in kwargs.items()}
+        if ordered == tensors:
+            config.update(function=function, call=call)
+    return config, False
+
+
+def _refuse_function(layer, function, reason):
+    raise UnsupportedModel(
+        problem=f"Layer {layer_name(layer)!r} is a TFOpLambda that calls tf.{str(function)[:80]}, which mgpu-io "
+        f"does not call: {reason}",
+        expected="a public TensorFlow function that computes on its inputs and nothing else",
+        received=f"function={str(function)[:80]!r}",
+        fix=(
+            "Rebuild the template in code and load the weights with mgpu_io.transfer_weights, or pass ",
+            Param("keep_config", True),
+            " and ",
+            Param("target", "tf_keras"),
+            " for tf_keras, which has the class",
+        ),
+    )
 
 
 #: tf.keras' layers of ``model.add_loss(tensor)`` and ``model.add_metric(tensor)`` (TF 2.4+), as mgpu-io's own.
@@ -528,9 +636,9 @@ def _rewrite_config(config, context):
                 _registered(layer)
                 changes.append("tf-op-layer")
             elif cls == "TFOpLambda" and isinstance(layer.get("config"), dict):
-                layer["config"] = _op_lambda(layer, names)
+                layer["config"], by_name = _op_lambda(layer, names)
                 _registered(layer)
-                changes.append("tf-op-lambda")
+                changes.append("tf-function-by-name" if by_name else "tf-op-lambda")
             elif cls == "SlicingOpLambda" and isinstance(layer.get("config"), dict):
                 layer["config"] = _slicing(layer, names)
                 _registered(layer)
@@ -565,9 +673,20 @@ FAMILY = Family(
         ),
         Rule(
             "tf-op-lambda",
-            "a `TFOpLambda` (tf.keras 2.4+, tf_keras: a TensorFlow function called on a Keras tensor) becomes "
-            "`mgpu_io>TFOp` for the op the function emitted, its stored call arguments as the op's inputs",
+            "a `TFOpLambda` (tf.keras 2.4+, tf_keras: a TensorFlow function called on a Keras tensor) of mgpu-io's "
+            "table becomes `mgpu_io>TFOp` for the op the function emitted, its stored call arguments as the op's "
+            "inputs (other backends), and the function's name and call (TensorFlow calls it by name)",
             "Keras 3: `Unknown layer: 'TFOpLambda'`",
+            (),
+        ),
+        Rule(
+            "tf-function-by-name",
+            "a `TFOpLambda` whose TensorFlow function is outside mgpu-io's table becomes `mgpu_io>TFOp` holding the "
+            "function's name and its stored call: on TensorFlow it calls that function by name, as tf_keras does, "
+            "if it is a public function of TensorFlow's op modules that computes on its inputs only (no I/O, "
+            "summaries, variables or Python callbacks: others are refused by name); on another backend the "
+            "`keras.ops` function of the same name",
+            "Keras 3: `Unknown layer: 'TFOpLambda'`; before: refused as outside the table",
             (),
         ),
         Rule(
@@ -596,4 +715,13 @@ FAMILY = Family(
     rewrite_config=_rewrite_config,
 )
 
-__all__ = ["FAMILY", "FUNCTIONS", "OPS", "TF_OP_CLASS", "Function", "Op", "input_roles"]
+__all__ = [
+    "FAMILY",
+    "FUNCTIONS",
+    "OPS",
+    "TF_OP_CLASS",
+    "Function",
+    "Op",
+    "input_roles",
+    "tensorflow_function_refusal",
+]
