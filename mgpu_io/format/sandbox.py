@@ -734,9 +734,15 @@ def _serve(fd):  # pragma: no cover - runs in the fork server
             _child(path, work, write_end, os.getppid(), shared)  # never returns
         os.close(write_end)
         _close(shared)
-        sock.sendall(_NUMBER.pack(pid))
-        if pid > 0:
-            sock.sendall(_NUMBER.pack(os.waitpid(pid, 0)[1]))
+        try:  # the process it serves may have ended meanwhile: then so does the server, silently
+            sock.sendall(_NUMBER.pack(pid))
+            if pid > 0:
+                sock.sendall(_NUMBER.pack(os.waitpid(pid, 0)[1]))
+        except OSError:
+            if pid > 0:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+            break
     os._exit(0)
 
 

@@ -134,3 +134,29 @@ def test_a_file_the_caller_holds_open_is_read_by_a_child_forked_here(server, tmp
         assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == os.getpid()
         assert door.describe(copy).kind == "legacy-model"
     assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == _server_pid()
+
+
+def test_a_server_whose_process_ended_meanwhile_ends_without_a_word(tmp_path):
+    """A script that read ten models and exited while a child still ran: the server's answer met a closed socket
+    and printed a BrokenPipeError traceback on the user's terminal (issue 49). It now ends silently."""
+    import pickle
+    import socket
+    import subprocess
+    import sys
+
+    here, there = socket.socketpair()
+    boot = f"import sys; sys.path[:] = {sys.path!r}; from mgpu_io.format import sandbox; sandbox._serve({there.fileno()})"
+    server = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, pass_fds=(there.fileno(),))
+    there.close()
+    sandbox._read_number(here)  # it serves
+    request = pickle.dumps((str(WRAPPER), sandbox_works.nap, dict(os.environ), str(tmp_path)))
+    read_end, write_end = os.pipe()
+    socket.send_fds(here, [sandbox._FRAME.pack(len(request))], [write_end])
+    here.sendall(request)
+    os.close(write_end)
+    here.shutdown(socket.SHUT_RDWR)  # the process it serves is gone before the child ends
+    here.close()
+    _, stderr = server.communicate(timeout=30)
+    os.close(read_end)
+    assert stderr.decode() == "" and server.returncode == 0

@@ -37,3 +37,7 @@ def write_pid_and_wait(path):
     with open(path, "w") as said:
         said.write(str(os.getpid()))
     time.sleep(60)
+
+
+def nap():
+    time.sleep(0.5)
