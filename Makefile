@@ -7,7 +7,7 @@ LEGACY_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions
 DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
 DEMO_OUT := build/demo/template.h5
 
-.PHONY: demo test check lint format fixtures clean legacy-env jax-env bench fuzz matrix
+.PHONY: demo test test-all check lint format fixtures clean legacy-env jax-env bench fuzz matrix
 JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 
@@ -39,15 +39,21 @@ $(JAX_STAMP): pyproject.toml
 
 jax-env: $(JAX_STAMP)
 
-# The whole suite on every core (pytest-xdist; a file's tests stay on one worker, so its fixtures are made once,
+# Every test file on every core (pytest-xdist; a file's tests stay on one worker, so its fixtures are made once,
 # and a test class is a unit of its own: the layer sweep's writers spread over the workers), after the linters.
 # --no-loadscope-reorder keeps conftest.py's order (the long families first): xdist 3.6+ would otherwise start the
 # units with the most tests first, and the sweep's small classes last, after everything else.
-# Leave a long family out by name: make test PYTEST_ARGS='-m "not layer_sweep"'.
+# `make test` runs each long matrix on its fixed sample (tests/support/tiers.py: every writer family of the layer
+# sweep, every optimizer rule and writer of the resumes, every export format and case) and leaves the members
+# marked full_matrix to `make test-all`, the whole matrix, which CI runs (.ci/run).
+# Leave a long family out by name: make test PYTEST_ARGS='-m "not layer_sweep and not full_matrix"'.
 JOBS ?= auto
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -m "not full_matrix"
 test: $(STAMP) legacy-env $(JAX_STAMP) lint
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope --no-loadscope-reorder $(PYTEST_ARGS)
+
+test-all: $(STAMP) legacy-env $(JAX_STAMP) lint
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadscope --no-loadscope-reorder
 
 # The quick loop for a change to format/ or cli/: the linters, then the core tier (no Keras). Its files are named, not
 # selected by marker from the whole suite: collecting every file would import TensorFlow in each worker (25 s).

@@ -21,11 +21,15 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import resume_rules
 from jax_env import JAX_PYTHON, jax_environment
 from resume_rules import entries, faithful_class, loaded, on_another_backend, resume
+from tiers import FULL_MATRIX, resume_sample
 
 import mgpu_io
 
 keras = pytest.importorskip("keras")
-ENTRIES = [pytest.param(entry, id=entry["file"]) for entry in entries()]
+SAMPLE = resume_sample(entries())  # make test's fixtures; make test-all resumes every one (tests/support/tiers.py)
+ENTRIES = [pytest.param(entry, id=entry["file"], marks=[] if entry["file"] in SAMPLE else [getattr(pytest.mark,
+                                                                                                  FULL_MATRIX)])
+           for entry in entries()]
 #: What each fixture's ``load_model`` gave before any training (its optimizer's class, configuration, step, learning
 #: rate and variables, and the model's weights), kept by the test that loads it so that the decay test and the
 #: ``.keras`` output's test compare against the same load instead of loading the file again.

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 from helpers import FIXTURES, ROOT, assert_predictions_match, fixture_batch
+from tiers import FULL_MATRIX, diagonal_sample
 
 import mgpu_io
 from mgpu_io.errors import InvalidArgument, MissingDependency, UnsupportedModel
@@ -64,8 +65,15 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name", ["onnx", "litert", "saved_model"])
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+FORMATS = ["onnx", "litert", "saved_model"]
+#: make test exports each case in one format, the formats in turn; make test-all every pair (tests/support/tiers.py)
+SAMPLE = diagonal_sample([c[0] for c in CASES], FORMATS)
+
+
+@pytest.mark.parametrize("case, name", [
+    pytest.param(case, name, id=f"{case[0]}-{name}",
+                 marks=[] if (case[0], name) in SAMPLE else [getattr(pytest.mark, FULL_MATRIX)])
+    for name in FORMATS for case in CASES])
 def test_the_artifact_run_by_its_own_runtime_predicts_what_the_old_writer_predicted(tmp_path, case, name):
     file, folder = case
     fixture = entry(file, folder)

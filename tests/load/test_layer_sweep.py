@@ -24,6 +24,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import layer_sweep  # noqa: E402
+from tiers import FULL_MATRIX, SWEEP_SAMPLE  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not layer_sweep.writers(), reason="no layer sweep in fixtures/layers")
 keras = pytest.importorskip("keras")
@@ -160,8 +161,10 @@ class WriterSweep:
         assert shown == expected, stale
 
 
-for _writer in layer_sweep.writers():
-    globals()[f"TestSweep_{_writer}"] = type(f"TestSweep_{_writer}", (WriterSweep,), {"writer": _writer})
+for _writer in layer_sweep.writers():  # the writers outside the sample run in make test-all (tests/support/tiers.py)
+    _marks = [] if _writer in SWEEP_SAMPLE else [getattr(pytest.mark, FULL_MATRIX)]
+    globals()[f"TestSweep_{_writer}"] = type(f"TestSweep_{_writer}", (WriterSweep,),
+                                             {"writer": _writer, "pytestmark": _marks})
 
 
 def test_the_layers_page_lists_every_writer_and_class_and_its_counts_add_up():

@@ -99,3 +99,30 @@ def test_a_script_among_the_tests_does_its_work_only_when_run():
             if "print" in called or any(name.startswith("mgpu_io.") for name in called):
                 at_import.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert at_import == []
+
+
+def test_make_test_keeps_a_sample_of_each_long_matrix_that_covers_its_families():
+    import json
+
+    from tiers import SWEEP_SAMPLE, diagonal_sample, resume_sample
+
+    manifest = ROOT / "fixtures" / "optimizers" / "manifest.json"
+    entries = json.loads(manifest.read_text()) if manifest.exists() else []
+    chosen = [e for e in entries if e["file"] in resume_sample(entries)]
+    assert {e["optimizer"] for e in chosen} == {e["optimizer"] for e in entries}  # every rule
+    assert {e["writer"] for e in chosen} == {e["writer"] for e in entries}  # every writer
+    assert len(chosen) < len(entries) / 3 or not entries
+    families = {"k1": ("k122",), "keras2": ("k216", "k224", "k231"), "tf.keras 1": ("tfk115",),
+                "tf.keras 2": ("tf20", "tf21", "tf22", "tf23", "tf24", "tf28", "tf210", "tf215"), "tf_keras": ("tfkeras",)}
+    assert all(set(SWEEP_SAMPLE) & set(writers) for writers in families.values())
+    pairs = diagonal_sample(["a", "b", "c", "d"], ["onnx", "litert", "saved_model"])
+    assert {case for case, _ in pairs} == {"a", "b", "c", "d"} and {f for _, f in pairs} == {"onnx", "litert",
+                                                                                          "saved_model"}
+
+
+def test_make_test_leaves_the_rest_of_each_matrix_to_make_test_all_which_ci_runs():
+    makefile = (ROOT / "Makefile").read_text()
+    assert 'PYTEST_ARGS ?= -m "not full_matrix"' in makefile
+    recipe = makefile.split("\ntest-all:", 1)[1].split("\n\n", 1)[0]
+    assert "pytest" in recipe and ' -m "' not in recipe and "PYTEST_ARGS" not in recipe
+    assert (ROOT / ".ci" / "run").read_text().strip().endswith("make test-all")

@@ -43,6 +43,7 @@ TIERS = {
 }
 
 MARKER_HELP = {
+    "full_matrix": "a long matrix's members beyond its fixed sample: run by make test-all (and CI), left out of make test",
     "core": "the format core, the CLI, errors and the architecture, without Keras (make check)",
     "resume_rules": "every optimizer fixture resumed for its writer's steps, on TensorFlow and on JAX (long)",
     "layer_sweep": "every public layer class of every writer through load_model (long)",
@@ -62,6 +63,34 @@ def tiers_of(relative):
 #: The long families, longest unit first: `make test` starts them in this order, before everything else. The resume
 #: rules are one unit (a module, about 9 minutes on one core): started last, they would end the run alone.
 LONG = ["resume_rules", "layer_sweep", "backends", "legacy_stack", "fuzz", "packaging"]
+
+
+#: The marker of the long matrices' members that `make test` leaves to `make test-all` (and to CI, which runs
+#: `make test-all`): each long matrix keeps a fixed sample in `make test`, chosen in its own file by the functions
+#: below, so that every writer family, every optimizer rule and every export format still runs there.
+FULL_MATRIX = "full_matrix"
+
+#: The layer sweep's writers in `make test`: one of each family (Keras 1, Keras 2 multi-backend, tf.keras 1.x, tf.keras
+#: 2.x, tf_keras); the other nine run in `make test-all`.
+SWEEP_SAMPLE = ("k122", "k224", "tfk115", "tf24", "tfkeras")
+
+
+def resume_sample(entries):
+    """The optimizer fixtures that `make test` resumes: the first of each optimizer class (every rule) and of each
+    writer, by file name; the others run in `make test-all`."""
+    chosen, seen = set(), set()
+    for entry in sorted(entries, key=lambda e: e["file"]):
+        for key in (("optimizer", entry["optimizer"]), ("writer", entry["writer"])):
+            if key not in seen:
+                seen.add(key)
+                chosen.add(entry["file"])
+    return chosen
+
+
+def diagonal_sample(cases, formats):
+    """The ``(case, format)`` pairs that `make test` exports: each case once, the formats in turn, so that every case
+    and every format runs; the other pairs run in `make test-all`."""
+    return {(case, formats[i % len(formats)]) for i, case in enumerate(cases)}
 
 
 if __name__ == "__main__":  # `python tests/support/tiers.py core`: a tier's paths, for the Makefile
