@@ -128,6 +128,54 @@ def _line_table_misfit(code, version):
     return None
 
 
+#: Each Python's inline cache entries after an instruction (CPython's ``opcode._inline_cache_entries``, read from
+#: the real 3.11, 3.12 and 3.13): code units of zeros that follow it in the stored bytes. The layouts differ (a
+#: LOAD_GLOBAL has 5 in 3.11 and 4 in 3.12, a LOAD_ATTR 4 and 9), so bytes that one Python wrote misalign as
+#: another's, which tells 3.11 from 3.12 where the opcodes alone cannot.
+INLINE_CACHES = {
+    (3, 11): {"BINARY_OP": 1, "BINARY_SUBSCR": 4, "CALL": 4, "COMPARE_OP": 2, "LOAD_ATTR": 4, "LOAD_GLOBAL": 5,
+              "LOAD_METHOD": 10, "PRECALL": 1, "STORE_ATTR": 4, "STORE_SUBSCR": 1, "UNPACK_SEQUENCE": 1},
+    (3, 12): {"BINARY_OP": 1, "BINARY_SUBSCR": 1, "CALL": 3, "COMPARE_OP": 1, "FOR_ITER": 1, "LOAD_ATTR": 9,
+              "LOAD_GLOBAL": 4, "LOAD_SUPER_ATTR": 1, "SEND": 1, "STORE_ATTR": 4, "STORE_SUBSCR": 1,
+              "UNPACK_SEQUENCE": 1},
+    (3, 13): {"BINARY_OP": 1, "BINARY_SUBSCR": 1, "CALL": 3, "COMPARE_OP": 1, "CONTAINS_OP": 1, "FOR_ITER": 1,
+              "JUMP_BACKWARD": 1, "LOAD_ATTR": 9, "LOAD_GLOBAL": 4, "LOAD_SUPER_ATTR": 1, "POP_JUMP_IF_FALSE": 1,
+              "POP_JUMP_IF_NONE": 1, "POP_JUMP_IF_NOT_NONE": 1, "POP_JUMP_IF_TRUE": 1, "SEND": 1, "STORE_ATTR": 4,
+              "STORE_SUBSCR": 1, "TO_BOOL": 3, "UNPACK_SEQUENCE": 1},
+}  # fmt: skip
+
+
+def _cache_misfit(code, version):
+    """Why ``code``'s bytes (and those of the code nested in it) do not lie as ``version``'s inline caches lie,
+    else ``None``: after each instruction, exactly its number of cache units, each zero (CACHE, as marshal stores
+    them), and no zero unit where an instruction stands. Only for the Pythons of :data:`INLINE_CACHES`."""
+    from xdis import iscode
+
+    triple = tuple(int(part) for part in version.split("."))
+    caches = INLINE_CACHES.get(triple)
+    if caches is None:
+        return None
+    names = list(getattr(_opcode_module(version), "opname", []))
+    stack, seen = [code], 0
+    while stack and seen < 1000:
+        current = stack.pop()
+        seen += 1
+        raw = bytes(current.co_code)
+        offset = 0
+        while offset + 1 < len(raw):
+            opcode = raw[offset]
+            name = names[opcode] if opcode < len(names) else "<%d>" % opcode
+            if opcode == 0:
+                return f"a cache unit at offset {offset} where an instruction stands, as {version} lays them out"
+            want = caches.get(name, 0)
+            units = raw[offset + 2 : offset + 2 + 2 * want]
+            if len(units) != 2 * want or any(units):
+                return f"{name} at offset {offset} is not followed by its {want} cache units, as {version}'s is"
+            offset += 2 + 2 * want
+        stack.extend(const for const in current.co_consts if iscode(const))
+    return None
+
+
 _DECOMPILE39: list = []
 
 
@@ -334,7 +382,7 @@ def _read_as(data, version, formats):
         return f"not its instructions ({type(error).__name__})"
     if unknown:
         return f"{unknown} is not one of its"
-    misfit = _line_table_misfit(code, version)
+    misfit = _line_table_misfit(code, version) or _cache_misfit(code, version)
     if misfit:
         return misfit
     if not _loops_other_than_for(code, version):  # a `while` (or a crafted jump to itself) never runs as Keras'

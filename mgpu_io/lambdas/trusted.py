@@ -50,8 +50,10 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
     functions, missing, ready, keras_way = {}, {}, [], []
     for lam in todo:
         recovered = lam.recovered or {}
-        if "error" in recovered and _this_python() in (recovered.get("formats") or []):
-            keras_way.append(lam)  # this very Python wrote it and no decompiler reads it: as Keras loads it
+        if "error" in recovered and (recovered.get("formats") or []) == [_this_python()]:
+            # this very Python wrote it, and no other Python's layout fits the bytes (an "or" label is not proof:
+            # 3.12 bytes run on 3.11 crash the interpreter), and no decompiler reads it: as Keras loads it
+            keras_way.append(lam)
             continue
         if "error" in recovered:
             raise InvalidArgument(

@@ -12,6 +12,7 @@ import base64
 import importlib
 import json
 import marshal
+import os
 import shutil
 import subprocess
 import sys
@@ -523,3 +524,45 @@ def test_a_loop_that_is_not_a_for_loop_is_never_loaded_as_keras_would_even_when_
     path = tf_keras_wrote / "while.h5"
     with pytest.raises(InvalidArgument, match=r"Lambda layer 'loop''s source cannot be recovered from its bytecode"):
         mgpu_io.load_model(path, safe_mode=False)
+
+
+#: Run in a child: load the file under trust and say how it ended (a crash of the interpreter is its exit status).
+_TRUSTED_LOAD = r"""
+import sys, warnings
+import mgpu_io
+warnings.simplefilter("ignore")
+try:
+    mgpu_io.load_model(sys.argv[1], safe_mode=False)
+    print("loaded")
+except mgpu_io.MgpuIOError as error:
+    print("refused:", str(error).splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize("other", ["3.12", "3.11", "3.10"])
+def test_another_pythons_bytecode_under_trust_ends_in_one_line_never_a_crash(tf_keras_wrote, tmp_path, other):
+    """The loop file's function, marshalled by another Python (3.12's inline caches lie otherwise than 3.11's, and
+    its bytes once passed for "3.11 or 3.12"): loaded with safe_mode=False in a child of this Python, it is refused
+    in one line, never handed to this interpreter (where it crashed it: SIGSEGV)."""
+    from mgpu_io.lambdas.proof import find_python
+
+    python = find_python(other)
+    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if python is None or other == mine:
+        pytest.skip(f"no Python {other} other than this one")
+    # x * 8 with a global call and an assignment expression, which mgpu-io's decompiler does not read
+    function = "lambda x: (y := x * 2.0) * len((y,)) * 4.0"
+    code = subprocess.run([str(python), "-c", f"import base64, marshal\nf = {function}\n"
+                           "print(base64.b64encode(marshal.dumps(f.__code__)).decode())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    path = tmp_path / "other.h5"
+    shutil.copy(tf_keras_wrote / "loop.h5", path)
+    with h5py.File(path, "r+") as f:
+        config = json.loads(f.attrs["model_config"])
+        layer = next(layer for layer in config["config"]["layers"] if layer["class_name"] == "Lambda")
+        layer["config"]["function"][0] = code
+        f.attrs["model_config"] = json.dumps(config)
+    done = subprocess.run([sys.executable, "-c", _TRUSTED_LOAD, str(path)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 0, f"the interpreter ended with {done.returncode}: {done.stderr[-1500:]}"
+    assert done.stdout.strip().startswith("refused: Lambda layer 'loop'"), done.stdout + done.stderr[-1500:]
