@@ -164,7 +164,7 @@ def _cache_misfit(code, version):
         offset = 0
         while offset + 1 < len(raw):
             opcode = raw[offset]
-            name = names[opcode] if opcode < len(names) else "<%d>" % opcode
+            name = names[opcode] if opcode < len(names) else f"<{opcode}>"
             if opcode == 0:
                 return f"a cache unit at offset {offset} where an instruction stands, as {version} lays them out"
             want = caches.get(name, 0)
