@@ -281,7 +281,7 @@ def relayed(progress):
 def _messages(fd, time_left, shared=None):
     """The child's messages, as ``(kind, value)``, until it closes the pipe; ``TimeoutError`` once ``time_left()``
     (seconds, or ``None`` for no limit) runs out."""
-    buffer = b""
+    buffer, wanted = bytearray(), _FRAME.size  # a bytearray grows in place: a large answer is not copied per read
     while True:
         left = time_left()
         if left is not None and left <= 0:
@@ -289,16 +289,18 @@ def _messages(fd, time_left, shared=None):
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             continue
-        chunk = os.read(fd, 1 << 16)
+        chunk = os.read(fd, max(1 << 16, min(wanted - len(buffer), 1 << 24)))
         if not chunk:
             return
         buffer += chunk
         while len(buffer) >= _FRAME.size:
             (size,) = _FRAME.unpack_from(buffer)
-            if len(buffer) < _FRAME.size + size:
+            wanted = _FRAME.size + size
+            if len(buffer) < wanted:
                 break
-            yield _loads(buffer[_FRAME.size : _FRAME.size + size], shared)  # our own child's answer, our own pipe
-            buffer = buffer[_FRAME.size + size :]
+            yield _loads(bytes(buffer[_FRAME.size : wanted]), shared)  # our own child's answer, our own pipe
+            del buffer[:wanted]
+            wanted = _FRAME.size
 
 
 def _child(path, work, write_end, parent, shared):  # pragma: no cover - runs in the forked child

@@ -176,6 +176,67 @@ def _cache_misfit(code, version):
     return None
 
 
+#: Words that are keywords on every Python 2.7-3.13 (``True``, ``print`` or ``async`` were names on some).
+_HARD_KEYWORDS = frozenset(
+    [
+        "and",
+        "as",
+        "assert",
+        "break",
+        "class",
+        "continue",
+        "def",
+        "del",
+        "elif",
+        "else",
+        "except",
+        "finally",
+        "for",
+        "from",
+        "global",
+        "if",
+        "import",
+        "in",
+        "is",
+        "lambda",
+        "not",
+        "or",
+        "pass",
+        "raise",
+        "return",
+        "try",
+        "while",
+        "with",
+        "yield",
+    ]
+)
+#: The names CPython gives code objects that are not functions written with ``def``.
+_CODE_NAMES = frozenset(("<lambda>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>", "<module>"))
+
+
+def _odd_name(code):
+    """The first name ``code`` (or a code nested in it) holds that no source could have written, else ``None``:
+    a global, attribute, local or free name that is not a Python identifier (``os.system``, text across lines), or a
+    function name that is neither an identifier nor one of CPython's own. Such a name would be shown as code that it
+    is not: a crafted ``os.system`` is one global name, never the attribute of ``os``."""
+    from xdis import iscode
+
+    stack, seen = [code], 0
+    while stack and seen < 1000:
+        current = stack.pop()
+        seen += 1
+        names = [*current.co_names, *current.co_varnames, *current.co_freevars, *current.co_cellvars]
+        for name in names:
+            text = str(name)
+            if not text.isidentifier() or text in _HARD_KEYWORDS:
+                return f"its name {text[:60]!r} is not a Python identifier"
+        own = str(current.co_name)
+        if own not in _CODE_NAMES and (not own.isidentifier() or own in _HARD_KEYWORDS):
+            return f"its function name {own[:60]!r} is not a Python identifier"
+        stack.extend(const for const in current.co_consts if iscode(const))
+    return None
+
+
 _DECOMPILE39: list = []
 
 
@@ -382,7 +443,7 @@ def _read_as(data, version, formats):
         return f"not its instructions ({type(error).__name__})"
     if unknown:
         return f"{unknown} is not one of its"
-    misfit = _line_table_misfit(code, version) or _cache_misfit(code, version)
+    misfit = _line_table_misfit(code, version) or _cache_misfit(code, version) or _odd_name(code)
     if misfit:
         return misfit
     if not _loops_other_than_for(code, version):  # a `while` (or a crafted jump to itself) never runs as Keras'

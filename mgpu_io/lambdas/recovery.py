@@ -12,6 +12,7 @@ Without the extra, every Lambda's ``recovered`` says how to get its source (:dat
 else works as before.
 """
 
+import ast
 import base64
 import importlib.util
 import json
@@ -21,6 +22,7 @@ import re
 import sys
 from pathlib import Path
 
+from mgpu_io.errors import InvalidArgument, Param
 from mgpu_io.format.sandbox import run_program
 from mgpu_io.lambdas.stored import SCAN_LIMIT, decode_payload
 from mgpu_io.lambdas.writer_pythons import writer_pythons
@@ -276,7 +278,10 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         body += ["", ""]
         if "error" in recovered or "body" not in recovered:
             body += [
-                f"# Lambda layer {lam['layer']!r}: its source was not recovered ({recovered.get('error', 'no source')}).",
+                _comment(
+                    f"Lambda layer {lam['layer']!r}: its source was not recovered "
+                    f"({recovered.get('error', 'no source')})."
+                ),
                 f"# def {name}(...):  # TODO: write it",
             ]
             continue
@@ -286,7 +291,7 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         if recovered.get("output_shape"):
             note += f"; output_shape was {recovered['output_shape'].strip()} (Keras 3 traces the function for it)"
         note += check_text(recovered.get("check"))
-        body.append(note)
+        body.append(_comment(note[2:]))
         function = function_source(recovered, recovered.get("defaults"), name=name).rstrip("\n")
         stored = recovered.get("closure_values") or {}
         if stored:  # the enclosing function's values, as the file stored them: rebuilt as a closure
@@ -295,4 +300,20 @@ def module_source(path, lambdas, output="my_lambdas.py"):
             body.append(f"{name} = _make_{name}({', '.join(repr(value) for value in stored.values())})")
         else:
             body.append(function)
-    return "\n".join(header + body) + "\n"
+    text = "\n".join(header + body) + "\n"
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:  # what the file holds made it so
+        raise InvalidArgument(
+            problem="The recovered functions do not make a Python module",
+            expected="source that parses",
+            received=f"filepath={path} ({type(error).__name__} at line {getattr(error, 'lineno', '?')})",
+            fix=("Write the functions yourself and pass them with ", Param("lambdas")),
+        ) from None
+    return text
+
+
+def _comment(text):
+    """``text`` as one comment line: what the file or the decompiler said can hold no line break that would end
+    the comment and start code."""
+    return "# " + " ".join(str(text).split())

@@ -10,6 +10,7 @@ into a real fixture's Lambda, where its writer is not installed the test is skip
 import ast
 import base64
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -516,3 +517,28 @@ def test_seeded_bit_flips_of_real_bytecode_give_source_or_a_clear_error_within_t
     assert time.monotonic() - start < recover.TIMEOUT + recover.PER_FUNCTION * len(mutants) + 5
     assert len(answers) == 20 and all(("error" in a) != ("body" in a) for a in answers)
     assert any("error" in a for a in answers)  # the damage is seen
+
+
+@pytest.mark.parametrize("name", ["os.system", "import os; os.system('x')\nprint", "1st", "class"])
+def test_a_name_no_source_could_hold_is_refused_never_shown_as_code(name):
+    """A crafted code object whose global is named ``os.system`` was shown as ``(os.system('...'), x)[1]``, code
+    that it is not (one global name, never ``os``'s attribute); text across lines was shown as other code."""
+    if not recover.available():
+        pytest.skip("the decompilers are not installed")
+    harmless = (lambda x: (shown("echo"), x)[1]).__code__  # noqa: F821 - never run: its bytes are the test's data
+    crafted = harmless.replace(co_names=tuple(name if n == "shown" else n for n in harmless.co_names))
+    [answer] = recover.decompile([marshal.dumps(crafted)])
+    assert "body" not in answer and "is not a Python identifier" in answer["error"], answer
+
+
+def test_the_module_of_recovered_functions_parses_whatever_the_file_said():
+    """What a hostile file can put in the text around the functions (a layer's name, an error, an output shape)
+    stays in one comment line: the module parses, and nothing of it becomes code."""
+    hostile = "x\nimport os; os.system('rm -rf /')\n"
+    lambdas = [{"kind": "user", "layer": hostile, "recovered": {"error": hostile}},
+               {"kind": "user", "layer": "ok", "recovered": {"python": "3.8", "name": "<lambda>", "args": ["x"],
+                                                              "body": "return x * 2\n", "output_shape": hostile}}]
+    text = recover.module_source("model.h5", lambdas)
+    tree = ast.parse(text)
+    assert "os.system" not in ast.unparse(tree)
+    assert [node.name for node in tree.body if isinstance(node, ast.FunctionDef)] == ["ok"]

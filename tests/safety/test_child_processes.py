@@ -212,3 +212,25 @@ def test_the_parents_collector_is_as_it_was_once_the_child_is_forked():
             assert gc.isenabled() is on
         finally:
             gc.enable()
+
+
+def test_a_large_answer_from_the_child_is_read_in_few_reads_not_copied_per_chunk(monkeypatch):
+    """A 50 MB string in a Lambda's bytecode came back inside the plan, read 64 KiB at a time into a buffer copied
+    on each read: 53 s before load_model's refusal. The reader now asks for what the frame still needs."""
+    import threading
+
+    from mgpu_io.format import sandbox
+
+    data = sandbox._dumps(("value", b"x" * (32 << 20)))
+    read_end, write_end = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(write_end, sandbox._FRAME.pack(len(data)) + data),
+                                              os.close(write_end)))
+    reads = []
+    real_read = os.read
+    monkeypatch.setattr(sandbox.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    writer.start()
+    [(kind, value)] = list(sandbox._messages(read_end, lambda: None))
+    writer.join()
+    os.close(read_end)
+    assert (kind, len(value)) == ("value", 32 << 20)
+    assert max(reads) >= 1 << 20  # once the frame's size is known, reads ask for the rest of it, not 64 KiB
