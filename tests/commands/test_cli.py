@@ -5,12 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
 
 from mgpu_io import __version__
 from mgpu_io.cli import app
+from helpers import runner  # noqa: E402  (tests/support/helpers.py: the one CLI runner)
 
-runner = CliRunner()
 
 
 def test_help_lists_the_commands_with_examples():

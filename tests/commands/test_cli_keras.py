@@ -4,13 +4,11 @@ import json
 import textwrap
 
 import pytest
-from helpers import FIXTURES, assert_predictions_match, fixture_batch, newcomer_environment, predict
-from typer.testing import CliRunner
+from helpers import FIXTURES, assert_predictions_match, fixture_batch, newcomer_environment, predict, runner
 
 from mgpu_io.cli import app
 
 keras = pytest.importorskip("keras")
-runner = CliRunner()
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 ENTRY = {"file": WRAPPER.name, "data": "k224_functional_bn_x2.npz"}
 

@@ -6,15 +6,13 @@ import zipfile
 
 import h5py
 import pytest
-from helpers import FIXTURES
-from typer.testing import CliRunner
+from helpers import FIXTURES, runner
 
 import mgpu_io
 from mgpu_io import InvalidArgument, MgpuIOError, NotAModelFile, NotAWrapper, OutputError
 from mgpu_io.cli import app
 
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
-runner = CliRunner()
 
 
 def tree(folder):

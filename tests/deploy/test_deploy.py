@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import FIXTURES, ROOT, assert_predictions_match, fixture_batch
+from helpers import FIXTURES, ROOT, assert_predictions_match, fixture_batch, runner
 from tiers import FULL_MATRIX, diagonal_sample
 
 import mgpu_io
@@ -221,15 +221,13 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path):
 
 
 def test_the_command_line_exports_a_folder_with_progress_and_resumes(tmp_path):
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli.app import app
 
     source = tmp_path / "in"
     source.mkdir()
     for name in ("k224_siamese_x2_full.h5", "k224_multi_io_x4_full.h5", "k224_siamese_x2_weights.h5"):
         (source / name).write_bytes((FIXTURES / name).read_bytes())
-    runner = CliRunner()
     result = runner.invoke(app, ["unwrap", str(source), str(tmp_path / "out"), "--format", "onnx", "--json"])
     assert result.exit_code == 0, result.output
     counts = json.loads(result.stdout)["counts"]
@@ -241,11 +239,8 @@ def test_the_command_line_exports_a_folder_with_progress_and_resumes(tmp_path):
 
 
 def test_the_command_line_prints_the_measured_difference_and_verify_takes_the_artifact(tmp_path):
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli.app import app
-
-    runner = CliRunner()
     out = tmp_path / "model.tflite"
     result = runner.invoke(app, ["unwrap", str(FIXTURES / "k224_siamese_x2_full.h5"), str(out)])
     assert result.exit_code == 0, result.output

@@ -13,8 +13,7 @@ import zipfile
 
 import h5py
 import pytest
-from helpers import FIXTURES, ROOT, TF2
-from typer.testing import CliRunner
+from helpers import FIXTURES, ROOT, TF2, runner
 
 import mgpu_io
 from mgpu_io import InvalidArgument, MgpuIOError, MissingLambda, NotAModelFile
@@ -22,7 +21,6 @@ from mgpu_io.cli import app
 from mgpu_io.format import door
 from mgpu_io.format.door import describe
 
-runner = CliRunner()
 
 
 # --- Keras 3's own files, written by Keras 3 itself and by mgpu-io's own .keras writer --------------------------

@@ -3,13 +3,11 @@
 import json
 
 import pytest
-from helpers import REFERENCE, fixture_path, fork_here, fixtures, needs_reference, reference_params
-from typer.testing import CliRunner
+from helpers import REFERENCE, fixture_path, fork_here, fixtures, needs_reference, reference_params, runner
 
 from mgpu_io.cli import app
 from mgpu_io import inspect
 
-runner = CliRunner()
 
 JSON_KEYS = {"file_type", "is_wrapper", "variant", "replicas", "depth", "template", "inputs", "outputs",
              "keras_version", "backend", "has_optimizer_weights", "findings"}

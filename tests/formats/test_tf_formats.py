@@ -18,7 +18,7 @@ import sys
 import h5py
 import numpy as np
 import pytest
-from helpers import ROOT, TF2, TF2_MANIFEST, TOLERANCE, fixture_batch, fixture_path, fixtures, predict
+from helpers import ROOT, TF2, TF2_MANIFEST, TOLERANCE, fixture_batch, fixture_path, fixtures, predict, runner
 
 tf = pytest.importorskip("tensorflow")
 
@@ -428,18 +428,17 @@ def test_a_checkpoint_goes_with_its_architecture_everywhere(entry, tmp_path):
 
 
 def test_the_cli_reads_a_savedmodel_and_a_checkpoint(tmp_path):
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli import app
 
     saved = TF2 / "tf23_functional_bn_x2_savedmodel"
-    result = CliRunner().invoke(app, ["unwrap", str(saved), str(tmp_path / "m.h5"), "--json"])
+    result = runner.invoke(app, ["unwrap", str(saved), str(tmp_path / "m.h5"), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["source"] == str(saved)
     checkpoint = TF2 / "tf23_functional_bn_x2_ckpt.index"
-    result = CliRunner().invoke(app, ["inspect", str(checkpoint)])  # what the object graph alone says
+    result = runner.invoke(app, ["inspect", str(checkpoint)])  # what the object graph alone says
     assert result.exit_code == 0 and "config-needed: pass --config the JSON saved beside the checkpoint" in result.stdout
-    result = CliRunner().invoke(app, ["inspect", str(checkpoint), "--config",
+    result = runner.invoke(app, ["inspect", str(checkpoint), "--config",
                                       str(TF2 / "tf23_functional_bn_x2_config.json"), "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["replicas"] == 2
 

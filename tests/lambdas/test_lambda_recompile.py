@@ -11,7 +11,7 @@ import json
 import subprocess
 
 import pytest
-from helpers import APP_MANIFEST, ROOT, fixture_path
+from helpers import APP_MANIFEST, ROOT, fixture_path, runner
 
 import mgpu_io
 from mgpu_io.lambdas import proof as recompile
@@ -209,16 +209,15 @@ def test_the_layer_sweeps_recovered_lambdas_recompile_to_the_stored_code(writer,
 
 
 def test_the_lambdas_command_checks_on_the_writers_python_or_says_which_it_needs(tmp_path, monkeypatch):
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli import app
 
     entry = next(e for e in LAMBDA_MANIFEST if e["python"].startswith("3.10"))
     path = LAMBDA_FIXTURES / entry["file"]
     _python("3.10")
-    result = CliRunner().invoke(app, ["lambdas", str(path), "-o", str(tmp_path / "m.py"), "--check"])
+    result = runner.invoke(app, ["lambdas", str(path), "-o", str(tmp_path / "m.py"), "--check"])
     assert result.exit_code == 0, result.output
     assert "cond: Python 3.10; proven: recompiled on Python 3.10, its code is the stored code" in result.stdout
     monkeypatch.setattr(recompile, "find_python", lambda version: None)
-    result = CliRunner().invoke(app, ["lambdas", str(path), "-o", str(tmp_path / "m.py"), "--check", "--force"])
+    result = runner.invoke(app, ["lambdas", str(path), "-o", str(tmp_path / "m.py"), "--check", "--force"])
     assert "cond: Python 3.10; not checked: recompiling it needs Python 3.10, which is not installed" in result.stdout

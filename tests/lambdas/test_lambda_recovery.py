@@ -22,7 +22,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from helpers import APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch, fixture_path, predict
+from helpers import APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch, fixture_path, predict, runner
 
 import mgpu_io
 from mgpu_io.errors import InvalidArgument, MissingLambda
@@ -188,13 +188,11 @@ def test_without_trust_nothing_from_the_file_runs(tmp_path):
 
 
 def test_the_lambdas_command_writes_a_module_that_unwrap_and_verify_take(tmp_path):
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli import app
 
     entry = next(e for e in USER_ENTRIES if e["file"] == "k224_user_lambdas_x2_full.h5")
     module, out = tmp_path / "my_lambdas.py", tmp_path / "model.keras"
-    runner = CliRunner()
     result = runner.invoke(app, ["lambdas", str(fixture_path(entry)), "-o", str(module)])
     assert result.exit_code == 0, result.output
     assert "6 of 6 Lambda functions recovered" in result.stdout
@@ -211,15 +209,14 @@ def test_the_lambdas_command_writes_a_module_that_unwrap_and_verify_take(tmp_pat
 
 
 def test_inspect_shows_each_recovered_source_python_and_free_names(tmp_path):
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli import app
 
     path = fixture_path(next(e for e in USER_ENTRIES if e["file"] == "k224_user_lambdas_x2_full.h5"))
-    text = CliRunner().invoke(app, ["inspect", str(path)]).stdout
+    text = runner.invoke(app, ["inspect", str(path)]).stdout
     assert "      recovered source (written on Python 3.6 or 3.7):\n        lambda x: K.l2_normalize(x, axis=(-1))\n" \
            "      free names: K" in text
-    data = json.loads(CliRunner().invoke(app, ["inspect", str(path), "--json"]).stdout)
+    data = json.loads(runner.invoke(app, ["inspect", str(path), "--json"]).stdout)
     assert data["lambdas"][2]["recovered"]["source"] == "lambda x, factor: x * factor"
 
 

@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 import pytest
 from helpers import (APP_MANIFEST, ROOT, assert_predictions_match, fixture_batch, fixture_path, fixtures,
-                     predict)
+                     predict, runner)
 
 import mgpu_io
 from mgpu_io.errors import InvalidArgument, MissingLambda
@@ -32,11 +32,10 @@ from lambda_functions import USER_FUNCTIONS  # noqa: E402  (needs keras)
 
 @pytest.fixture
 def cli():
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli import app
 
-    return lambda *args: CliRunner().invoke(app, [str(a) for a in args])
+    return lambda *args: runner.invoke(app, [str(a) for a in args])
 
 
 FUNCTIONS_FILE = ROOT / "tests" / "support" / "lambda_functions.py"

@@ -20,7 +20,7 @@ import shutil
 
 import numpy as np
 import pytest
-from helpers import HABITS_MANIFEST, TOLERANCE, fixture_batch, fixture_path, fixtures
+from helpers import HABITS_MANIFEST, TOLERANCE, fixture_batch, fixture_path, fixtures, runner
 
 import mgpu_io
 from mgpu_io.errors import UnsupportedModel
@@ -356,8 +356,7 @@ def test_an_unknown_class_inside_a_wrapper_layer_is_named_with_the_way_to_give_i
 
 
 def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_path, monkeypatch):
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli.app import app
 
     (tmp_path / "dec.py").write_text(
@@ -371,7 +370,6 @@ def test_the_cli_takes_custom_classes_and_says_its_flag_when_one_is_missing(tmp_
         "        q = 1.0 / (1.0 + ops.sum(ops.square(ops.expand_dims(x, 1) - self.clusters), axis=2) / self.alpha)\n"
         "        q = q ** ((self.alpha + 1.0) / 2.0)\n        return q / ops.sum(q, axis=1, keepdims=True)\n")
     monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
     with monkeypatch.context() as scoped:
         unregistered(scoped)
         failed = runner.invoke(app, ["unwrap", str(fixture_path(CUSTOM)), "a.keras", "--allow-plain"])

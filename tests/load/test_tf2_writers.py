@@ -8,7 +8,7 @@ and TF-format checkpoints are tested in test_tf_formats.py.
 import json
 
 import pytest
-from helpers import TF2_MANIFEST, assert_predictions_match, fixture_batch, fixture_path, fixtures, predict
+from helpers import TF2_MANIFEST, assert_predictions_match, fixture_batch, fixture_path, fixtures, predict, runner
 
 import mgpu_io
 from mgpu_io.errors import FailedSaveStub, NotAModelFile
@@ -134,10 +134,9 @@ def test_hostile_yaml_is_refused_without_constructing_anything(tmp_path, text, m
 def test_a_date_like_name_in_a_hand_edited_yaml_is_its_text_and_inspect_json_prints_it(tmp_path):
     """Found by the fuzzer (issue 21): PyYAML read an unquoted 2002-12-14 as a date, which --json could not print."""
     from mgpu_io.cli import app
-    from typer.testing import CliRunner
-
+    
     path = tmp_path / "model.yaml"
     path.write_text("class_name: 2001-12-14t21:59:43.10-05:00\nconfig: {name: 2002-12-14}\n")
-    result = CliRunner().invoke(app, ["inspect", "--json", str(path)])
+    result = runner.invoke(app, ["inspect", "--json", str(path)])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["template"] == "2002-12-14"

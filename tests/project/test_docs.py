@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, ROOT, newcomer_environment
+from helpers import FIXTURES, ROOT, newcomer_environment, runner
 
 from mgpu_io import UnwrapReport, inspect
 
@@ -154,13 +154,12 @@ def test_the_checkpoint_guides_examples_run_as_written(section, tmp_path, warm):
 
 
 def test_the_anatomy_pages_inspect_output_is_what_inspect_prints():
-    from typer.testing import CliRunner
-
+    
     from mgpu_io.cli import app
 
     text = (ROOT / "docs" / "anatomy.md").read_text()
     block = re.search(r"```console\n\$ mgpu-io inspect (\S+)\n(.*?)```", text, re.S)
-    result = CliRunner().invoke(app, ["inspect", block.group(1)], env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["inspect", block.group(1)], env={"COLUMNS": "200"})
     assert result.stdout == block.group(2)
 
 

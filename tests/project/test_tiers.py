@@ -126,3 +126,10 @@ def test_make_test_leaves_the_rest_of_each_matrix_to_make_test_all_which_ci_runs
     recipe = makefile.split("\ntest-all:", 1)[1].split("\n\n", 1)[0]
     assert "pytest" in recipe and ' -m "' not in recipe and "PYTEST_ARGS" not in recipe
     assert (ROOT / ".ci" / "run").read_text().strip().endswith("make test-all")
+
+
+def test_the_test_files_share_one_cli_runner():
+    """tests/support/helpers.py's ``runner``; the fuzz harness, a program of its own, makes its own in its worker."""
+    own = [path.relative_to(ROOT).as_posix() for path in (ROOT / "tests").rglob("*.py")
+           if "CliRunner()" in path.read_text() and path.name not in ("helpers.py", "harness.py")]
+    assert own == []

@@ -8,12 +8,10 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES
-from typer.testing import CliRunner
+from helpers import FIXTURES, runner
 
 from mgpu_io.cli import app
 
-runner = CliRunner()
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 
 

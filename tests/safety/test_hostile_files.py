@@ -9,8 +9,7 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES, digest
-from typer.testing import CliRunner
+from helpers import FIXTURES, digest, runner
 
 import mgpu_io
 from mgpu_io import MgpuIOError, NotAModelFile, WeightsMismatch
@@ -125,10 +124,10 @@ def test_each_damage_is_one_typed_error_and_nothing_changes(tmp_path, case):
     with pytest.raises(error, match=message.replace(".", r"\.").replace("(", r"\(")):
         mgpu_io.unwrap(damaged, out / "m.h5")
     assert issubclass(error, MgpuIOError)
-    result = CliRunner().invoke(app, ["unwrap", str(damaged), str(out / "m.h5")])
+    result = runner.invoke(app, ["unwrap", str(damaged), str(out / "m.h5")])
     assert result.exit_code == 1 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("Error: ")
-    result = CliRunner().invoke(app, ["inspect", str(damaged)])
+    result = runner.invoke(app, ["inspect", str(damaged)])
     assert result.exit_code in (0, 1) and "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert digest(damaged) == before and os.listdir(out) == []

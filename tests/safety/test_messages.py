@@ -9,8 +9,7 @@
 
 import numpy as np
 import pytest
-from helpers import FIXTURES, ROOT
-from typer.testing import CliRunner
+from helpers import FIXTURES, ROOT, runner
 
 import mgpu_io
 from mgpu_io import errors
@@ -21,7 +20,6 @@ PLAIN_SEQUENTIAL = ROOT / "fixtures" / "plain" / "k216_sequential_plain.h5"  # K
 KERAS1_PLAIN = ROOT / "fixtures" / "layers" / "k122" / "Dense.h5"  # Keras 1.2.2, a plain functional model
 KERAS2_PLAIN = ROOT / "fixtures" / "layers" / "k224" / "Dense.h5"  # Keras 2.2.4: Keras 3 loads it as it is
 
-runner = CliRunner()
 
 
 # --- values in messages ------------------------------------------------------------------------------------------

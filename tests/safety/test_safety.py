@@ -15,12 +15,10 @@ import types
 
 import h5py
 import pytest
-from helpers import FIXTURES, ROOT
-from typer.testing import CliRunner
+from helpers import FIXTURES, ROOT, runner
 
 from mgpu_io.cli import app
 
-runner = CliRunner()
 
 
 def hostile_code(marker):
@@ -86,7 +84,6 @@ def test_keras3_loads_the_repaired_hostile_file_safely(hostile_file, tmp_path):
 
 AUDIT = r"""
 import sys, json, pathlib, tempfile
-from typer.testing import CliRunner
 import mgpu_io, mgpu_io.cli, mgpu_io.cli.render, mgpu_io.api, mgpu_io.format.inspect, mgpu_io.format.unwrap
 
 suspicious = []
@@ -104,7 +101,6 @@ marshal.loads(marshal.dumps(1))  # the hook must see this one, or it proves noth
 assert suspicious == ["marshal.loads"], suspicious
 suspicious.clear()
 
-runner = CliRunner()
 out = pathlib.Path(tempfile.mkdtemp())
 files = sorted(pathlib.Path(sys.argv[1]).glob("*_full.h5")) + sorted(pathlib.Path(sys.argv[1]).glob("*.json"))
 for index, path in enumerate(files):

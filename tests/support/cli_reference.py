@@ -5,9 +5,9 @@ import re
 from pathlib import Path
 
 import typer
-from typer.testing import CliRunner
 
 from mgpu_io.cli import app
+from helpers import runner  # noqa: E402  (tests/support/helpers.py: the one CLI runner)
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli-reference.md"
 
@@ -18,7 +18,7 @@ def commands():
 
 
 def help_text(*args):
-    result = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "100", "TERM": "dumb"}, color=False)
+    result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "100", "TERM": "dumb"}, color=False)
     assert result.exit_code == 0, result.output
     return re.sub(r"\x1b\[[0-9;]*m", "", result.stdout).rstrip()
 

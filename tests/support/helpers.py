@@ -195,3 +195,13 @@ def fork_here(monkeypatch):
     from mgpu_io.format import sandbox
 
     monkeypatch.setattr(sandbox, "SERVER_FROM", 1 << 62)
+
+
+def _runner():
+    from typer.testing import CliRunner
+
+    return CliRunner()
+
+
+#: The one CLI runner the tests share (typer's ``CliRunner``: ``runner.invoke(app, [...])``), instead of one per file.
+runner = _runner()

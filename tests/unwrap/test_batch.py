@@ -10,15 +10,13 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES, digests, epoch_checkpoints
-from typer.testing import CliRunner
+from helpers import FIXTURES, digests, epoch_checkpoints, runner
 
 from mgpu_io import OutputError
 from mgpu_io.format.batch import unwrap_tree
 from mgpu_io.cli import app
 from mgpu_io import inspect
 
-runner = CliRunner()
 
 
 @pytest.fixture

@@ -14,13 +14,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, ROOT, digests, epoch_checkpoints
-from typer.testing import CliRunner
+from helpers import FIXTURES, ROOT, digests, epoch_checkpoints, runner
 
 from mgpu_io.cli import app
 from mgpu_io.format.batch import unwrap_tree
 
-RUNNER = CliRunner()
+RUNNER = runner
 
 SLOW_UNWRAP = textwrap.dedent("""
     import sys, time

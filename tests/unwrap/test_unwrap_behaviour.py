@@ -8,8 +8,7 @@ import json
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES, digest, fork_here
-from typer.testing import CliRunner
+from helpers import FIXTURES, digest, fork_here, runner
 
 import mgpu_io
 from mgpu_io import OutputError, unwrap
@@ -17,7 +16,6 @@ from mgpu_io.cli import app
 from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io import inspect
 
-runner = CliRunner()
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 NESTED = FIXTURES / "k224_nested_depth3_full.h5"
 
