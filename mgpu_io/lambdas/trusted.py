@@ -162,7 +162,7 @@ def base_backend():
 def base_globals():
     """The globals Keras 2 code expects: ``K`` and ``backend`` (Keras 2's backend on Keras 3), ``np``, ``keras``,
     ``layers`` (Keras 3's, which has Keras 2's layers and merge functions), ``math``, and ``tf`` on the TensorFlow
-    backend."""
+    backend; and Keras 3 code's ``ops`` (``from keras import ops``)."""
     import math
 
     import numpy as np
@@ -172,7 +172,7 @@ def base_globals():
     # the module aliases Keras 2 code imported, onto what they meant for the writer: `from keras import backend as K`,
     # `from keras import layers` (Keras 2's layers and merge functions are Keras 3's), `import math`
     namespace = {"K": backend2, "np": np, "numpy": np, "keras": backend2.keras, "backend": backend2, "math": math,
-                 "layers": backend2.keras.layers}  # fmt: skip
+                 "layers": backend2.keras.layers, "ops": backend2.keras.ops}  # fmt: skip
     if backend2.backend() == "tensorflow":
         import tensorflow as tf
 

@@ -539,3 +539,14 @@ def test_the_module_of_recovered_functions_parses_whatever_the_file_said():
     tree = ast.parse(text)
     assert "os.system" not in ast.unparse(tree)
     assert [node.name for node in tree.body if isinstance(node, ast.FunctionDef)] == ["ok"]
+
+
+def test_a_rebuilt_function_sees_the_names_keras_3_code_imported_too():
+    """Keras 3 rebuilt a Lambda of its own writer without `ops` among its globals (NameError); a function recovered
+    under trust sees `ops` (`from keras import ops`) beside Keras 2's `K`, `np`, `keras`, `math` (and `tf`)."""
+    keras = pytest.importorskip("keras")
+    from mgpu_io.lambdas.trusted import base_globals
+
+    names = base_globals()
+    assert names["ops"] is keras.ops and names["keras"].ops is keras.ops
+    assert {"K", "np", "keras", "math", "layers", "ops"} <= set(names)
