@@ -10,7 +10,7 @@ re-keyed training config and what happens to the optimizer state.
 import contextlib
 import functools
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -260,15 +260,18 @@ def make_plan(
     allow_plain=False,
     cpu=False,
     output=None,
+    keras2_functions=False,
 ):
     """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options): where the
     template is, how its config and weights are converted, what becomes of its training config and optimizer
-    state, each decided by its own function below."""
+    state, each decided by its own function below. ``keras2_functions``: for a model :func:`mgpu_io.load_model`
+    builds to train on (see :class:`~mgpu_io.format.conversions.base.Context`)."""
     extraction = extract(stored)
     if config is not None:
         _attach_config(extraction, config)
     template = extraction.template_config
     normalise, cpu_only, keras1, context = _conversion_context(stored, template, target, keep_config, cpu)
+    context = replace(context, keras2_functions=keras2_functions)
     if not extraction.is_wrapper and not allow_plain:
         raise NotAWrapper(
             problem="The model is not a multi-GPU wrapper; there is nothing to unwrap",

@@ -29,7 +29,7 @@ from mgpu_io.errors import (
     first_line,
 )
 from mgpu_io.format import door
-from mgpu_io.format.optimizer import TRANSLATED_OPTIMIZERS, read_optimizer_state
+from mgpu_io.format.optimizer import KERAS2_RULES, TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan_data import PlanData, plan_data, source_keras_version
 from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading, sharing
 from mgpu_io.format.sandbox import probed
@@ -45,7 +45,7 @@ from mgpu_io.keras._compat import (
     with_scoped_objects,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
-from mgpu_io.keras.optimizers import legacy_classes, rebuilt_optimizer
+from mgpu_io.keras.optimizers import dense_gradients, legacy_classes, rebuilt_optimizer
 from mgpu_io.keras.runtime import adapt
 from mgpu_io.lambdas.supplied import as_mapping, lambda_objects
 
@@ -166,7 +166,7 @@ def _plan_in_child(path, weights, description, compile=True):
     optimizer state only to ``compile``), else ``None`` (the parent plans what it reads with ``weights=``)."""
     if weights is not None or description.kind not in (door.LEGACY_MODEL, door.LEGACY_WEIGHTS):
         return None
-    return plan_data(path, allow_plain=True, optimizer_state=compile)
+    return plan_data(path, allow_plain=True, optimizer_state=compile, keras2_functions=compile)
 
 
 def _weights_plan(path, weights):
@@ -196,7 +196,10 @@ def _planned(path, weights, handed=None, compile=True):
     plan = (
         handed
         if handed is not None
-        else probed(path, functools.partial(plan_data, path, allow_plain=True, optimizer_state=compile))
+        else probed(
+            path,
+            functools.partial(plan_data, path, allow_plain=True, optimizer_state=compile, keras2_functions=compile),
+        )
     )
     if plan.file_type == WEIGHTS:
         raise InvalidArgument(
@@ -449,7 +452,9 @@ def _compile(model, training_config, arrays, custom_objects, keras_version=None,
     """
     optimizer_name = (training_config.get("optimizer_config") or {}).get("class_name")
     legacy_classes()  # registered, for a file saved with one of them (mgpu_io>LegacyRMSprop)
-    optimizer, _ = rebuilt_optimizer(training_config.get("optimizer_config"), keras_version, faithful)
+    optimizer, rule = rebuilt_optimizer(training_config.get("optimizer_config"), keras_version, faithful)
+    if optimizer is not None and faithful and rule.family == KERAS2_RULES:
+        dense_gradients(optimizer)  # an Embedding's gradient applied to every row, as the writer applied it
     if optimizer is not None:  # the writer's update rule; Keras' reading of the same config would lose it
         training_config = dict(training_config, optimizer_config={"class_name": "SGD", "config": {}})
     try:

@@ -194,3 +194,25 @@ def rebuilt_optimizer(optimizer_config, keras_version, faithful=True):
         return cls.from_config(config), rule
     except (ValueError, TypeError, KeyError, AttributeError):
         return None, rule  # Keras' own reading of the config decides, and warns
+
+
+def dense_gradients(optimizer):
+    """Apply every gradient densely, as the writers of Keras 2's rules did: an ``Embedding``'s gradient reaches
+    Keras 3 on TensorFlow as ``tf.IndexedSlices``, whose accumulators Keras 3 updates only in the rows the batch
+    used (``scatter_add``), where Keras 1/2 on TensorFlow 1.x turned it into a dense tensor and decayed every row.
+    Measured on the optimizer fixtures of Keras 2.0.8-2.2.4 and tf.keras 1.15 (an LSTM stack, a bidirectional GRU and
+    a sequence-to-sequence model, each with an ``Embedding``): 0.01-0.62 of the writer's change off, within 5e-5
+    after. Other backends compute embeddings' gradients densely already."""
+    keras = import_keras()
+    if keras.backend.backend() != "tensorflow" or getattr(optimizer.apply, "mgpu_io_dense", False):
+        return
+    import tensorflow as tf
+
+    apply = optimizer.apply
+
+    def dense_apply(grads, trainable_variables=None):
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        return apply(grads, trainable_variables)
+
+    dense_apply.mgpu_io_dense = True
+    optimizer.apply = dense_apply

@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 import resume_rules
 from jax_env import JAX_PYTHON, jax_environment
-from resume_rules import entries, faithful_class, loaded, on_another_backend, resume
+from resume_rules import KNOWN_GAPS, entries, faithful_class, loaded, on_another_backend, resume
 from tiers import FULL_MATRIX, resume_sample
 
 import mgpu_io
@@ -30,6 +30,17 @@ SAMPLE = resume_sample(entries())  # make test's fixtures; make test-all resumes
 ENTRIES = [pytest.param(entry, id=entry["file"], marks=[] if entry["file"] in SAMPLE else [getattr(pytest.mark,
                                                                                                   FULL_MATRIX)])
            for entry in entries()]
+#: The dense model's fixtures: the .keras output's tests (its Keras 2 hard_sigmoid gates are rescaled weights, made
+#: exact for predictions only, so a recurrent model's .keras output does not resume where the writer did).
+DENSE = [e for e in ENTRIES if e.values[0].get("model", "dense") == "dense"]
+
+
+def _gap(entry):
+    """``entry`` expected to fail where resume_rules.KNOWN_GAPS says why (strictly)."""
+    reason = KNOWN_GAPS.get(entry.values[0]["file"])
+    if reason is None:
+        return entry
+    return pytest.param(*entry.values, id=entry.id, marks=[*entry.marks, pytest.mark.xfail(reason=reason, strict=True)])
 #: What each fixture's ``load_model`` gave before any training (its optimizer's class, configuration, step, learning
 #: rate and variables, and the model's weights), kept by the test that loads it so that the decay test and the
 #: ``.keras`` output's test compare against the same load instead of loading the file again.
@@ -50,7 +61,7 @@ def _loaded_at_load(entry):
     return AT_LOAD[entry["file"]]
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("entry", [_gap(entry) for entry in ENTRIES])
 def test_training_resumes_where_the_writer_itself_resumed(entry):
     model, said = loaded(entry)
     AT_LOAD[entry["file"]] = _at_load(model)
@@ -82,7 +93,7 @@ def test_keras_2_nadam_keeps_its_schedule_decay_and_rmsprop_its_epsilon_outside_
 # kept, but these fixtures cannot show it.
 @pytest.mark.parametrize(
     "entry",
-    [e for e in ENTRIES if faithful_class(e.values[0]) not in (e.values[0]["optimizer"], "LegacyAdagrad")],
+    [e for e in DENSE if faithful_class(e.values[0]) not in (e.values[0]["optimizer"], "LegacyAdagrad")],
 )
 def test_keras3s_own_class_would_resume_elsewhere(entry, tmp_path):
     """The check can fail: the same state under Keras 3's own class (what a .keras output holds) lands off."""
@@ -94,7 +105,7 @@ def test_keras3s_own_class_would_resume_elsewhere(entry, tmp_path):
     assert not within, worst
 
 
-KERAS_CLASS = [e for e in ENTRIES if faithful_class(e.values[0]) == e.values[0]["optimizer"]]
+KERAS_CLASS = [e for e in DENSE if faithful_class(e.values[0]) == e.values[0]["optimizer"]]
 #: One fixture per writer whose ``.keras`` output also takes the writer's K steps in plain Keras 3, end to end.
 TRAINED = {e.values[0]["writer"]: e.values[0]["file"] for e in reversed(KERAS_CLASS)}
 

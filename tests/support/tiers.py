@@ -76,11 +76,11 @@ SWEEP_SAMPLE = ("k122", "k224", "tfk115", "tf24", "tfkeras")
 
 
 def resume_sample(entries):
-    """The optimizer fixtures that `make test` resumes: the first of each optimizer class (every rule) and of each
-    writer, by file name; the others run in `make test-all`."""
+    """The optimizer fixtures that `make test` resumes: the first of each optimizer class (every rule), of each
+    writer and of each model, by file name; the others run in `make test-all`."""
     chosen, seen = set(), set()
     for entry in sorted(entries, key=lambda e: e["file"]):
-        for key in (("optimizer", entry["optimizer"]), ("writer", entry["writer"])):
+        for key in (("optimizer", entry["optimizer"]), ("writer", entry["writer"]), ("model", entry.get("model"))):
             if key not in seen:
                 seen.add(key)
                 chosen.add(entry["file"])

@@ -36,6 +36,9 @@ class Context:
         cpu_only: ``keep_config`` with ``cpu``: only the families marked ``cpu`` run (the old Keras on a CPU).
         weights_file: the input is a weights-only file (the result is loaded into a model built in code).
         keras_version: the writer's ``keras_version`` (``"2.2.4"``; tf.keras ``"2.2.4-tf"``), where recorded.
+        keras2_functions: the model is built to train on in this process (``load_model(..., compile=True)``):
+            Keras 2's functions stay functions (mgpu-io's registered copies) rather than being made exact by
+            rescaling weights, so that the weights, their gradients and their optimizer state stay the writer's.
     """
 
     keras1: bool = False
@@ -43,6 +46,7 @@ class Context:
     cpu_only: bool = False
     weights_file: bool = False
     keras_version: str = ""
+    keras2_functions: bool = False
 
     @property
     def standalone_keras2(self):

@@ -23,7 +23,7 @@ _LINEAR_PREACTIVATION = ("Dense", "Conv1D", "Conv2D", "Conv3D", "SeparableConv1D
 
 
 def _weight_steps(layer, shapes, context):
-    if context.target != KERAS3:
+    if context.target != KERAS3 or context.keras2_functions:  # functions, not rescaled weights (see Context)
         return []
     cls, config = layer["class_name"], layer.get("config", {})
     if cls in _RECURRENT_ACTIVATION_GATES and config.get("recurrent_activation") == "hard_sigmoid":
@@ -61,8 +61,9 @@ def rescale_gates(count, gates):
     return rescale
 
 
-def _by_function(layer):
-    """The activation keys of ``layer`` that hold Keras 2's hard_sigmoid and no weight scaling makes exact."""
+def _by_function(layer, every=False):
+    """The activation keys of ``layer`` that hold Keras 2's hard_sigmoid and no weight scaling makes exact (with
+    ``every``: all that hold it, for a model built to train on, whose weights are never rescaled)."""
     cls, config = layer.get("class_name"), layer.get("config")
     if not isinstance(config, dict):
         return []
@@ -70,8 +71,9 @@ def _by_function(layer):
     for key in ("activation", "recurrent_activation"):
         if config.get(key) != "hard_sigmoid":
             continue
-        if (key == "activation" and cls in _LINEAR_PREACTIVATION) or (
-            key == "recurrent_activation" and cls in _RECURRENT_ACTIVATION_GATES
+        if not every and (
+            (key == "activation" and cls in _LINEAR_PREACTIVATION)
+            or (key == "recurrent_activation" and cls in _RECURRENT_ACTIVATION_GATES)
         ):
             continue  # made exact by scaling the weights
         keys.append(key)
@@ -107,7 +109,7 @@ def _rewrite_config(config, context):
     changes = []
     in_the_graph = {id(layer) for layer in walk_layers(config)}
     for layer in walk_layers(config, wrapped=True):
-        for key in _by_function(layer):
+        for key in _by_function(layer, every=context.keras2_functions):
             layer["config"][key] = (
                 KERAS2_HARD_SIGMOID if id(layer) in in_the_graph else dict(KERAS2_HARD_SIGMOID_OBJECT)
             )
