@@ -228,6 +228,8 @@ def _odd_name(code):
         names = [*current.co_names, *current.co_varnames, *current.co_freevars, *current.co_cellvars]
         for name in names:
             text = str(name)
+            if text.startswith(".") and text[1:].isdigit():  # CPython's own: a comprehension's iterator (".0")
+                continue
             if not text.isidentifier() or text in _HARD_KEYWORDS:
                 return f"its name {text[:60]!r} is not a Python identifier"
         own = str(current.co_name)

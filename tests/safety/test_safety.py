@@ -84,6 +84,7 @@ def test_keras3_loads_the_repaired_hostile_file_safely(hostile_file, tmp_path):
 
 AUDIT = r"""
 import sys, json, pathlib, tempfile
+from typer.testing import CliRunner as Runner  # a program of its own: its own runner
 import mgpu_io, mgpu_io.cli, mgpu_io.cli.render, mgpu_io.api, mgpu_io.format.inspect, mgpu_io.format.unwrap
 
 suspicious = []
@@ -101,6 +102,7 @@ marshal.loads(marshal.dumps(1))  # the hook must see this one, or it proves noth
 assert suspicious == ["marshal.loads"], suspicious
 suspicious.clear()
 
+runner = Runner()
 out = pathlib.Path(tempfile.mkdtemp())
 files = sorted(pathlib.Path(sys.argv[1]).glob("*_full.h5")) + sorted(pathlib.Path(sys.argv[1]).glob("*.json"))
 for index, path in enumerate(files):
