@@ -6,7 +6,7 @@ Each writer is one class (TestSweep_<writer>), evaluated once for its tests: pyt
 gives each class to a worker of its own, so that a new writer adds a unit that runs beside the others, not time to
 one long test. Keras 3 evaluates here; tf_keras (where its record does not hold: see
 ``test_tf_keras_still_does_what_its_record_says``), and the channels_first cases on TensorFlow with oneDNN off (what
-an AMD CPU gets, whatever CI's CPU is) and on Keras 3's JAX backend, each trained a step, in one process each per
+an AMD CPU gets, whatever CI's CPU is) and on Keras 3's JAX backend (make test-all), each trained a step, in one process each per
 pytest worker (tests/support/layer_sweep_server.py).
 """
 
@@ -67,32 +67,33 @@ def servers():
 
 
 def _sweep(writer, servers):
-    """``(outcomes, {case key: tf_keras status}, JAX outcomes)`` of one writer's cases, the processes working at
-    once: the channels_first cases run (and train a step) on TensorFlow with oneDNN off, which gives their outcome,
-    and on JAX. tf_keras' answers are taken from their record where it holds (tests/support/layer_sweep_tf_keras.json)."""
+    """``(outcomes, {case key: tf_keras status})`` of one writer's cases, the processes working at once: the
+    channels_first cases run (and train a step) on TensorFlow with oneDNN off, which gives their outcome. tf_keras'
+    answers are taken from their record where it holds (tests/support/layer_sweep_tf_keras.json)."""
     recorded = layer_sweep.recorded_tf_keras(writer)
     if recorded is None:
         servers["tf_keras"].ask({"tf_keras": writer})
     here, there = layer_sweep.partition([writer])
-    keys = [f"{w}/{c}" for w, c, _ in there]
-    on_jax = bool(there) and layer_sweep.JAX_PYTHON.exists()
     if there:
-        servers["no_onednn"].ask({"evaluate": keys})
-    if on_jax:
-        servers["jax"].ask({"evaluate": keys})
+        servers["no_onednn"].ask({"evaluate": [f"{w}/{c}" for w, c, _ in there]})
     outcomes = []
     for _, case, entry in here:
         outcomes.append(layer_sweep.evaluate(writer, case, entry))
         keras.backend.clear_session(free_memory=False)
     if there:
         outcomes += [layer_sweep.Outcome(**fields) for fields in servers["no_onednn"].answer()]
-    if on_jax:
-        jax = [layer_sweep.Outcome(**fields) for fields in servers["jax"].answer()]
-    else:
-        jax = [layer_sweep.Outcome(w, c, e["class"], "not run", "needs .venv-jax (make jax-env)") for w, c, e in there]
     order = {case: i for i, (case, _) in enumerate(layer_sweep.cases(writer))}
     tf_keras = recorded if recorded is not None else servers["tf_keras"].answer()
-    return sorted(outcomes, key=lambda o: order[o.case]), tf_keras, jax
+    return sorted(outcomes, key=lambda o: order[o.case]), tf_keras
+
+
+def _on_jax(writer, servers):
+    """The channels_first cases of ``writer`` on Keras 3's JAX backend, each trained a step."""
+    there = layer_sweep.partition([writer])[1]
+    if not there or not layer_sweep.JAX_PYTHON.exists():
+        return [layer_sweep.Outcome(w, c, e["class"], "not run", "needs .venv-jax (make jax-env)") for w, c, e in there]
+    servers["jax"].ask({"evaluate": [f"{w}/{c}" for w, c, _ in there]})
+    return [layer_sweep.Outcome(**fields) for fields in servers["jax"].answer()]
 
 
 def _cells(row):
@@ -106,32 +107,38 @@ class WriterSweep:
 
     @pytest.fixture(scope="class")
     def sweep(self, servers):
-        outcomes, tf_keras, jax = _sweep(self.writer, servers)
+        outcomes, tf_keras = _sweep(self.writer, servers)
         if os.environ.get("LAYER_SWEEP_KEEP"):  # a folder: `python tests/support/layer_sweep.py --from FOLDER` writes the page
             kept = Path(os.environ["LAYER_SWEEP_KEEP"]) / f"{self.writer}.json"
             kept.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]))
-        return outcomes, tf_keras, jax
+        return outcomes, tf_keras
 
     def test_no_case_loads_with_other_predictions_or_fails_with_a_raw_error(self, sweep):
-        outcomes, _, _ = sweep
+        outcomes, _ = sweep
         assert len(outcomes) == len(layer_sweep.cases(self.writer))
         failures = [f"{o.writer}/{o.case}: {o.status} {o.detail[:300]}" for o in outcomes
                     if o.status in ("DIFFERS", "ERROR", "not run")]
         assert not failures, "\n".join(failures)
 
-    def test_channels_first_cases_run_and_train_on_tensorflow_without_onednn_and_on_jax_alike(self, sweep):
+    def test_channels_first_cases_run_and_train_on_tensorflow_without_onednn(self, sweep):
         """A CPU without oneDNN (an AMD one) runs channels_first convolutions only through load_model's
-        transposes: each such case predicts like its writer there, trains a step, and does the same on JAX."""
-        outcomes, _, jax = sweep
+        transposes: each such case predicts like its writer there and trains a step."""
+        outcomes, _ = sweep
         first = {o.case: o for o in outcomes if o.backend == "tensorflow (oneDNN off)"}
         assert set(first) == {case for _, case, _ in layer_sweep.partition([self.writer])[1]}
         assert not [f"{c}: {o.status} {o.detail[:200]}" for c, o in first.items() if o.status in ("DIFFERS", "ERROR")]
+
+    @getattr(pytest.mark, FULL_MATRIX)
+    def test_channels_first_cases_do_on_jax_what_they_do_on_tensorflow(self, sweep, servers):
+        """The same cases on Keras 3's JAX backend, which computes channels_first itself (make test-all)."""
+        outcomes, _ = sweep
+        first = {o.case: o for o in outcomes if o.backend == "tensorflow (oneDNN off)"}
         elsewhere = [f"{o.case}: {first[o.case].status} on TensorFlow, {o.status} on JAX {o.detail[:200]}"
-                     for o in jax if o.status != first[o.case].status]
+                     for o in _on_jax(self.writer, servers) if o.status != first[o.case].status]
         assert not elsewhere, "\n".join(elsewhere)
 
     def test_every_refusal_is_typed_names_the_layer_class_and_says_what_to_do(self, sweep):
-        outcomes, _, _ = sweep
+        outcomes, _ = sweep
         vague = []
         for outcome in (o for o in outcomes if o.status == "refused"):
             message = outcome.detail.split(": ", 1)[1]
@@ -142,7 +149,7 @@ class WriterSweep:
         assert not vague, "\n".join(vague)
 
     def test_load_model_loads_every_case_that_tf_keras_loads(self, sweep):
-        outcomes, tf_keras, _ = sweep
+        outcomes, tf_keras = sweep
         ours = {f"{o.writer}/{o.case}": o for o in outcomes}
         assert set(tf_keras) == set(ours)  # tf_keras was asked about every case
         behind = [f"{key}: {ours[key].status} {ours[key].detail[:200]}" for key, status in tf_keras.items()
@@ -150,7 +157,7 @@ class WriterSweep:
         assert not behind, "\n".join(behind)
 
     def test_the_layers_page_shows_this_writers_current_result(self, sweep):
-        outcomes, _, _ = sweep
+        outcomes, _ = sweep
         page = layer_sweep.PAGE.read_text().splitlines()
         stale = "docs/layers.md is stale: run `python tests/support/layer_sweep.py`"
         assert layer_sweep.writer_line(self.writer, outcomes) in page, stale
