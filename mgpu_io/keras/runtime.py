@@ -7,8 +7,8 @@ runs, at the writer's speed. Nothing here changes a layer's class or config, so 
   ``ConvLSTM1D/2D`` fail with ``UnimplementedError``/``InvalidArgumentError``. Keras 3 already transposes its
   channels_first pooling, depthwise and separable convolutions on a CPU-only runtime (its ``_cpu_only`` rule);
   :func:`channels_first_on_cpu` extends that same rule to its ``conv`` and ``conv_transpose`` ops: the input is
-  transposed to channels_last, the op runs there, and its output is transposed back. The arithmetic is the same
-  convolution, so predictions, gradients and training steps match the writer's.
+  transposed to channels_last, the op runs there, and its output is transposed back: the same convolution
+  (the layer sweep's channels_first cases predict their writers' outputs within 1e-5 and train a step).
 - **TimeDistributed as one batched call.** Keras 3's ``TimeDistributed`` calls its layer once per timestep when the
   time axis is static, a Python loop that ``predict`` traces step by step (9 s for 1,000 steps of a ``Dense``).
   Keras 2 and tf.keras folded time into the batch (a reshape) and called the layer once: the loaded model does that.

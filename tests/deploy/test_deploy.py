@@ -377,19 +377,25 @@ def test_a_stateful_lstm_exports_from_the_states_keras_starts_from(tmp_path, nam
     assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
 
 
+def _sweep_case_exports_like_its_writer(tmp_path, writer, case, name):
+    """The layer sweep's ``writer/case`` exported as ``name``: within the export's bound of the model, and run by its
+    runtime, the writer's own predictions."""
+    sweep = FIXTURES.parent / "layers" / writer
+    data = np.load(sweep / "data.npz")
+    xs = [data[k] for k in sorted(k for k in data.files if k.startswith(f"{case}/x"))]
+    ys = [data[k] for k in sorted(k for k in data.files if k.startswith(f"{case}/y"))]
+    out, report = write(sweep / f"{case}.h5", tmp_path, name, inputs=xs, allow_plain=True)
+    assert report.export["difference"] <= report.export["bound"]
+    model = mgpu_io.load_model(sweep / f"{case}.h5", compile=False)
+    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+
+
 @pytest.mark.parametrize("name", ["onnx", "saved_model"])
 def test_a_channels_first_model_exports_on_a_cpu_and_its_artifact_predicts_like_the_writer(tmp_path, name):
     """Keras 2.3.1's ConvLSTM2D sweep holds a channels_first branch, which TensorFlow's CPU kernels run channels_last
     only: the export was refused on a CPU ("Export on a machine with a GPU"). The model now runs its convolutions
     transposed there (mgpu_io/keras/runtime.py), and the artifact predicts what Keras 2.3.1 predicted."""
-    sweep = FIXTURES.parent / "layers" / "k231"
-    data = np.load(sweep / "data.npz")
-    xs = [data[k] for k in sorted(k for k in data.files if k.startswith("ConvLSTM2D/x"))]
-    ys = [data[k] for k in sorted(k for k in data.files if k.startswith("ConvLSTM2D/y"))]
-    out, report = write(sweep / "ConvLSTM2D.h5", tmp_path, name, inputs=xs, allow_plain=True)
-    assert report.export["difference"] <= report.export["bound"]
-    model = mgpu_io.load_model(sweep / "ConvLSTM2D.h5", compile=False)
-    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+    _sweep_case_exports_like_its_writer(tmp_path, "k231", "ConvLSTM2D", name)
 
 
 @pytest.mark.parametrize("name", ["onnx", "saved_model"])
@@ -397,14 +403,7 @@ def test_a_random_augmentation_is_the_identity_in_the_artifact_as_at_inference(t
     """tf.keras 2.8's RandomRotation sweep: Keras' TensorFlow exporters traced the model without training=False,
     which left the rotation in the artifact (SavedModel 3.6 away; ONNX Runtime had no kernel for the random op).
     Now the artifact predicts what tf.keras 2.8 predicted at inference."""
-    sweep = FIXTURES.parent / "layers" / "tf28"
-    data = np.load(sweep / "data.npz")
-    xs = [data[k] for k in sorted(k for k in data.files if k.startswith("RandomRotation/x"))]
-    ys = [data[k] for k in sorted(k for k in data.files if k.startswith("RandomRotation/y"))]
-    out, report = write(sweep / "RandomRotation.h5", tmp_path, name, inputs=xs, allow_plain=True)
-    assert report.export["difference"] <= report.export["bound"]
-    model = mgpu_io.load_model(sweep / "RandomRotation.h5", compile=False)
-    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+    _sweep_case_exports_like_its_writer(tmp_path, "tf28", "RandomRotation", name)
 
 
 def test_a_normalization_given_its_mean_and_variance_exports_to_onnx(tmp_path):

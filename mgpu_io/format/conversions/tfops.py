@@ -367,19 +367,23 @@ def input_roles(op, count):
     return [*inputs[:at], *[inputs[at][1:]] * (count - len(inputs) + 1), *inputs[at + 1 :]]
 
 
+def _tf_keras_fix(rebuild):
+    """The fix of a refused TensorFlow op or function: ``rebuild`` in code, or keep the writer's config for tf_keras."""
+    return (
+        f"{rebuild} and load the weights with mgpu_io.transfer_weights, or pass ",
+        Param("keep_config", True),
+        " and ",
+        Param("target", "tf_keras"),
+        " for tf_keras, which has the class",
+    )
+
+
 def _refuse(layer, what, received):
     raise UnsupportedModel(
         problem=f"Layer {layer_name(layer)!r} is a {layer['class_name']}: {what}",
         expected=f"one of the TensorFlow ops that mgpu-io computes in Keras 3 ({', '.join(sorted(OPS))})",
         received=received,
-        fix=(
-            "Rebuild the template in code (Keras 3 ops for the TensorFlow call) and load the weights with "
-            "mgpu_io.transfer_weights, or pass ",
-            Param("keep_config", True),
-            " and ",
-            Param("target", "tf_keras"),
-            " for tf_keras, which has the class",
-        ),
+        fix=_tf_keras_fix("Rebuild the template in code (Keras 3 ops for the TensorFlow call)"),
     )
 
 
@@ -552,13 +556,7 @@ def _refuse_function(layer, function, reason):
         f"does not call: {reason}",
         expected="a public TensorFlow function that computes on its inputs and nothing else",
         received=f"function={str(function)[:80]!r}",
-        fix=(
-            "Rebuild the template in code and load the weights with mgpu_io.transfer_weights, or pass ",
-            Param("keep_config", True),
-            " and ",
-            Param("target", "tf_keras"),
-            " for tf_keras, which has the class",
-        ),
+        fix=_tf_keras_fix("Rebuild the template in code"),
     )
 
 
