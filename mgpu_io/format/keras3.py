@@ -35,6 +35,32 @@ def archive_config(path):
     return _archive_members(path)[0]
 
 
+def archive_with_config(path, config, destination):
+    """Write a copy of the ``.keras`` archive at ``path`` to ``destination``, with ``config`` as its ``config.json``.
+
+    Every other member is copied as it is stored, streamed (never held in memory whole). For a ``.keras`` file whose
+    Lambdas hold stored bytecode: its config, with them written by reference, is what Keras 3 then loads.
+
+    Example:
+        >>> import tempfile, pathlib, mgpu_io
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = mgpu_io.unwrap("fixtures/files/k224_siamese_x2_full.h5", folder / "m.keras")
+        >>> config = dict(archive_config(folder / "m.keras"), note="rewritten")
+        >>> archive_with_config(folder / "m.keras", config, folder / "copy.keras")
+        >>> archive_config(folder / "copy.keras")["note"]
+        'rewritten'
+    """
+    import shutil
+
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(destination, "w") as copy:
+        for member in source.infolist()[:MAX_ARCHIVE_MEMBERS]:
+            if member.filename == "config.json":
+                copy.writestr(member, json.dumps(config))
+                continue
+            with source.open(member) as reading, copy.open(member, "w", force_zip64=True) as writing:
+                shutil.copyfileobj(reading, writing, 1 << 20)
+
+
 def _archive_members(path):
     try:
         with zipfile.ZipFile(path) as archive:
@@ -160,7 +186,7 @@ def inspect_keras3(path, description):
             template = model_name(config) if isinstance(config.get("config"), (dict, list)) else None
             inputs, outputs = input_names(config), output_names(config)
             layer_count = len(model_layers(config))
-            lambdas = _lambdas(config)
+            lambdas = _lambdas(config, version if isinstance(version, str) else None)
         shapes = probed(path, functools.partial(_look_weights, path, member)) if member is not None else ({}, 0)
     else:
         shapes = probed(path, functools.partial(_look_weights, path))
@@ -207,8 +233,10 @@ def _size(shape):
     return size
 
 
-def _lambdas(config):
-    """The Lambda layers of a Keras 3 config, read as data (what each refers to; never run)."""
+def _lambdas(config, keras_version=None):
+    """The Lambda layers of a Keras 3 config, read as data (what each refers to; never run), and the source of
+    each one's stored bytecode (Keras 3's ``__lambda__``), recovered in the decompiler's child."""
     from mgpu_io.lambdas.by_reference import template_lambdas
+    from mgpu_io.lambdas.recovery import recover_lambdas
 
-    return [lam.to_dict() for lam in template_lambdas(config)]
+    return [lam.to_dict() for lam in recover_lambdas(template_lambdas(config), keras_version)]

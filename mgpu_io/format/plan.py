@@ -212,7 +212,7 @@ def _converted(extraction, template, context, normalise, cpu_only):
     """The template's config converted and its weights laid out by it: ``(template, layers, changes, conversions by
     layer, warnings)``; nothing converted where neither ``normalise`` nor ``cpu_only`` asks for it."""
     changes, conversions_by_layer, warnings = [], {}, []
-    if normalise or cpu_only:
+    if normalise or cpu_only or context.keras3_writer:
         template, changes = conversions.convert_config(template, context)
     layers = extraction.layout(template)
     if normalise or cpu_only:
@@ -300,7 +300,8 @@ def make_plan(
     levels = extraction.levels
     lambdas = template_lambdas(extraction.template_config) if extraction.template_config is not None else []
     for lam in lambdas:
-        if normalise and lam.code is not None:  # written by reference (lambdas/by_reference.py)
+        written_by_reference = normalise or context.keras3_writer  # lambdas/by_reference.py
+        if written_by_reference and lam.code is not None:
             lam.reference = lam.known or lam.layer
     report = UnwrapReport(
         source=str(stored.path),
@@ -336,12 +337,14 @@ def _conversion_context(stored, template, target, keep_config, cpu):
     normalise = template is not None and not keep_config and not written_by_keras3
     cpu_only = template is not None and keep_config and cpu  # the old Keras on a CPU: CuDNN layers only
     keras1 = normalise and is_keras1(stored.keras_version, template)
+    keras3_writer = template is not None and not keep_config and written_by_keras3  # its Lambdas' bytecode only
     context = conversions.Context(
         keras1=keras1,
-        target=target if normalise else conversions.TF_KERAS,
+        target=target if normalise or keras3_writer else conversions.TF_KERAS,
         cpu_only=cpu_only,
         weights_file=stored.file_type == WEIGHTS,
         keras_version=str(stored.keras_version or ""),
+        keras3_writer=keras3_writer,
     )
     return normalise, cpu_only, keras1, context
 

@@ -132,13 +132,33 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
 
 def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
     """A ``.keras`` file, loaded by Keras as it is; each Lambda that refers to a function by name (as mgpu-io's
-    ``.keras`` outputs do) gets it from ``lambdas``, or a :class:`MissingLambda` error names it first."""
-    from mgpu_io.format.keras3 import archive_config
+    ``.keras`` outputs do) gets it from ``lambdas``, or a :class:`MissingLambda` error names it first.
+
+    A Lambda that holds stored bytecode (Keras 3's ``__lambda__``) is written by reference, as in a repaired
+    ``.h5``, in a copy of the archive that Keras then loads (the input is never changed): its function comes from
+    ``lambdas`` or, with ``safe_mode=False``, from its recovered source (:mod:`mgpu_io.lambdas.trusted`)."""
+    import tempfile
+
+    from mgpu_io.format.conversions import Context, convert_config
+    from mgpu_io.format.keras3 import archive_config, archive_with_config
+    from mgpu_io.lambdas.by_reference import template_lambdas
 
     config = archive_config(path)
-    custom_objects = lambda_objects(config, lambdas, custom_objects, source=path)
+    stored = template_lambdas(config)
+    if not any(lam.code is not None for lam in stored):
+        custom_objects = lambda_objects(config, lambdas, custom_objects, source=path)
+        return _keras_loads(keras, path, path, custom_objects, compile, safe_mode)
+    rewritten, _ = convert_config(config, Context(keras3_writer=True))
+    custom_objects = _lambda_objects(rewritten, stored, lambdas, custom_objects, safe_mode, path)
+    with tempfile.TemporaryDirectory(prefix="mgpu-io-") as folder:
+        copy = Path(folder) / "model.keras"
+        archive_with_config(path, rewritten, copy)
+        return _keras_loads(keras, copy, path, custom_objects, compile, safe_mode)
+
+
+def _keras_loads(keras, archive, path, custom_objects, compile, safe_mode):
     try:
-        return keras.models.load_model(path, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
+        return keras.models.load_model(archive, custom_objects=custom_objects, compile=compile, safe_mode=safe_mode)
     except MgpuIOError:  # a refusal of ours from inside Keras' load (a ValueError too): already one clear line
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as error:
@@ -154,6 +174,32 @@ def _load_archive(keras, path, custom_objects, compile, safe_mode, lambdas):
                 "); `mgpu-io inspect` lists its Lambda layers",
             ),
         ) from None
+
+
+def _lambda_objects(config, stored, lambdas, custom_objects, safe_mode, source):
+    """The ``custom_objects`` that build ``config`` (whose Lambdas refer to functions by name): the caller's, the
+    caller's ``lambdas`` and, where the caller trusts the file (``safe_mode=False``), each other stored function
+    rebuilt from its recovered source. ``stored``: the Lambdas as the file holds them."""
+    lambdas = as_mapping(lambdas, [lam.layer for lam in stored])
+    shapes = {}
+    if not safe_mode:  # the caller trusts the file, as Keras' safe_mode=False: rebuild its Lambdas from source
+        from mgpu_io.lambdas.trusted import recovered_functions, recovered_output_shapes
+
+        rebuilt = recovered_functions(stored, lambdas, custom_objects)
+        lambdas.update(rebuilt)
+        shapes = recovered_output_shapes(stored, rebuilt, custom_objects)
+    objects = lambda_objects(config, lambdas, custom_objects, source=source, original=stored)
+    if shapes:  # each kept shape function by reference too, as the Lambda's function is
+        from mgpu_io.format.config import layer_name, walk_layers
+        from mgpu_io.lambdas.stored import reference
+
+        for layer in walk_layers(config, wrapped=True):
+            name = str(layer_name(layer)) if isinstance(layer, dict) else None
+            if layer.get("class_name") == "Lambda" and name in shapes and isinstance(layer.get("config"), dict):
+                layer["config"]["output_shape"] = reference(f"{name}>output_shape")
+                layer["config"].pop("output_shape_type", None)
+                objects[f"{name}>output_shape"] = shapes[name]
+    return objects
 
 
 def _sentence(line):
@@ -266,14 +312,7 @@ def build(
     optimizer with its writer's update rule (:mod:`mgpu_io.keras.optimizers`); ``False``: with Keras 3's own class
     (what a ``.keras`` output for plain Keras 3 holds).
     """
-    lambdas = as_mapping(lambdas, [lam.layer for lam in plan.lambdas])
-    if not safe_mode:  # the caller trusts the file, as Keras' safe_mode=False: rebuild its Lambdas from source
-        from mgpu_io.lambdas.trusted import recovered_functions
-
-        lambdas.update(recovered_functions(plan.lambdas, lambdas, custom_objects))
-    custom_objects = lambda_objects(
-        plan.config, lambdas, custom_objects, source=plan.stored.path, original=plan.lambdas
-    )
+    custom_objects = _lambda_objects(plan.config, plan.lambdas, lambdas, custom_objects, safe_mode, plan.stored.path)
     custom_objects = with_scoped_objects(custom_objects)  # the caller's custom_object_scope, kept in nested scopes
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
     custom_objects = with_names_given_after(custom_objects)  # a class whose __init__ takes no name

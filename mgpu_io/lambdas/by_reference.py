@@ -132,8 +132,9 @@ def rewrite_config(config, context):
         if lam is not None and (code is not None or unreadable):
             name = lam.known or lam.layer
             settings["function"] = reference(name, context.target)
-            settings["function_type"] = "function"
-            settings["module"] = None
+            if not context.keras3_writer:  # Keras 2's keys (Keras 3's Lambda takes no others than its own)
+                settings["function_type"] = "function"
+                settings["module"] = None
             changes.append("lambda-known-function" if lam.known else "lambda-by-reference")
         elif isinstance(settings.get("function"), str) and context.target == KERAS3:
             # a name the writer stored (function_type 'function'): Keras 3 reads it in its own dict spelling
@@ -146,7 +147,8 @@ def rewrite_config(config, context):
             # bytecode, or the name of a function of the writer's code (a Merge given a method: Keras 2's
             # get_config stored any callable but a plain function by name): Keras 3 traces the shape instead
             settings["output_shape"] = None
-            settings["output_shape_type"] = "raw"
+            if not context.keras3_writer:
+                settings["output_shape_type"] = "raw"
             settings.pop("output_shape_module", None)
             changes.append("lambda-output-shape-traced")
         if stored_code(settings.get("mask")) is not None or settings.get("mask_type") == "lambda":

@@ -84,14 +84,20 @@ def check(items, python, *, timeout=None):
 
 def stored_functions(path):
     """``{layer: (bytes, output-shape bytes)}``: each user Lambda's stored function in ``path``, decoded, as data."""
+    from mgpu_io.format import door
     from mgpu_io.format.extract import extract
     from mgpu_io.format.read import open_stored, reading
     from mgpu_io.lambdas.by_reference import template_lambdas
     from mgpu_io.lambdas.stored import SCAN_LIMIT, decode_payload
 
-    with open_stored(path) as stored, reading(stored.path, "reading its Lambda functions"):
-        template = extract(stored).template_config
-        lambdas = template_lambdas(template) if template is not None else []
+    if door.sniff(Path(path)) == door.ZIP and door.describe(path).kind == door.KERAS_ARCHIVE:
+        from mgpu_io.format.keras3 import archive_config
+
+        lambdas = template_lambdas(archive_config(path))
+    else:
+        with open_stored(path) as stored, reading(stored.path, "reading its Lambda functions"):
+            template = extract(stored).template_config
+            lambdas = template_lambdas(template) if template is not None else []
     found = {}
     for lam in lambdas:
         data = decode_payload(lam.payload) if lam.kind == "user" and lam.payload else None

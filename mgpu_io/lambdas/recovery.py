@@ -236,6 +236,21 @@ def recovered_lines(recovered):
     return lines
 
 
+#: The module names a recovered function sees (:func:`mgpu_io.lambdas.trusted.base_globals`), as the module that
+#: ``mgpu-io lambdas -o`` writes imports them.
+_IMPORTS = {
+    "math": "import math",
+    "numpy": "import numpy",
+    "np": "import numpy as np",
+    "keras": "import keras",
+    "ops": "from keras import ops",
+    "layers": "from keras import layers",
+    "tf": "import tensorflow as tf  # the functions call TensorFlow: they run on its backend only",
+    "K": "from mgpu_io.lambdas import backend2 as K",
+    "backend": "from mgpu_io.lambdas import backend2 as backend",
+}
+
+
 def module_source(path, lambdas, output="my_lambdas.py"):
     """The text of a reviewable module holding each of ``lambdas``' (``inspect``'s dicts) recovered functions, one
     ``def`` per Lambda layer named after it; a header lists the names to supply. Keras' own functions are left out
@@ -246,14 +261,16 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         recovered = lam.get("recovered") or {}
         stored = recovered.get("closure_values") or {}
         names = (recovered.get("free_names") or []) + [n for n in recovered.get("closure") or [] if n not in stored]
-        free += [name for name in names if name not in ("K", "np", "tf", "keras")]
+        free += [name for name in names if name not in _IMPORTS]
     free = list(dict.fromkeys(free))
+    used = {name for lam in user for name in ((lam.get("recovered") or {}).get("free_names") or [])}
     header = [
         f'"""The Lambda functions of {Path(path).name}, recovered from its stored bytecode by mgpu-io (as data: '
         f"nothing was run).",
         "",
         "Review every function before you use it: it is what the file holds, decompiled by uncompyle6/decompyle3.",
-        "Keras 2's backend is `K` (mgpu_io.lambdas.backend2, on keras.ops); `np` is NumPy, `tf` TensorFlow.",
+        "Keras 2's backend is `K` (mgpu_io.lambdas.backend2, on keras.ops); `ops` is keras.ops, `np` NumPy, `tf`",
+        "TensorFlow: the names a recovered function sees under safe_mode=False.",
         f"Names to supply (the file does not hold them): {', '.join(free) if free else 'none'}.",
         "",
         "Use it:",
@@ -261,14 +278,15 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         f"    mgpu-io unwrap {path} model.keras --lambda-module {output}",
         '"""',
         "",
-        "import numpy as np",
-        "",
-        "from mgpu_io.lambdas import backend2 as K",
-        "",
     ]
-    uses_tf = any("tf" in ((lam.get("recovered") or {}).get("free_names") or []) for lam in user)
-    if uses_tf:
-        header += ["import tensorflow as tf  # the functions call TensorFlow: they run on its backend only", ""]
+    header += [_IMPORTS[name] for name in ("math", "numpy", "np", "keras") if name in used or name == "np"]
+    header += [_IMPORTS[name] for name in ("ops", "layers") if name in used]
+    if "tf" in used:
+        header.append(_IMPORTS["tf"])
+    header += ["", "from mgpu_io.lambdas import backend2 as K"]
+    if "backend" in used:
+        header.append(_IMPORTS["backend"])
+    header.append("")
     for name in free:
         header.append(f"# {name} = ...  # TODO: used by the functions below; the file does not hold it")
     body = []

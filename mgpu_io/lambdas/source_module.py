@@ -74,7 +74,7 @@ def lambda_sources(path, output=None, *, overwrite=False, check=False) -> Lambda
 
     if output is not None:
         check_output(path, output, overwrite)
-    report = inspect(path, scan_weights=False)
+    report = _inspected(path, inspect)
     user = [lam for lam in report.lambdas if lam.get("kind") == "user"]
     if not user:
         raise InvalidArgument(
@@ -97,3 +97,14 @@ def lambda_sources(path, output=None, *, overwrite=False, check=False) -> Lambda
         output=str(output) if output is not None else None,
         decompilers=available(),
     )
+
+
+def _inspected(path, inspect):
+    """``inspect``'s report of ``path``: a legacy file, or a Keras 3 ``.keras`` archive (its Lambdas recovered)."""
+    from mgpu_io.format import door
+
+    if door.sniff(Path(path)) == door.ZIP and door.describe(path).kind == door.KERAS_ARCHIVE:
+        from mgpu_io.format.keras3 import inspect_keras3
+
+        return inspect_keras3(path, door.describe(path))
+    return inspect(path, scan_weights=False)

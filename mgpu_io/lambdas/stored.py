@@ -196,7 +196,15 @@ class LambdaLayer:
 def stored_code(function):
     """The code string of a stored function, or ``None`` when the function is stored by name.
 
-    Keras 1 and 2 store ``[code, defaults, closure]``; Keras 3 ``{"class_name": "__lambda__", "config": {...}}``.
+    Keras 1 and 2 store ``[code, defaults, closure]``; Keras 3 ``{"class_name": "__lambda__", "config": {"code":
+    ..., "defaults": ..., "closure": ...}}`` (a Lambda layer's) or ``{..., "config": {"value": [code, defaults,
+    closure]}}`` (``serialize_keras_object`` of any other lambda).
+
+    Example:
+        >>> stored_code({"class_name": "__lambda__", "config": {"code": "4wAA", "defaults": None, "closure": None}})
+        '4wAA'
+        >>> stored_code("preprocess") is None
+        True
     """
     if isinstance(function, (list, tuple)):
         return function[0] if function and isinstance(function[0], str) else ""
@@ -214,7 +222,9 @@ def _stored_part(function, index, key):
     if isinstance(function, (list, tuple)):
         part = function[index] if len(function) > index else None
     elif isinstance(function, dict) and isinstance(function.get("config"), dict):
-        part = function["config"].get(key)
+        inner = function["config"]
+        value = inner.get("value")  # Keras 3's serialize_keras_object of a lambda: {"value": [code, defaults, closure]}
+        part = (value[index] if len(value) > index else None) if isinstance(value, (list, tuple)) else inner.get(key)
     else:
         part = None
     return list(part) if isinstance(part, (list, tuple)) else None

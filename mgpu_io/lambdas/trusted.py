@@ -108,6 +108,42 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
     return functions
 
 
+def recovered_output_shapes(stored_lambdas, rebuilt, custom_objects=None):
+    """``{layer name: function}``: the output-shape function stored beside each Lambda in ``rebuilt`` (rebuilt
+    from the file by :func:`recovered_functions`), compiled from its recovered source, as Keras' ``safe_mode=False``
+    keeps it (a warning names each). A shape function whose source was not recovered is left out: Keras 3 then
+    traces the Lambda's function for its shape, as for any repaired file."""
+    import ast
+
+    found = {}
+    for lam in stored_lambdas:
+        source = (lam.recovered or {}).get("output_shape")
+        if lam.layer not in rebuilt or not source or "error" in (lam.recovered or {}):
+            continue
+        try:
+            tree = ast.parse(source.strip())
+        except SyntaxError:
+            continue
+        statement = tree.body[0] if len(tree.body) == 1 else None
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Lambda):
+            text, name = f"_output_shape = {source.strip()}", "_output_shape"
+        elif isinstance(statement, ast.FunctionDef):
+            text, name = source, statement.name
+        else:
+            continue
+        warnings.warn(
+            MgpuIOWarning(
+                f"safe_mode=False: Lambda layer {lam.layer!r} keeps its output_shape function, recovered from the "
+                f"file: {' '.join(source.split())[:120]}"
+            ),
+            stacklevel=4,
+        )
+        scope = dict(base_globals(), **(custom_objects or {}))
+        exec(compile(text, f"<output_shape of Lambda {lam.layer} recovered from the file>", "exec"), scope)  # trusted
+        found[lam.layer] = scope[name]
+    return found
+
+
 def _this_python():
     import sys
 

@@ -70,6 +70,8 @@ def rules_table():
 
 
 def _active(context):
+    if context.keras3_writer:
+        return [family for family in FAMILIES if family.keras3]
     return [family for family in FAMILIES if family.cpu or not context.cpu_only]
 
 

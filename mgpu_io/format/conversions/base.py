@@ -39,6 +39,8 @@ class Context:
         keras2_functions: the model is built to train on in this process (``load_model(..., compile=True)``):
             Keras 2's functions stay functions (mgpu-io's registered copies) rather than being made exact by
             rescaling weights, so that the weights, their gradients and their optimizer state stay the writer's.
+        keras3_writer: Keras 3 wrote the config itself: it needs no conversion but the families marked ``keras3``
+            (what no Keras of today loads from its own files: a Lambda's stored bytecode, written by reference).
     """
 
     keras1: bool = False
@@ -47,6 +49,7 @@ class Context:
     weights_file: bool = False
     keras_version: str = ""
     keras2_functions: bool = False
+    keras3_writer: bool = False
 
     @property
     def standalone_keras2(self):
@@ -85,6 +88,7 @@ class Family:
     finding: Optional[str] = None
     warn: bool = False  # check's messages are warnings of the repair too
     cpu: bool = False  # also runs for keep_config + cpu
+    keras3: bool = False  # also runs on the configs Keras 3 wrote itself (Context.keras3_writer)
 
 
 @dataclass

@@ -57,6 +57,7 @@ FAMILY = Family(
     check=check,
     finding="template-lambda",
     warn=True,
+    keras3=True,  # Keras 3's own `__lambda__` bytecode fails on any other Python, and in Keras 3 itself
 )
 
 
