@@ -25,6 +25,8 @@ SCAN_LIMIT = 1 << 20
 #: Names of code objects that are not a function's own name.
 _CODE_NAMES = {"<lambda>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<module>"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: A qualified name (``make_scaler.<locals>.<lambda>``): identifiers and ``<...>`` names joined by dots.
+_QUALNAME = re.compile(r"(?:<\w+>|[A-Za-z_]\w*)(?:\.(?:<\w+>|[A-Za-z_]\w*))+\Z")
 # marshal's type codes for text (Python 2 and 3): 4-byte lengths, then 1-byte lengths; 0x80 is marshal's ref flag.
 _LONG_TEXT, _SHORT_TEXT, _BYTES = set(b"atAuR"), set(b"zZ"), ord("s")
 
@@ -118,7 +120,7 @@ def scan_code(code):
 
 
 def _is_file_name(text):
-    if text in _CODE_NAMES:
+    if text in _CODE_NAMES or _QUALNAME.match(text):  # Python 3.11+ marshals a qualified name after the file's
         return False
     return (
         text.endswith((".py", ".pyc")) or "/" in text or "\\" in text or (text.startswith("<") and text.endswith(">"))
