@@ -69,7 +69,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
                 f"filepath={path}",
                 also=", or copy the file locally",
             )
-        return inspect_remote(path, scan_weights=bool(scan_weights))
+        return inspect_remote(path, scan_weights=bool(scan_weights), inspect_local=inspect)
     path = file_of(path)  # an open h5py.File, as Keras takes one
     if config is None and door.sniff(path) == door.HDF5:  # the common case, read at once (one probe, not two)
         try:
@@ -105,7 +105,7 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
     if kind == door.TF_CHECKPOINT and config is None:
         return _checkpoint_outline(path)
-    from mgpu_io.tf import read_converted
+    from mgpu_io.tf.convert import read_converted
 
     return read_converted(  # the TensorFlow kinds: read as data into the legacy layout, then as one
         lambda readable: _inspect_legacy(readable, scan_weights, diagram=diagram, overwrite=overwrite),
@@ -308,6 +308,7 @@ def _unwrap_remote(call):
     return unwrap_remote(
         call.source,
         call.output,
+        repair=unwrap,
         progress=call.progress,
         jobs=call.jobs,
         format=call.format,
@@ -413,9 +414,9 @@ def _unwrap(call, description, options, *, plan=None):
 
 
 def _unwrap_converted(call, description, options):
-    """A SavedModel or TF checkpoint: read as data into a legacy copy (:func:`mgpu_io.tf.read_converted`), which is
+    """A SavedModel or TF checkpoint: read as data into a legacy copy (:func:`mgpu_io.tf.convert.read_converted`), which is
     then repaired as one."""
-    from mgpu_io.tf import read_converted
+    from mgpu_io.tf.convert import read_converted
 
     config = options.config if description.kind == door.TF_CHECKPOINT else None
     return read_converted(

@@ -11,10 +11,10 @@ are never printed: a refusal is one :class:`~mgpu_io.errors.RemoteAccessError` l
 store's error code. fsspec (and s3fs, gcsfs, huggingface_hub for their schemes) is the optional ``[remote]`` extra.
 
 Example:
-    >>> import fsspec, mgpu_io.remote as remote
+    >>> import fsspec, mgpu_io, mgpu_io.remote as remote
     >>> with open("fixtures/files/k224_siamese_x2_full.h5", "rb") as f:
     ...     fsspec.filesystem("memory").pipe("/doc/siamese.h5", f.read())
-    >>> report = remote.inspect("memory://doc/siamese.h5")
+    >>> report = remote.inspect("memory://doc/siamese.h5", inspect_local=mgpu_io.inspect)
     >>> report.depth, report.template, report.file
     (1, 'siamese', 'memory://doc/siamese.h5')
 """
@@ -199,8 +199,9 @@ def _redact(text):
 MAX_STRUCTURE_BYTES = BLOCK_SIZE * MAX_BLOCKS
 
 
-def inspect(url, scan_weights=False, *, storage_options=None):
-    """Inspect a remote Keras file without reading its weights.
+def inspect(url, scan_weights=False, *, inspect_local, storage_options=None):
+    """Inspect a remote Keras file without reading its weights; ``inspect_local`` (:func:`mgpu_io.inspect`, which
+    calls this) inspects a file that is read from a whole local copy.
 
     An HDF5 file is read in the door's sandboxed child (:func:`mgpu_io.format.sandbox.probed`, the child every local
     file is read in): libhdf5 reads the remote file in :data:`BLOCK_SIZE` blocks (:class:`_Mirrored`),
@@ -230,10 +231,11 @@ def inspect(url, scan_weights=False, *, storage_options=None):
         report, fetched = _structure_in_child(url, storage_options, size)
         fetched, what = fetched + head, "its structure only, in blocks; the weights were not read"
         if report is None:  # a Keras 3 weights file: read by its own reader, from a whole copy
-            report, fetched, what = _inspect_downloaded(url, fs, path, size, size, False), size, "the whole file"
+            report, fetched, what = _inspect_downloaded(url, fs, path, size, size, False, inspect_local)
+            fetched, what = size, "the whole file"
     else:
         limit = size if kind in (HDF5, ZIP) else min(size, _CONFIG_LIMIT + 1)
-        report, fetched = _inspect_downloaded(url, fs, path, size, limit, bool(scan_weights)), limit
+        report, fetched = _inspect_downloaded(url, fs, path, size, limit, bool(scan_weights), inspect_local), limit
         what = "the whole file" if fetched == size else f"its first {fetched} bytes (a config's limit)"
     from mgpu_io.format.inspect import Finding
 
@@ -278,10 +280,8 @@ def _write_head(fs, path, size, sink):
     return fetched
 
 
-def _inspect_downloaded(url, fs, path, size, limit, scan_weights):
+def _inspect_downloaded(url, fs, path, size, limit, scan_weights, inspect_local):
     """Inspect the first ``limit`` bytes of the remote file from a local copy (the local reader's own limits apply)."""
-    from mgpu_io.api import inspect as inspect_local
-
     with tempfile.TemporaryDirectory(prefix="mgpu-io-remote-") as folder:
         local = Path(folder) / (PurePosixPath(path).name or "input")
         with access(url, "downloading the file"):
@@ -342,9 +342,9 @@ def _structure_in_child(url, storage_options, size):
 def _structure_report(url, storage_options, size):  # pragma: no cover - runs in the probe's child
     import h5py
 
+    from mgpu_io.format.door import sharing
     from mgpu_io.format.inspect import inspect as inspect_hdf5
     from mgpu_io.format.kinds import KERAS3_WEIGHTS
-    from mgpu_io.format.read import sharing
 
     fs, path = filesystem(url, storage_options)  # this process's own client: fsspec's clients are not fork-safe
     folder = tempfile.mkdtemp(prefix="mgpu-io-remote-")
@@ -509,10 +509,10 @@ def _mtime(fs, path):
     return 0.0 if info else None
 
 
-def unwrap(source, output, *, storage_options=None, progress=None, overwrite=False, jobs=None, **options):
+def unwrap(source, output, *, repair, storage_options=None, progress=None, overwrite=False, jobs=None, **options):
     """Repair a remote file, or every file under a remote prefix, into ``output`` (a local path or a URL).
 
-    One file: downloaded to a temporary folder, repaired there by :func:`mgpu_io.unwrap` (every output format,
+    One file: downloaded to a temporary folder, repaired there by ``repair`` (:func:`mgpu_io.unwrap`, every output format,
     deployable ones included), and uploaded whole (an object store's upload is all or nothing). A prefix (a URL
     ending in ``/``, or one that names no object): each file under it in turn, into the same place under ``output``,
     with the output's name as the format says (``format=``: ``.onnx``, ``.tflite``, a SavedModel folder; else the
@@ -523,6 +523,7 @@ def unwrap(source, output, *, storage_options=None, progress=None, overwrite=Fal
     Args:
         source: a URL (``s3://bucket/run1/model.h5`` or ``s3://bucket/run1/``); a local path is read as it is.
         output: a local path or URL.
+        repair: what repairs a local copy: :func:`mgpu_io.unwrap` (which calls this with itself).
         storage_options: passed to fsspec for both (else each filesystem configures itself).
         progress: for a prefix, called with ``(done, total, FileResult)`` after each file.
         overwrite: replace existing outputs.
@@ -536,9 +537,7 @@ def unwrap(source, output, *, storage_options=None, progress=None, overwrite=Fal
     """
     src, out = _place(source, storage_options), _place(output, storage_options)
     if not src.remote and not out.remote:
-        import mgpu_io
-
-        return mgpu_io.unwrap(source, output, overwrite=overwrite, progress=progress, **options)
+        return repair(source, output, overwrite=overwrite, progress=progress, **options)
     if src.remote:
         with access(source, "listing the input"):
             is_file = src.fs.isfile(src.path) and not str(source).endswith("/")
@@ -556,7 +555,7 @@ def unwrap(source, output, *, storage_options=None, progress=None, overwrite=Fal
                 "a prefix source (a URL ending in /)",
                 Param("jobs", jobs, text=f"jobs={jobs} with source={_safe(source)}, one file"),
             )
-        return _unwrap_one(src, out, overwrite=overwrite, **options)
+        return _unwrap_one(src, out, repair, overwrite=overwrite, **options)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         from mgpu_io.errors import Param
 
@@ -567,7 +566,7 @@ def unwrap(source, output, *, storage_options=None, progress=None, overwrite=Fal
             received=Param("jobs", jobs, text=f"jobs={jobs!r}"),
             fix=("Pass ", Param("jobs", 4), ", or leave it out for one file after another"),
         )
-    return _unwrap_prefix(src, out, progress=progress, overwrite=overwrite, jobs=jobs, **options)
+    return _unwrap_prefix(src, out, repair, progress=progress, overwrite=overwrite, jobs=jobs, **options)
 
 
 def _bucket_exists(place):
@@ -579,13 +578,11 @@ def _bucket_exists(place):
     return True
 
 
-def _unwrap_one(src, out, *, overwrite=False, **options):
-    import mgpu_io
-
+def _unwrap_one(src, out, repair, *, overwrite=False, **options):
     with tempfile.TemporaryDirectory(prefix="mgpu-io-remote-") as folder:
         local_in = _fetch(src, Path(folder) / "in")
         if not out.remote:
-            report = mgpu_io.unwrap(local_in, out.text, overwrite=overwrite, **options)
+            report = repair(local_in, out.text, overwrite=overwrite, **options)
             report.source = src.text
             return report
         if not overwrite:
@@ -602,7 +599,7 @@ def _unwrap_one(src, out, *, overwrite=False, **options):
                     )
         local_out = Path(folder) / "out" / PurePosixPath(out.path).name
         local_out.parent.mkdir()
-        report = mgpu_io.unwrap(local_in, local_out, **options)
+        report = repair(local_in, local_out, **options)
         _store(local_out, out)
         report.source, report.output = src.text, out.text
         return report
@@ -647,7 +644,9 @@ def _output_name(relative, format):
     return str(PurePosixPath(relative).with_suffix(EXPORT_FORMATS[format]))
 
 
-def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, allow_plain=False, jobs=None, **options):
+def _unwrap_prefix(
+    src, out, repair, *, progress=None, overwrite=False, format=None, allow_plain=False, jobs=None, **options
+):
     from mgpu_io.format.batch import DONE, DONE_REASON, FAILED, STOPPED, BatchReport, FileResult
     from mgpu_io.format.door import HDF5_SUFFIXES, JSON_SUFFIX
 
@@ -671,7 +670,7 @@ def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, all
 
     if jobs is not None:
         return _unwrap_pipelined(
-            src, out, files, report, finished, results, jobs, overwrite, format, allow_plain, options
+            src, out, files, report, finished, results, jobs, overwrite, (repair, format, allow_plain, options)
         )
     try:
         for name, path in files:
@@ -681,7 +680,7 @@ def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, all
                 finished(FileResult(name, DONE, output=_join(out.text, target), reason=DONE_REASON))
                 continue
             shown = _join(out.text, target) if out.remote else out_path
-            result = _one_of_prefix(src, path, out, out_path, (name, shown), format, allow_plain, options)
+            result = _one_of_prefix(src, path, out, out_path, (name, shown), (repair, format, allow_plain, options))
             finished(result)
     except BaseException as stop:
         seen = {r.path for r in results}
@@ -692,7 +691,7 @@ def _unwrap_prefix(src, out, *, progress=None, overwrite=False, format=None, all
     return report
 
 
-def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrite, format, allow_plain, options):
+def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrite, how):
     """A prefix's files with their transfers overlapped: ``jobs`` threads check whether each file was done before,
     download the next files (at most ``jobs`` ahead of the repair, each into its own temporary folder) and upload
     the outputs behind it, while this thread repairs one file after another, in the listing's order (a repair's
@@ -721,7 +720,7 @@ def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrit
 
     plans = []
     for name, path in files:
-        target = _output_name(name, format)
+        target = _output_name(name, how[1])
         out_path = (out.path.rstrip("/") + "/" + target) if out.remote else str(Path(out.text) / target)
         plans.append((name, path, out_path, target, _join(out.text, target) if out.remote else out_path))
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mgpu-io-transfer")
@@ -746,7 +745,7 @@ def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrit
                 continue
             folder, local_in = local
             local_out = folder / "out" / PurePosixPath(out_path).name if out.remote else Path(out_path)
-            result, written = _repair(name, local_in, local_out, shown, format, allow_plain, options)
+            result, written = _repair(name, local_in, local_out, shown, how)
             if written and out.remote:
                 while len(uploads) >= jobs:  # no more outputs waiting than threads to send them
                     harvest(block=True)
@@ -775,21 +774,22 @@ def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrit
     return report
 
 
-def _repair(name, local_in, local_out, shown, format, allow_plain, options):
-    """Repair one local copy of a prefix's file: ``(FileResult, whether an output was written)``."""
-    import mgpu_io
+def _repair(name, local_in, local_out, shown, how):
+    """Repair one local copy of a prefix's file: ``(FileResult, whether an output was written)``. ``how``: ``(repair,
+    format, allow_plain, options)``, the call's."""
     from mgpu_io.errors import NotAWrapper
     from mgpu_io.format.batch import CLEAN, FAILED, PLAIN_REASON, REPAIRED, SKIPPED, FileResult
 
+    repair, format, allow_plain, options = how
     local_out.parent.mkdir(parents=True, exist_ok=True)
     status = REPAIRED
     try:
         try:
-            report = mgpu_io.unwrap(local_in, local_out, overwrite=True, format=format, **options)
+            report = repair(local_in, local_out, overwrite=True, format=format, **options)
         except NotAWrapper:
             if not allow_plain:
                 return FileResult(name, SKIPPED, reason=PLAIN_REASON), False
-            report = mgpu_io.unwrap(local_in, local_out, overwrite=True, format=format, allow_plain=True, **options)
+            report = repair(local_in, local_out, overwrite=True, format=format, allow_plain=True, **options)
             status = CLEAN
     except RemoteAccessError:
         raise
@@ -838,13 +838,13 @@ def _done(src, path, out, out_path):
     return read is None or written >= read
 
 
-def _one_of_prefix(src, path, out, out_path, names, format, allow_plain, options):
+def _one_of_prefix(src, path, out, out_path, names, how):
     name, shown = names
     folder = Path(tempfile.mkdtemp(prefix="mgpu-io-remote-"))
     try:
         local_in = _fetch(_Place(src.text, src.fs, path) if src.remote else _Place(path), folder / "in")
         local_out = folder / "out" / PurePosixPath(out_path).name if out.remote else Path(out_path)
-        result, written = _repair(name, local_in, local_out, shown, format, allow_plain, options)
+        result, written = _repair(name, local_in, local_out, shown, how)
         if written and out.remote:
             _store(local_out, _Place(out.text, out.fs, out_path))
         return result

@@ -19,6 +19,7 @@ Example:
     ('json-config', ('architecture',), ('weights',))
 """
 
+import contextlib
 import functools
 import json
 import re
@@ -202,8 +203,8 @@ def _hdf5_later(handle, size):
 
 def _tensorflow_kind(path):
     """:data:`SAVEDMODEL`, :data:`TF_CHECKPOINT` or ``None``, from the standard library alone (no HDF5 read):
-    :func:`mgpu_io.tf.detect` reads a checkpoint's index table, which only tf/ knows."""
-    from mgpu_io.tf import detect  # the standard library only
+    :func:`mgpu_io.tf.detect.detect` reads a checkpoint's index table, which only tf/ knows."""
+    from mgpu_io.tf.detect import detect  # the standard library only
 
     return detect(path)
 
@@ -252,13 +253,33 @@ def _look_then(path, then):
             return description
         if h5 is None:
             return description, (then(description),)
-        from mgpu_io.format.read import sharing
-
         with sharing(path, h5):  # the work reads the file through the handle the look opened
             return description, (then(description),)
     finally:
         if h5 is not None:
             h5.close()
+
+
+#: Files that are open already, by path: :func:`mgpu_io.format.read.open_stored` reads them through the same handle
+#: (see :func:`sharing`). Only ever filled inside one child, for the work it runs on the file it opened.
+_shared: dict = {}
+
+
+@contextlib.contextmanager
+def sharing(path, h5):
+    """While inside, :func:`~mgpu_io.format.read.open_stored` of ``path`` reads the open ``h5`` instead of opening
+    the file again (and leaves it open): the door's child hands the file it looked at to the work it runs next
+    (:func:`describe_then`)."""
+    _shared[str(path)] = h5
+    try:
+        yield
+    finally:
+        _shared.pop(str(path), None)
+
+
+def opened(path):
+    """The open HDF5 handle :func:`sharing` holds for ``path``, or ``None``."""
+    return _shared.get(str(path))
 
 
 def _hdf5_description(path, kind, writer, holds, detail):

@@ -66,7 +66,7 @@ class InspectReport:
         return asdict(self)
 
     def converted_from(self, source, note):
-        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.convert.read_converted`)."""
         self.file = source
         self.findings.append(Finding("tensorflow-format", note))
 

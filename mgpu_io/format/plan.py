@@ -81,7 +81,7 @@ class UnwrapReport:
         return asdict(self)
 
     def converted_from(self, source, note):
-        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.convert.read_converted`)."""
         self.source = source
         self.warnings.insert(0, note)
 

@@ -326,7 +326,7 @@ def open_stored(path):
             stored = _read_json_config(path, yaml=kind == door.YAML_CONFIG)
         yield stored
         return
-    shared = _shared.get(str(path))
+    shared = door.opened(path)
     try:
         h5 = shared if shared is not None else h5py.File(path, "r")
     except (OSError, RuntimeError) as exc:
@@ -344,22 +344,6 @@ def open_stored(path):
     finally:
         if shared is None:
             h5.close()
-
-
-#: Files that are open already, by path: :func:`open_stored` reads them through the same handle (see :func:`sharing`).
-_shared: dict = {}
-
-
-@contextlib.contextmanager
-def sharing(path, h5):
-    """While inside, :func:`open_stored` of ``path`` reads the open ``h5`` instead of opening the file again (and
-    leaves it open): the door's child hands the file it looked at to the work it runs next
-    (:func:`mgpu_io.format.door.describe_then`)."""
-    _shared[str(path)] = h5
-    try:
-        yield
-    finally:
-        _shared.pop(str(path), None)
 
 
 @contextlib.contextmanager

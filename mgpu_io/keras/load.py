@@ -29,9 +29,10 @@ from mgpu_io.errors import (
     first_line,
 )
 from mgpu_io.format import door
+from mgpu_io.format.door import sharing
 from mgpu_io.format.optimizer import KERAS2_RULES, TRANSLATED_OPTIMIZERS, read_optimizer_state
 from mgpu_io.format.plan_data import PlanData, plan_data, source_keras_version
-from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading, sharing
+from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading
 from mgpu_io.format.sandbox import probed
 from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.keras._compat import (
@@ -108,7 +109,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         )
     weights_described = door.glance(weights) if weights is not None else None  # first bytes only: no probe
     if described.kind == door.SAVEDMODEL or getattr(weights_described, "kind", None) in door.TENSORFLOW_KINDS:
-        from mgpu_io.tf import read_converted
+        from mgpu_io.tf.convert import read_converted
 
         return read_converted(
             lambda readable, readable_weights: load_model(

@@ -50,7 +50,7 @@ class TransferReport:
         return dict(asdict(self), ok=self.ok)
 
     def converted_from(self, source, note):
-        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.read_converted`)."""
+        """Report on ``source``, a TensorFlow format read through a legacy copy (:func:`mgpu_io.tf.convert.read_converted`)."""
         self.source = source
 
     def __str__(self):
@@ -141,7 +141,7 @@ def transfer_weights(source, model, *, strict=True, config=None):
             weighted = [
                 (type(layer).__name__, [tuple(v.shape) for v in legacy_weights(layer)]) for layer in model.layers
             ]
-            from mgpu_io.tf import read_converted
+            from mgpu_io.tf.convert import read_converted
 
             return read_converted(
                 lambda readable: transfer_weights(readable, model, strict=strict),

@@ -270,7 +270,7 @@ def module_source(path, lambdas, output="my_lambdas.py"):
         "",
         "Review every function before you use it: it is what the file holds, decompiled by uncompyle6/decompyle3.",
         "Keras 2's backend is `K` (mgpu_io.lambdas.backend2, on keras.ops); `ops` is keras.ops, `np` NumPy, `tf`",
-        "TensorFlow: the names a recovered function sees under safe_mode=False.",
+        "TensorFlow: the names a recovered function sees when you trust the file.",
         f"Names to supply (the file does not hold them): {', '.join(free) if free else 'none'}.",
         "",
         "Use it:",

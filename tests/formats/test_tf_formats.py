@@ -33,7 +33,8 @@ from mgpu_io.errors import (  # noqa: E402
 )
 from mgpu_io.format.string_attrs import read_str, read_str_list  # noqa: E402
 from mgpu_io.format.kinds import SAVEDMODEL, TF_CHECKPOINT  # noqa: E402
-from mgpu_io.tf import detect, to_legacy_h5  # noqa: E402
+from mgpu_io.tf.convert import to_legacy_h5  # noqa: E402
+from mgpu_io.tf.detect import detect  # noqa: E402
 
 SAVEDMODELS = fixtures("savedmodel", manifest=TF2_MANIFEST)
 CHECKPOINTS = fixtures("tf_checkpoint", manifest=TF2_MANIFEST)
@@ -123,7 +124,7 @@ def test_detect_says_none_for_ordinary_files_folders_and_damaged_indexes(tmp_pat
 
 
 def test_detect_and_import_need_no_tensorflow():
-    code = ("import sys, mgpu_io.tf as t; "
+    code = ("import sys, mgpu_io.tf.detect as t; "
             "print(t.detect('fixtures/tf2/tf20_functional_bn_x2_savedmodel'), 'tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
