@@ -37,6 +37,13 @@ PY2_BUILTINS = {
     "buffer", "intern", "coerce", "reload",
 }  # fmt: skip
 _GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME"}
+#: Opcodes that the interpreter writes into a running code object's instructions and marshal never stores
+#: (``marshal.dumps`` writes the code as compiled: 3.12+'s instrumentation, 3.13's executors, the interpreter's own
+#: exit), or that no compiler writes at all.
+_NEVER_STORED = ("INSTRUMENTED_", "ENTER_EXECUTOR", "INTERPRETER_EXIT", "RESERVED")
+#: The most EXTENDED_ARG prefixes before one instruction that CPython writes: its arguments are 32-bit (2.7 and
+#: 3.5: one prefix of 16 bits; 3.6+: up to three of 8 bits).
+_MOST_PREFIXES = {"bytes": 1, "words": 3}
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
@@ -79,8 +86,10 @@ def _unknown_opcode(code, version):
         found = _instructions(current, version)
         offsets = {instruction.offset for instruction in found}
         for instruction in found:
-            if instruction.opname.startswith(("<", "INSTRUMENTED_")):
+            if instruction.opname.startswith("<"):
                 return f"opcode {instruction.opname.strip('<>')} at offset {instruction.offset}"
+            if instruction.opname.startswith(_NEVER_STORED):  # never in marshalled code: refused, never skipped
+                return f"opcode {instruction.opname} at offset {instruction.offset}, which marshal never stores,"
             if instruction.opcode in jumps and instruction.argval not in offsets:  # a jump into no instruction
                 return f"a jump of {instruction.opname} at offset {instruction.offset} to {instruction.argval}"
         stack.extend(const for const in current.co_consts if iscode(const))
@@ -172,6 +181,49 @@ def _cache_misfit(code, version):
             if len(units) != 2 * want or any(units):
                 return f"{name} at offset {offset} is not followed by its {want} cache units, as {version}'s is"
             offset += 2 + 2 * want
+        stack.extend(const for const in current.co_consts if iscode(const))
+    return None
+
+
+def _padding_misfit(code, version):
+    """Why ``code``'s (or a nested code's) EXTENDED_ARG prefixes are not what ``version``'s compiler writes, else
+    ``None``. The compiler writes a prefix only where the argument needs it (3.6+: an argument of 256 or more takes
+    one, of 65,536 or more two, ...; 2.7 and 3.5: one of 65,536 or more), and never more than a 32-bit argument
+    needs: a body padded with prefixes of argument 0 (which the interpreter runs as the one instruction) is not
+    compiled code, whatever it computes."""
+    from xdis import iscode
+
+    triple = tuple(int(part) for part in version.split("."))
+    opc = _opcode_module(version)
+    extended, have_argument = opc.opmap["EXTENDED_ARG"], getattr(opc, "HAVE_ARGUMENT", 90)
+    words = triple >= (3, 6)
+    shift, most = (8, _MOST_PREFIXES["words"]) if words else (16, _MOST_PREFIXES["bytes"])
+    stack, seen = [code], 0
+    while stack and seen < 1000:
+        current = stack.pop()
+        seen += 1
+        raw = bytes(current.co_code)
+        offset, run, start, value = 0, 0, 0, 0
+        while offset < len(raw):
+            opcode = raw[offset]
+            if words:
+                size, arg = 2, raw[offset + 1] if offset + 1 < len(raw) else 0
+            elif opcode >= have_argument:
+                size, arg = 3, int.from_bytes(raw[offset + 1 : offset + 3], "little")
+            else:
+                size, arg = 1, 0
+            if opcode == extended:
+                start = offset if run == 0 else start
+                run, value = run + 1, (value << shift) | arg
+                if run > most:
+                    return f"EXTENDED_ARG at offset {start} is followed by more of them than any argument needs"
+            elif run:
+                if ((value << shift) | arg) < 1 << (shift * run):
+                    return f"EXTENDED_ARG at offset {start} gives an argument that needs no such prefix"
+                run, value = 0, 0
+            offset += size
+        if run:
+            return f"EXTENDED_ARG at offset {start} prefixes no instruction"
         stack.extend(const for const in current.co_consts if iscode(const))
     return None
 
@@ -445,7 +497,12 @@ def _read_as(data, version, formats):
         return f"not its instructions ({type(error).__name__})"
     if unknown:
         return f"{unknown} is not one of its"
-    misfit = _line_table_misfit(code, version) or _cache_misfit(code, version) or _odd_name(code)
+    misfit = (
+        _padding_misfit(code, version)
+        or _line_table_misfit(code, version)
+        or _cache_misfit(code, version)
+        or _odd_name(code)
+    )
     if misfit:
         return misfit
     if not _loops_other_than_for(code, version):  # a `while` (or a crafted jump to itself) never runs as Keras'

@@ -11,7 +11,7 @@ list, tuple, set and dict displays), conditional expressions (nested too), ``if`
 (``in``, ``not in``, ``is``, ``is not``), ``and``/``or``/``not``, nested lambdas, and comprehensions and generator
 expressions with one ``for`` and ``if`` filters. Anything else is refused by name, with the opcode it stopped at
 (:class:`Unreadable`). Whether a reading is right is proven by recompiling it on the writer's Python
-(``tests/lambdas/test_lambda_recompile.py``, ``mgpu-io lambdas --check``).
+(``tests/lambdas/test_lambda_recompile.py``, ``mgpu-io lambdas --check``: the recompiled bytes are the stored ones).
 
 Example:
     >>> Unreadable("SETUP_FINALLY", 12).args[0]
@@ -41,6 +41,8 @@ _SKIP = {"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "COPY_FREE_VARS", 
 _COMPREHENSIONS = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}
 #: What a 3.12 inlined comprehension's exception handler holds (it restores the local it saved, and re-raises).
 _CLEANUP = {"SWAP", "POP_TOP", "STORE_FAST", "RERAISE", "END_FOR"}
+#: Opcodes that only a running interpreter writes into code (instrumentation, executors): never stored.
+_NEVER_STORED = ("INSTRUMENTED_", "ENTER_EXECUTOR", "INTERPRETER_EXIT", "RESERVED")
 
 
 class Unreadable(Exception):
@@ -153,6 +155,9 @@ class Reader:
 
     def __init__(self, code, version, instructions, nested):
         self.code, self.version, self.nested = code, tuple(version), nested
+        for ins in instructions:
+            if ins.opname.startswith(_NEVER_STORED):
+                raise Unreadable(ins.opname, ins.offset, "an opcode that marshalled code never holds")
         self.ins = [i for i in instructions if i.opname not in ("CACHE", "EXTENDED_ARG")]
         self.at = {i.offset: n for n, i in enumerate(self.ins)}
         self.steps = 0
@@ -213,6 +218,12 @@ class Reader:
                 raise self.fail(i, "too many instructions")
             op, arg, val = ins.opname, ins.arg, ins.argval
             op = op.replace("_FORWARD", "").replace("_BACKWARD", "") if op.startswith("POP_JUMP") else op
+            if op == "NOP" and not stack and self.version >= (3, 10) and self.code.co_name != "<lambda>":
+                # 3.10+ keeps a NOP only for a line that holds no other instruction (`pass`, a bare constant):
+                # `pass` compiles to the same bytes, so that the recompiled code is the stored code
+                body.append(ast.Pass())
+                i += 1
+                continue
             if op in _SKIP or (op == "POP_TOP" and i > 0 and self.ins[i - 1].opname == "RETURN_GENERATOR"):
                 i += 1
                 continue
