@@ -55,9 +55,8 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         ('model', 2, 'tensorflow-format')
     """
     from mgpu_io.format.inspect import inspect as _inspect_legacy
-    from mgpu_io.remote import is_url
 
-    if is_url(path):  # object storage: its structure read through fsspec, no weights (mgpu_io.remote)
+    if door.is_url(path):  # object storage: its structure read through fsspec, no weights (mgpu_io.remote)
         from mgpu_io.remote import inspect as inspect_remote
 
         if diagram is not None or config is not None:
@@ -266,9 +265,7 @@ def unwrap(
         jobs=jobs,
         progress=progress,
     )
-    from mgpu_io.remote import is_url
-
-    if is_url(source) or is_url(output):  # object storage, through fsspec, file by file (mgpu_io.remote)
+    if door.is_url(source) or door.is_url(output):  # object storage, through fsspec, file by file (mgpu_io.remote)
         return _unwrap_remote(call)
     return _unwrap_local(call.replace(source=Path(source), output=Path(output)))
 
@@ -462,9 +459,7 @@ def unwrap_route(source, output, *, format=None, dry_run=False) -> UnwrapRoute:
         >>> unwrap_route("fixtures/files", "repaired", dry_run=True).folder
         True
     """
-    from mgpu_io.remote import is_url
-
-    remote = is_url(source) or is_url(output)
+    remote = door.is_url(source) or door.is_url(output)
     path = Path(source)
     kind = None if remote else door.sniff(path)
     built_by_keras = {door.KERAS_SUFFIX, *(suffix for suffix in door.EXPORT_FORMATS.values() if suffix)}
@@ -496,7 +491,5 @@ def inspect_route(path) -> InspectRoute:
         >>> inspect_route("fixtures/files/k224_siamese_x2_full.h5").tensorflow
         False
     """
-    from mgpu_io.remote import is_url
-
-    remote = is_url(path)
+    remote = door.is_url(path)
     return InspectRoute(remote=remote, tensorflow=not remote and door.sniff(Path(path)) in door.TENSORFLOW_KINDS)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from mgpu_io.errors import InvalidArgument, MgpuIOError, MissingDependency, NotAModelFile, Param, RemoteAccessError
+from mgpu_io.format.kinds import is_url
 
 #: Bytes fetched per request when a remote file's structure is read: HDF5 metadata lies in small pieces between the
 #: weights, and larger blocks fetch the weights beside them (measured on tfk115_densenet_x2_full.h5, 900,784 bytes:
@@ -41,20 +42,7 @@ MAX_RUN = 64
 #: Seconds a store may take to accept a connection, and to answer one request, unless ``storage_options`` says
 #: otherwise (s3://, gs://, http(s)://; each other filesystem keeps its own).
 NETWORK_TIMEOUT = 30
-#: Schemes read as local paths.
-_LOCAL = ("", "file", "local")
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*)://")
-
-
-def is_url(path):
-    """Whether ``path`` is a URL of a filesystem other than the local one.
-
-    Example:
-        >>> is_url("s3://bucket/model.h5"), is_url("model.h5"), is_url("file:///tmp/model.h5")
-        (True, False, False)
-    """
-    found = _URL.match(str(path))
-    return bool(found) and found.group(1).lower() not in _LOCAL
 
 
 def filesystem(url, storage_options=None):

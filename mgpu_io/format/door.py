@@ -54,6 +54,7 @@ from mgpu_io.format.kinds import (  # noqa: F401 - the door's vocabulary, re-exp
     YAML_CONFIG,
     ZIP,
     hdf5_kind,
+    is_url,
 )
 
 #: Suffixes and what they are read and written as.

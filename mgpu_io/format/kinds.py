@@ -11,6 +11,7 @@ Example:
     'legacy-model'
 """
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -148,3 +149,19 @@ def hdf5_kind(attributes, groups):
     if "keras_version" in attributes and not groups:
         return STUB
     return UNKNOWN
+
+
+#: Schemes read as local paths.
+_LOCAL_SCHEMES = ("", "file", "local")
+_URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*)://")
+
+
+def is_url(path):
+    """Whether ``path`` is a URL of a filesystem other than the local one (object storage: :mod:`mgpu_io.remote`).
+
+    Example:
+        >>> is_url("s3://bucket/model.h5"), is_url("model.h5"), is_url("file:///tmp/model.h5")
+        (True, False, False)
+    """
+    found = _URL.match(str(path))
+    return bool(found) and found.group(1).lower() not in _LOCAL_SCHEMES
