@@ -7,8 +7,6 @@ converted config, its weights per layer with their planned conversions, the wrap
 re-keyed training config and what happens to the optimizer state.
 """
 
-import contextlib
-import functools
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -33,8 +31,7 @@ from mgpu_io.format.conversions.training_config import metrics_per_output, rekey
 from mgpu_io.format.detect import WrapperLevel, unroll
 from mgpu_io.format.extract import Extraction, extract, template_outputs
 from mgpu_io.format.optimizer import update_rule
-from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored, reading
-from mgpu_io.format.sandbox import probed
+from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored
 from mgpu_io.format.string_attrs import read_str_list
 from mgpu_io.format.text import first_sentence, names, plural, printable
 from mgpu_io.format.weights import LayerWeights, scoped_weight_names
@@ -135,7 +132,7 @@ class Plan:
     """Everything a repair will do, decided before anything is written.
 
     Attributes:
-        stored: the opened input (its HDF5 handles are valid inside :func:`planned` only).
+        stored: the opened input (its HDF5 handles are valid while that file is open).
         extraction: where the template and its weights are.
         levels: the wrapper levels removed, outermost first.
         config: the template config as it will be written or built (``None`` for a weights-only file without one).
@@ -420,27 +417,6 @@ def _optimizer_fate(stored, include_optimizer, conversions_by_layer, warnings):
         )
         return DROPPED
     return COPIED
-
-
-@contextlib.contextmanager
-def planned(source, *, output=None, **options):
-    """Open ``source`` and yield its :class:`Plan`, with the file still open (for writers and builders).
-
-    The plan is first made in a probe's child (libhdf5 hangs and crashes become errors). The library's own calls
-    plan once, in a child, instead: a legacy output is written there, a model Keras builds is handed back as data
-    (:mod:`mgpu_io.format.plan_data`)."""
-    probed(source, functools.partial(plan_only, source, **options))
-    with open_stored(Path(source)) as stored:
-        with reading(stored.path, "planning the repair"):
-            plan = make_plan(stored, output=output, **options)
-        yield plan
-
-
-def plan_only(source, **options):
-    """Make the plan of ``source`` and keep none of it: what a probe's child runs to check that planning the file
-    in this process will neither hang nor crash."""
-    with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
-        make_plan(stored, **options)
 
 
 def _nbytes(dataset):

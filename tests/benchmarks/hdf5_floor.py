@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +27,9 @@ import numpy as np
 
 import mgpu_io
 from mgpu_io.format.string_attrs import read_str_list
-from mgpu_io.format.plan import planned
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from plans import planned  # noqa: E402 - tests/support, beside this folder
 
 
 def blueprint(source, repaired):

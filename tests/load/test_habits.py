@@ -24,7 +24,7 @@ from helpers import HABITS_MANIFEST, TOLERANCE, fixture_batch, fixture_path, fix
 
 import mgpu_io
 from mgpu_io.errors import UnsupportedModel
-from mgpu_io.format.plan import planned
+from plans import planned
 
 keras = pytest.importorskip("keras")
 

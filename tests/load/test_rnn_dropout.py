@@ -16,7 +16,7 @@ from helpers import ROOT, TOLERANCE
 
 import mgpu_io
 from mgpu_io import MgpuIOWarning
-from mgpu_io.format.plan import planned
+from plans import planned
 
 keras = pytest.importorskip("keras")
 FOLDER = ROOT / "fixtures" / "rnn_dropout"

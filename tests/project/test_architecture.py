@@ -15,7 +15,7 @@ from helpers import APP_MANIFEST, HABITS_MANIFEST, MANIFEST, ROOT, TF2_MANIFEST,
 from mgpu_io import InvalidArgument, UnsupportedModel
 from mgpu_io.format import conversions
 from mgpu_io.format import wrapper_writers as writers
-from mgpu_io.format.plan import planned
+from plans import planned
 from mgpu_io.lambdas import FLOORS as LAMBDA_FLOORS
 
 PACKAGE = ROOT / "mgpu_io"
