@@ -309,7 +309,7 @@ def build(
 ):
     """Build a :class:`~mgpu_io.format.plan.Plan` as a Keras 3 model: config, weights, training setup, optimizer.
 
-    The plan's file must still be open (inside :func:`~mgpu_io.format.plan.planned`). ``faithful``: rebuild the
+    The plan's file must still be open, or the plan be data (:mod:`mgpu_io.format.plan_data`). ``faithful``: rebuild the
     optimizer with its writer's update rule (:mod:`mgpu_io.keras.optimizers`); ``False``: with Keras 3's own class
     (what a ``.keras`` output for plain Keras 3 holds).
     """
