@@ -145,14 +145,14 @@ def completed(source, output):
         return False
 
 
-def unwrap_tree(source, output, options=None, *, jobs=None, progress=None, **fields):
+def unwrap_tree(source, output, options: UnwrapOptions, *, jobs=None, progress=None):
     """Repair every model file under ``source`` into the same place under ``output``.
 
     Args:
         source: the folder to read (never modified).
         output: the folder to write; created if missing; may not be ``source`` or lie inside it.
-        options: the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built, or none:
-            then one is built from ``fields``, :func:`mgpu_io.unwrap`'s arguments. For a folder: ``overwrite``
+        options: the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and checked,
+            passed down unchanged. For a folder: ``overwrite``
             replaces existing output files; ``dry_run`` plans every file and reports, writes nothing, creates no
             folder; ``allow_plain`` also writes plain (non-wrapper) models, normalised (status ``already clean``),
             which are ``skipped`` without it; ``config`` is the architecture (JSON or full ``.h5``) of the
@@ -165,12 +165,11 @@ def unwrap_tree(source, output, options=None, *, jobs=None, progress=None, **fie
 
     Example:
         >>> import tempfile
-        >>> report = unwrap_tree("fixtures/files", tempfile.mkdtemp(), jobs=2)
+        >>> report = unwrap_tree("fixtures/files", tempfile.mkdtemp(), UnwrapOptions(), jobs=2)
         >>> report.counts()["repaired"] > 40, report.files[0].path
         (True, 'k122_kuza55_conv_x2_full.h5')
     """
     source, output = Path(source).resolve(), Path(output).resolve()
-    options = options if options is not None else UnwrapOptions(**fields)
     if options.config is not None:
         options = options.replace(config=str(options.config))
     overwrite, dry_run = options.overwrite, options.dry_run

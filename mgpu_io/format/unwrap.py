@@ -15,15 +15,14 @@ from mgpu_io.format.sandbox import probed, relayed, structure_read
 from mgpu_io.format.write import write_plan
 
 
-def unwrap_file(source, output, options=None, *, progress=None, folder_made_later=False, **fields):
+def unwrap_file(source, output, options: UnwrapOptions, *, progress=None, folder_made_later=False):
     """Write the innermost template of ``source`` to ``output`` as a file of ``source``'s kind.
 
-    ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built (or one
-    built here from ``fields``, its arguments); ``folder_made_later`` (a folder's dry run) accepts an output
+    ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and
+    checked, passed down unchanged (never rebuilt here); ``folder_made_later`` (a folder's dry run) accepts an output
     folder that does not exist yet. Returns the :class:`~mgpu_io.format.plan.UnwrapReport`.
     """
     source, output = Path(source), Path(output)
-    options = options if options is not None else UnwrapOptions(**fields)
     config = options.config
     check_output(
         source,

@@ -11,12 +11,12 @@ from mgpu_io.format.write import atomic_path
 from mgpu_io.keras.load import build
 
 
-def unwrap_to_keras(source, output, options=None, *, plan=None, **fields):
+def unwrap_to_keras(source, output, options: UnwrapOptions, *, plan=None):
     """Write the innermost template of ``source`` as a Keras 3 ``.keras`` file (with its training setup).
 
     The file is planned once (as :func:`mgpu_io.unwrap` plans a legacy output), built in Keras 3 and saved;
     ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and
-    checked (or one built here from ``fields``, its arguments), and it calls this for an output ending in
+    checked, passed down unchanged, and it calls this for an output ending in
     ``.keras``. ``plan``: the :func:`plan_for_keras` that the door's child made already, after its look (the file
     is then not opened here); without it, the file is planned in the sandbox's child and handed back as data.
     Each Lambda function is saved by its reference name (never as bytecode), so the ``.keras`` file loads in safe
@@ -28,11 +28,10 @@ def unwrap_to_keras(source, output, options=None, *, plan=None, **fields):
     Example:
         >>> import tempfile, pathlib
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "model.keras"
-        >>> unwrap_to_keras("fixtures/files/k224_siamese_x2_full.h5", out).written
+        >>> unwrap_to_keras("fixtures/files/k224_siamese_x2_full.h5", out, UnwrapOptions(output_format=KERAS_FORMAT)).written
         True
     """
     source, output = Path(source), Path(output)
-    options = options if options is not None else UnwrapOptions(output_format=KERAS_FORMAT, **fields)
     config = options.config
     check_output(source, output, options.overwrite, inputs=(config,) if config is not None else ())
     if plan is None:
@@ -65,14 +64,13 @@ def plan_for_keras(source, output, options):
     )
 
 
-def unwrap_to_export(source, output, options, *, plan=None, inputs=None, **fields):
+def unwrap_to_export(source, output, options: UnwrapOptions, *, plan=None, inputs=None):
     """Write the innermost template of ``source`` as a deployable artifact, run by its own runtime and compared with
     the built model before it is moved into place (:func:`mgpu_io.keras.exports.export`).
 
     ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and checked
     (its ``output_format``: ``"onnx"``, ``"litert"`` or ``"saved_model"``), which calls this for an output ending
-    in ``.onnx`` or ``.tflite``, or with ``format="saved_model"``; or the format's name, the options then built here
-    from ``fields`` (its arguments). ``plan``: the :func:`plan_for_keras` that the door's child made already (the
+    in ``.onnx`` or ``.tflite``, or with ``format="saved_model"``, passed down unchanged. ``plan``: the :func:`plan_for_keras` that the door's child made already (the
     file is then not opened here); without it, the file is planned in the sandbox's child and handed back as data.
     ``inputs``: what the runtime is checked on (default: generated from the input shapes).
 
@@ -83,7 +81,7 @@ def unwrap_to_export(source, output, options, *, plan=None, inputs=None, **field
     Example:
         >>> import tempfile, pathlib
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "model.onnx"
-        >>> report = unwrap_to_export("fixtures/files/k224_siamese_x2_full.h5", out, "onnx")
+        >>> report = unwrap_to_export("fixtures/files/k224_siamese_x2_full.h5", out, UnwrapOptions(output_format="onnx"))
         >>> report.written, report.export["runtime"]
         (True, 'ONNX Runtime')
     """
@@ -92,7 +90,6 @@ def unwrap_to_export(source, output, options, *, plan=None, inputs=None, **field
     from mgpu_io.keras.runtime import adapt
 
     source, output = Path(source), Path(output)
-    options = options if isinstance(options, UnwrapOptions) else UnwrapOptions(output_format=options, **fields)
     name, config = options.output_format, options.config
     check_available(name)  # before the model is read: a missing extra is one line
     if not output.is_dir():  # the file checks and their messages (an input as output, a missing folder)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from helpers import FIXTURES, digests, epoch_checkpoints, runner
 
+import mgpu_io
 from mgpu_io import OutputError
-from mgpu_io.format.batch import unwrap_tree
 from mgpu_io.cli import app
 from mgpu_io import inspect
 
@@ -41,7 +41,7 @@ def checkpoints(tmp_path):
 
 def test_a_folder_is_repaired_file_by_file_into_a_mirror(checkpoints, tmp_path):
     before = digests(checkpoints)
-    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
     status = {f.path: f.status for f in report.files}
     assert status == {
         "epoch-01.h5": "repaired",
@@ -84,18 +84,18 @@ def test_a_clean_folder_exits_0_and_a_second_run_skips_what_the_first_completed(
     folder.mkdir()
     shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "a.h5")
     assert runner.invoke(app, ["unwrap", str(folder), str(tmp_path / "out")]).exit_code == 0
-    again = unwrap_tree(folder, tmp_path / "out")
+    again = mgpu_io.unwrap(folder, tmp_path / "out")
     assert again.ok and again.files[0].status == "done before" and "overwrite=True redoes it" in again.files[0].reason
-    assert unwrap_tree(folder, tmp_path / "out", overwrite=True).files[0].status == "repaired"
+    assert mgpu_io.unwrap(folder, tmp_path / "out", overwrite=True).files[0].status == "repaired"
 
 
 def test_the_output_folder_may_not_be_inside_the_input(checkpoints):
     with pytest.raises(OutputError, match="The output folder is the input folder or inside it"):
-        unwrap_tree(checkpoints, checkpoints / "repaired")
+        mgpu_io.unwrap(checkpoints, checkpoints / "repaired")
 
 
 def test_repaired_weights_are_the_stored_ones(checkpoints, tmp_path):
-    unwrap_tree(checkpoints, tmp_path / "out", jobs=1)
+    mgpu_io.unwrap(checkpoints, tmp_path / "out", jobs=1)
     with h5py.File(checkpoints / "weights-01.h5", "r") as src, h5py.File(tmp_path / "out" / "weights-01.h5") as dst:
         np.testing.assert_array_equal(dst["d1/d1/kernel:0"][()], src["template/d1/kernel:0"][()])
 
@@ -129,7 +129,7 @@ def _misbehaving_on(monkeypatch, name, behaviour):
 
 def test_a_file_that_crashes_its_worker_fails_alone(checkpoints, tmp_path, monkeypatch):
     _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: os.kill(os.getpid(), signal.SIGSEGV))
-    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
     status = {f.path: f.status for f in report.files}
     assert status["epoch-01.h5"] == "failed" and status["run2/epoch-03.h5"] == "repaired"
     assert status["weights-01.h5"] == "repaired" and status["run2/model.json"] == "repaired"
@@ -146,7 +146,7 @@ def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints,
     monkeypatch.setattr(sandbox, "TIMEOUT", 3.0)
     _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(900))  # the first file, in one worker
     started = time.monotonic()
-    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
+    report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
     status = {f.path: f.status for f in report.files}
     assert status["epoch-01.h5"] == "failed"
     assert status["run2/epoch-03.h5"] == status["weights-01.h5"] == "repaired"  # its replacement went on
@@ -166,7 +166,7 @@ def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, m
         raise OutputError("copied slowly, and then refused")
 
     _misbehaving_on(monkeypatch, "epoch-01.h5", slow_copy)
-    report = unwrap_tree(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
     reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
     assert reason == "copied slowly, and then refused"  # not "did not finish": the copy was not killed
 
@@ -189,8 +189,8 @@ def test_a_rerun_says_how_many_it_skipped_and_force_redoes_them_all(tmp_path):
 def test_an_input_changed_after_its_repair_is_not_skipped(tmp_path):
     epoch_checkpoints(tmp_path / "in", 1)
     source = next((tmp_path / "in").rglob("*.h5"))
-    unwrap_tree(tmp_path / "in", tmp_path / "out")
+    mgpu_io.unwrap(tmp_path / "in", tmp_path / "out")
     output = tmp_path / "out" / source.relative_to(tmp_path / "in")
     os.utime(output, ns=(source.stat().st_mtime_ns - 10**9,) * 2)  # the input is newer than its repair
-    again = unwrap_tree(tmp_path / "in", tmp_path / "out")
+    again = mgpu_io.unwrap(tmp_path / "in", tmp_path / "out")
     assert again.files[0].status == "failed" and "Pass overwrite=True" in again.files[0].reason

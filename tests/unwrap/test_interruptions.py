@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES, ROOT, digests, epoch_checkpoints, runner
 
+import mgpu_io
 from mgpu_io.cli import app
-from mgpu_io.format.batch import unwrap_tree
 
 RUNNER = runner
 
@@ -199,7 +199,7 @@ def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_fil
     """Replacing outputs (overwrite=True), each new file has a hidden name for an instant before it takes the old
     one's place; a worker killed in that instant leaves it, and the supervisor removes it."""
     epoch_checkpoints(tmp_path / "in", 2)
-    assert unwrap_tree(tmp_path / "in", tmp_path / "out").ok
+    assert mgpu_io.unwrap(tmp_path / "in", tmp_path / "out").ok
     before = digests(tmp_path / "out")
     link = os.link
 
@@ -209,6 +209,6 @@ def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_fil
             os.kill(os.getpid(), signal.SIGKILL)
 
     monkeypatch.setattr(os, "link", killed_once_named)
-    report = unwrap_tree(tmp_path / "in", tmp_path / "out", overwrite=True, jobs=1)
+    report = mgpu_io.unwrap(tmp_path / "in", tmp_path / "out", overwrite=True, jobs=1)
     assert report.counts()["failed"] == 2  # each worker died, and was replaced for the next file
     assert digests(tmp_path / "out") == before  # the old outputs, and nothing beside them

@@ -40,7 +40,7 @@ def completed(source, artifact):
         return False
 
 
-def export_tree(source, output, options=None, *, jobs=None, progress=None, **fields):
+def export_tree(source, output, options, *, jobs=None, progress=None):
     """Write every full model (a wrapper, or with ``allow_plain`` a plain model) under ``source`` as a deployable
     format into the same place under ``output``; weights-only files are written where ``config`` gives their
     architecture. An output newer than its input is ``done before`` (a stopped run resumes).
@@ -49,7 +49,7 @@ def export_tree(source, output, options=None, *, jobs=None, progress=None, **fie
         source: the folder to read (never modified).
         output: the folder to write; may not be ``source`` or lie inside it.
         options: the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built (its
-            ``output_format`` names the format), or none: then one is built from ``fields``.
+            ``output_format`` names the format), passed down unchanged.
         jobs: worker processes, as the folder repair's (:func:`mgpu_io.format.batch.unwrap_tree`); each holds its
             own Keras and exporter. Default 1: the files are exported in this process, one after another. Workers
             are forked: where this process has run Keras already (a TensorFlow or JAX runtime started here, which
@@ -60,10 +60,8 @@ def export_tree(source, output, options=None, *, jobs=None, progress=None, **fie
         A :class:`~mgpu_io.format.batch.BatchReport`.
     """
     from mgpu_io.format import batch
-    from mgpu_io.format.options import UnwrapOptions
     from mgpu_io.keras.exports import check_available
 
-    options = options if options is not None else UnwrapOptions(**fields)
     name = options.output_format
     if name not in EXPORT_FORMATS:
         raise InvalidArgument(
