@@ -383,7 +383,7 @@ def unwrap(
                 progress=progress,
                 safe_mode=not unsafe_trust_file,
                 lambdas=_lambdas_argument(lambda_, lambda_module),
-                custom_objects=_custom_objects(custom_objects),
+                custom_objects=list(custom_objects or []) or None,  # specs, imported by the library
                 format=format_ or None,
             )
     _show_unwrap(report, route, as_json=as_json, verbose=verbose)
@@ -419,15 +419,6 @@ def _show_unwrap(report, route, *, as_json, verbose):
         show_unless_quiet(report)
     if route.folder and not report.ok:
         raise typer.Exit(code=1)
-
-
-def _custom_objects(values):
-    """``--custom-objects MODULE:CLASS`` (or ``MODULE``) options as the library's ``custom_objects=`` mapping."""
-    if not values:
-        return None
-    from mgpu_io.keras.custom import custom_objects_from
-
-    return custom_objects_from(values)
 
 
 def _lambda_options(values):
@@ -601,7 +592,7 @@ def verify(
             tolerance=tolerance,
             lambdas=_lambdas_argument(lambda_, lambda_module),
             safe_mode=not unsafe_trust_file,
-            custom_objects=_custom_objects(custom_objects),
+            custom_objects=list(custom_objects or []) or None,  # specs, imported by the library
         )
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))

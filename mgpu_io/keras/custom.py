@@ -15,6 +15,20 @@ from pathlib import Path
 from mgpu_io.errors import InvalidArgument, Param
 
 
+def given_objects(custom_objects):
+    """The caller's ``custom_objects`` as a mapping: a mapping as it is; a list of ``MODULE:CLASS`` / ``MODULE`` /
+    ``path/to/file.py`` specs (what the command line's ``--custom-objects`` gives) imported here
+    (:func:`custom_objects_from`), as ``lambdas=`` takes named functions.
+
+    Example:
+        >>> sorted(given_objects(["collections:OrderedDict"])), given_objects({"A": int}), given_objects(None)
+        (['OrderedDict'], {'A': <class 'int'>}, None)
+    """
+    if isinstance(custom_objects, (list, tuple)) and all(isinstance(spec, (str, Path)) for spec in custom_objects):
+        return custom_objects_from(custom_objects)
+    return custom_objects
+
+
 def custom_objects_from(specs):
     """``{name: class}`` from the command line's ``MODULE:CLASS`` (one class) or ``MODULE`` / ``path/to/file.py``
     (every public class defined in that module) specs, in order; ``None`` for no specs. Its errors name the spec at

@@ -46,6 +46,7 @@ from mgpu_io.keras._compat import (
     with_scoped_objects,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
+from mgpu_io.keras.custom import given_objects
 from mgpu_io.keras.optimizers import dense_gradients, legacy_classes, rebuilt_optimizer
 from mgpu_io.keras.runtime import adapt
 from mgpu_io.lambdas.supplied import as_mapping, lambda_objects
@@ -59,7 +60,8 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
             or an open ``h5py.File``, one held in memory included), a
             TF 2.x SavedModel folder of one (read as data), a JSON or YAML config (``model.to_json()``) together
             with ``weights``, or a Keras 3 ``.keras`` file (loaded by Keras as it is).
-        custom_objects: passed to Keras for the template's own custom layers.
+        custom_objects: passed to Keras for the template's own custom layers: ``{name: class}``, or a list of
+            ``MODULE:CLASS`` / ``MODULE`` specs, imported here (as the command line's ``--custom-objects``).
         compile: restore the training configuration (loss, metrics, loss weights keyed by the template's output
             names) and the optimizer state, so that ``fit`` continues where the old run stopped.
         weights: the weights saved beside a JSON config (a weights-only ``.h5``, wrapper or not, or a TF-format
@@ -88,6 +90,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         ('template', ['out_a', 'out_b'], 'Adam')
     """
     keras = import_keras()
+    custom_objects = given_objects(custom_objects)  # --custom-objects' specs, imported here
     if in_memory(path) or in_memory(weights):  # an h5py.File in memory only (driver='core'), as Keras takes one
         with on_disk(path) as readable, on_disk(weights) as readable_weights:
             return load_model(
@@ -313,6 +316,7 @@ def build(
     optimizer with its writer's update rule (:mod:`mgpu_io.keras.optimizers`); ``False``: with Keras 3's own class
     (what a ``.keras`` output for plain Keras 3 holds).
     """
+    custom_objects = given_objects(custom_objects)
     custom_objects = _lambda_objects(plan.config, plan.lambdas, lambdas, custom_objects, safe_mode, plan.stored.path)
     custom_objects = with_scoped_objects(custom_objects)  # the caller's custom_object_scope, kept in nested scopes
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
