@@ -139,6 +139,46 @@ def test_remote_is_a_storage_adapter_under_the_api():
     assert "mgpu_io.remote" not in {n.rsplit(".", 1)[0] for n in imports(PACKAGE / "format" / "door.py")}
 
 
+def _library_calls(function, helpers=None, seen=None):
+    """The library functions a command calls, itself or through the module's own helpers (``helpers``: the module's
+    functions by name): ``mgpu_io.NAME(...)``, and names imported from the library (``from mgpu_io.api import
+    inspect_route``), the errors and the CLI's own modules left out."""
+    helpers, seen = helpers or {}, seen if seen is not None else {function.name}
+    imported = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mgpu_io"):
+            if not node.module.startswith(("mgpu_io.cli", "mgpu_io.errors", "mgpu_io.format.text")):
+                imported |= {alias.asname or alias.name for alias in node.names}
+    calls = []
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        target = node.func
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "mgpu_io":
+            calls.append(target.attr)
+        elif isinstance(target, ast.Name) and target.id in imported:
+            calls.append(target.id)
+        elif isinstance(target, ast.Name) and target.id in helpers and target.id not in seen:
+            seen.add(target.id)
+            calls += _library_calls(helpers[target.id], helpers, seen)
+    return calls
+
+
+def test_each_command_makes_one_library_call_and_asks_at_most_one_route_question():
+    """A command is a thin face (docs/architecture.md): one call does its work; `unwrap` and `inspect` first ask the
+    library which route the call takes (for their progress bars and quiet starts), and nothing else."""
+    tree = ast.parse((PACKAGE / "cli" / "app.py").read_text())
+    commands = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+                and any(isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "command" for d in node.decorator_list)]
+    assert {c.name for c in commands} >= {"inspect", "unwrap", "lambdas", "transfer", "verify"}
+    helpers = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef) and node not in commands}
+    for command in commands:
+        calls = _library_calls(command, helpers)
+        work = [name for name in calls if not name.endswith("_route")]
+        assert len(work) == 1, f"{command.name} calls {calls}"
+        assert len(calls) - len(work) <= 1, f"{command.name} asks {calls}"
+
+
 def test_base_model_checkpoint_imports_without_h5py_numpy_or_the_core():
     loaded = json.loads(run_python(
         "import sys, json; from mgpu_io import BaseModelCheckpoint; print(json.dumps(sorted(sys.modules)))"))
