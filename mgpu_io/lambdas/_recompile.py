@@ -15,6 +15,11 @@ data, never run) and compared field by field: constants (recursively), names, ar
 and file names left out). A body padded with EXTENDED_ARG prefixes of argument 0, or holding an ``INSTRUMENTED_*``
 opcode (which 3.12+'s ``co_code`` turns back into the plain one, and which may crash the interpreter that unmarshals
 it), runs as the same instructions but is not those bytes: not proven, with the offset where they differ.
+
+On 3.11+ a call of a module's attribute (``ops.sum(x)``) compiles otherwise where the writer's module imported that
+name (``from keras import ops``): before the bytes are called different, the source is compiled again in a module
+that imports such names (:func:`import_contexts`), and the answer names those that made the stored bytes
+(``imported``).
 The recovered source is compiled, never run. Written for Python 2.7 and 3 alike (no f-strings).
 """
 
@@ -324,20 +329,49 @@ def difference(stored, rebuilt, where="the function"):
     return None
 
 
-def rebuilt_code(source, name, freevars):
-    """The code object of the function ``source`` defines, compiled inside a function giving ``freevars``."""
+def rebuilt_code(source, name, freevars, imported=()):
+    """The code object of the function ``source`` defines, compiled inside a function giving ``freevars``, in a
+    module that imports ``imported`` (compiled, never run)."""
+    imports = "".join("import %s\n" % module for module in imported)
     if freevars:  # a closure: the names are the enclosing function's, as where it was written
         text = "_f = " + source if source.startswith("lambda") else source
         inner = "\n".join("    " + line for line in text.splitlines())
         body = "def _mgpu_io_outer({}):\n{}\n    return None\n".format(", ".join(freevars), inner)
-        outer = next(c for c in compile(body, "<recovered>", "exec").co_consts if hasattr(c, "co_code"))
+        outer = next(c for c in compile(imports + body, "<recovered>", "exec").co_consts if hasattr(c, "co_code"))
         consts = outer.co_consts
+    elif imports:
+        text = "_f = " + source if source.startswith("lambda") else source
+        consts = compile(imports + text, "<recovered>", "exec").co_consts
     elif source.startswith("lambda"):
         consts = compile(source, "<recovered>", "eval").co_consts
     else:
         consts = compile(source, "<recovered>", "exec").co_consts
     codes = [c for c in consts if hasattr(c, "co_code") and c.co_name == name]
     return codes[0] if codes else None
+
+
+#: The most names whose every combination is tried as the writer's module's imports (2**4 - 1 compiles at most).
+MOST_IMPORTED = 4
+
+
+def import_contexts(source):
+    """The combinations of names that the writer's module may have imported which change ``source``'s bytes, fewest
+    first: 3.11+ compiles a call of an imported name's attribute (``ops.sum(x)``, after ``from keras import ops``)
+    as a plain call, never as a method's (CPython's ``is_import_originated``), so the stored bytes show which of the
+    names the call's owners were. Empty before 3.11."""
+    import ast
+    import itertools
+
+    if sys.version_info[:2] < (3, 11):
+        return []
+    owners = []
+    for node in ast.walk(ast.parse(source)):
+        func = getattr(node, "func", None) if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in owners:
+            owners.append(func.value.id)
+    if len(owners) > MOST_IMPORTED:
+        return [owners]
+    return [list(c) for n in range(1, len(owners) + 1) for c in itertools.combinations(owners, n)]
 
 
 def check(item):
@@ -351,12 +385,19 @@ def check(item):
     rebuilt = rebuilt_code(item["source"], walked.name, item.get("freevars") or [])
     if rebuilt is None:
         return {"same": False, "difference": "the source defines no function named %s" % walked.name}
-    found = bytes_difference(walked, rebuilt)
+    found, imported = bytes_difference(walked, rebuilt), []
+    for names in import_contexts(item["source"]) if found else []:  # the writer's module imported these names
+        other = rebuilt_code(item["source"], walked.name, item.get("freevars") or [], names)
+        if other is not None and bytes_difference(walked, other) is None:
+            rebuilt, found, imported = other, None, names
+            break
     if found:  # never unmarshalled: bytes that are not the compiler's may crash the interpreter that loads them
         return {"same": False, "difference": found}
     stored = marshal.loads(data)
     found = difference(stored, rebuilt)
-    return {"same": found is None, "difference": found} if found else {"same": True}
+    if found:
+        return {"same": False, "difference": found}
+    return {"same": True, "imported": imported} if imported else {"same": True}
 
 
 def main():

@@ -168,3 +168,19 @@ def test_an_argument_that_needs_its_extended_arg_is_read_and_proven(version):
     [answer] = recover.decompile(payloads)
     assert version in answer["python"].split(" or "), answer.get("error")
     assert [c.get("same") for c in _prove(python, payloads, [answer])] == [True]
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+def test_a_call_of_an_imported_modules_attribute_is_proven_in_a_module_that_imports_it(version):
+    """3.11+ compiles `ops.sum(x)` as a plain call where the writer's module imported `ops` (as Keras 3 code does:
+    `from keras import ops`) and as a method's call where it did not: the check compiles the source again in a
+    module importing such names, and names those that made the stored bytes."""
+    python = _python(version)
+    sources = ["from keras import ops\nimport numpy as np\nf = lambda x: ops.sum(x) + np.mean(x) + K.max(x)",
+               "f = lambda x: ops.sum(x) + np.mean(x) + K.max(x)"]  # fmt: skip
+    payloads, _, _ = _marshalled(python, sources)
+    answers = recover.decompile(payloads)
+    assert [a.get("body") for a in answers] == ["return ops.sum(x) + np.mean(x) + K.max(x)\n"] * 2
+    assert _prove(python, payloads, answers) == [{"same": True, "imported": ["ops", "np"]}, {"same": True}]
+    [other] = proof.check([{"code": payloads[0], "source": "lambda x: ops.sum(x) + np.mean(x) + K.min(x)"}], python)
+    assert other["same"] is False and "difference" in other  # what differs otherwise is still a difference
