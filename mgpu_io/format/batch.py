@@ -8,13 +8,14 @@ is written atomically, so an interrupted run leaves only complete files.
 
 import collections
 import contextlib
+import functools
 import multiprocessing
 import os
 import time
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from mgpu_io.errors import (
     InvalidArgument,
@@ -136,17 +137,103 @@ def _looks_like_model_config(path):
 
 
 def completed(source, output):
-    """Whether ``output`` is what an earlier run completed from ``source``: a file, newer than ``source`` (outputs
-    are written whole or not at all, so one that exists is complete)."""
+    """Whether ``output`` is what an earlier run completed from ``source``: it exists (a file, or a SavedModel
+    folder; outputs are written whole or not at all, so one that exists is complete) and is newer than ``source``.
+    The one rule of every folder run (:func:`run_tree`)."""
     try:
-        written = os.stat(output)
-        return Path(output).is_file() and written.st_mtime_ns >= os.stat(source).st_mtime_ns
+        return os.stat(output).st_mtime_ns >= os.stat(source).st_mtime_ns
     except OSError:
         return False
 
 
+@dataclass(frozen=True)
+class TreeJob:
+    """What a folder run (:func:`run_tree`) does with each of its files.
+
+    Attributes:
+        output_for: the output of the input at a relative path, under the output folder.
+        work: ``(source, output) -> FileResult``: one file, in a worker process (forked: it need not pickle) or here.
+        before: ``(source, output, done_before) -> FileResult or None``: a file settled without its work (``None``:
+            the work runs); by default one an earlier run completed is ``done before``.
+        here: run every file in this process, one after another (a runtime that does not survive a fork), not in
+            supervised workers.
+    """
+
+    output_for: Callable
+    work: Callable
+    before: Optional[Callable] = None
+    here: bool = False
+
+
+def run_tree(source, output, options, job, *, jobs=None, progress=None):
+    """The one folder engine: every model file under ``source`` (by content: :func:`model_files`), each done by
+    ``job`` into the same place under ``output``, in ``jobs`` supervised workers (:func:`_run`), with one report.
+    A file whose output an earlier run completed (:func:`completed`) is ``done before``, unless ``overwrite``; a
+    stopped run (Ctrl-C, SIGTERM) raises with the report of what was done attached (``.report``).
+
+    Used by :func:`unwrap_tree` (legacy repairs) and :func:`mgpu_io.keras.exports.tree.export_tree` (deployable
+    artifacts)."""
+    source, output = Path(source).resolve(), Path(output).resolve()
+    if not source.is_dir():
+        raise InvalidArgument(
+            f"The input folder does not exist. Expected a folder of model files. Received: {source}. Check the path."
+        )
+    if output == source or source in output.parents:
+        raise OutputError(
+            f"The output folder is the input folder or inside it. Expected a folder elsewhere, so "
+            f"that inputs are never overwritten or read back. Received: input={source}, "
+            f"output={output}. Choose another output folder."
+        )
+    files = model_files(source)
+    if not files:
+        count = sum(1 for path in source.rglob("*") if path.is_file())
+        raise NotAModelFile(
+            f"The folder holds no Keras file. Expected legacy Keras HDF5 files or JSON model configs under it. "
+            f"Received: {source} ({plural(count, 'file')}, none of them HDF5 or a model config). Check the folder; "
+            f"`mgpu-io inspect FILE` says what a file is."
+        )
+    report = BatchReport(source=str(source), output=str(output), dry_run=options.dry_run)
+    results = {}
+
+    def finished(index, result):
+        result.path = str(Path(result.path).relative_to(source))
+        results[index] = result
+        if progress is not None:
+            progress(len(results), len(files), result)
+
+    todo = []
+    for index, path in enumerate(files):
+        target = job.output_for(output, path.relative_to(source))
+        done_before = not options.overwrite and completed(path, target)
+        settled = (job.before or _done_before)(path, target, done_before)
+        if settled is not None:
+            finished(index, settled)
+        else:
+            todo.append((index, (str(path), str(target))))
+    workers = 1 if job.here else max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    try:
+        if job.here:
+            for index, task in todo:
+                finished(index, job.work(*task))
+        elif todo:
+            _run([task for _, task in todo], workers, lambda at, result: finished(todo[at][0], result), job.work)
+    except BaseException as stop:  # Ctrl-C, SIGTERM, the CPU-time limit: the report says what was done before it
+        report.files = [
+            results.get(index) or FileResult(path=str(path.relative_to(source)), status=FAILED, reason=STOPPED)
+            for index, path in enumerate(files)
+        ]
+        stop.report = report
+        raise
+    report.files = [results[index] for index in range(len(files))]
+    return report
+
+
+def _done_before(source, output, done_before):
+    return FileResult(path=str(source), status=DONE, output=str(output), reason=DONE_REASON) if done_before else None
+
+
 def unwrap_tree(source, output, options: UnwrapOptions, *, jobs=None, progress=None):
-    """Repair every model file under ``source`` into the same place under ``output``.
+    """Repair every model file under ``source`` into the same place under ``output`` (:func:`run_tree`).
 
     Args:
         source: the folder to read (never modified).
@@ -169,66 +256,23 @@ def unwrap_tree(source, output, options: UnwrapOptions, *, jobs=None, progress=N
         >>> report.counts()["repaired"] > 40, report.files[0].path
         (True, 'k122_kuza55_conv_x2_full.h5')
     """
-    source, output = Path(source).resolve(), Path(output).resolve()
     if options.config is not None:
         options = options.replace(config=str(options.config))
-    overwrite, dry_run = options.overwrite, options.dry_run
-    if not source.is_dir():
-        raise InvalidArgument(
-            f"The input folder does not exist. Expected a folder of model files. Received: {source}. Check the path."
-        )
-    if output == source or source in output.parents:
-        raise OutputError(
-            f"The output folder is the input folder or inside it. Expected a folder elsewhere, so "
-            f"that inputs are never overwritten or read back. Received: input={source}, "
-            f"output={output}. Choose another output folder."
-        )
-    files = model_files(source)
-    if not files:
-        count = sum(1 for path in source.rglob("*") if path.is_file())
-        raise NotAModelFile(
-            f"The folder holds no Keras file. Expected legacy Keras HDF5 files or JSON model configs under it. "
-            f"Received: {source} ({plural(count, 'file')}, none of them HDF5 or a model config). Check the folder; "
-            f"`mgpu-io inspect FILE` says what a file is."
-        )
-    report = BatchReport(source=str(source), output=str(output), dry_run=dry_run)
-    tasks = [(str(path), str(output / path.relative_to(source)), options) for path in files]
-    results = {}
+    job = TreeJob(output_for=lambda folder, relative: folder / relative, work=functools.partial(_repair, options))
+    return run_tree(source, output, options, job, jobs=jobs, progress=progress)
 
-    def finished(index, result):
-        result.path = str(Path(result.path).relative_to(source))
-        results[index] = result
-        if progress is not None:
-            progress(len(results), len(tasks), result)
 
-    todo = []
-    for index, task in enumerate(tasks):
-        if not overwrite and completed(task[0], task[1]):
-            finished(index, FileResult(path=task[0], status=DONE, output=task[1], reason=DONE_REASON))
-        else:
-            todo.append((index, task))
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
-    try:
-        if todo:
-            _run([task for _, task in todo], workers, lambda position, result: finished(todo[position][0], result))
-    except BaseException as stop:  # Ctrl-C, SIGTERM, the CPU-time limit: the report says what was done before it
-        report.files = [
-            results.get(index) or FileResult(path=str(Path(task[0]).relative_to(source)), status=FAILED, reason=STOPPED)
-            for index, task in enumerate(tasks)
-        ]
-        stop.report = report
-        raise
-    report.files = [results[index] for index in range(len(tasks))]
-    return report
+def _repair(options, source, output):
+    return _repair_one(source, output, options)
 
 
 #: The reason of a file that a stopped run (Ctrl-C, SIGTERM) did not finish (its output was written whole, or not).
 STOPPED = "The run was stopped before this file was done. Its output is whole or absent; run again to repair it."
 
 
-def _run(tasks, workers, finished, work=None):
+def _run(tasks, workers, finished, work):
     """Repair ``tasks`` in ``workers`` supervised processes, calling ``finished(index, FileResult)`` for each.
-    ``work(source, output, options)`` does one task (default: the legacy repair; a folder's exports pass theirs).
+    ``work(source, output)`` does one task (:class:`TreeJob`'s ``work``).
 
     Each worker repairs file after file in itself (a fork per file cost more than a third of a small file's repair)
     and says when it starts reading one and when its structure is read. A worker that dies fails the file it held
@@ -238,7 +282,7 @@ def _run(tasks, workers, finished, work=None):
     """
     if not sandbox.forking() or "fork" not in multiprocessing.get_all_start_methods():
         for index, task in enumerate(tasks):
-            finished(index, (work or _repair_one)(*task))
+            finished(index, work(*task))
         return
     context = multiprocessing.get_context("fork")
     pending = collections.deque(enumerate(tasks))
@@ -289,7 +333,7 @@ def _run(tasks, workers, finished, work=None):
 _DESCRIPTORS_PER_WORKER = 8
 
 
-def _start_workers(context, count, work=None):
+def _start_workers(context, count, work):
     """``count`` new workers, or as many as this process's open-files limit allows (each takes a pipe); none at all
     is a :class:`~mgpu_io.errors.LimitReached` that names the limit."""
     pool = []
@@ -317,7 +361,7 @@ def _start_workers(context, count, work=None):
 class _Worker:
     """One supervised worker process, and the file it holds (``index``, ``source``) with its reading deadline."""
 
-    def __init__(self, context, work=None):
+    def __init__(self, context, work):
         self.connection, theirs = context.Pipe()
         self.process = sandbox.start_worker(context, _serve, theirs, work)  # tied to this process's life, Ctrl-C ours
         theirs.close()
@@ -367,14 +411,14 @@ class _Worker:
                     leftover.unlink()
 
 
-def _serve(connection, work=None):  # pragma: no cover - runs in a worker process (sandbox.start_worker set its signals)
+def _serve(connection, work):  # pragma: no cover - runs in a worker process (sandbox.start_worker set its signals)
     sandbox.supervise(connection.send)
     try:
         while True:
             task = connection.recv()
             if task is None:
                 return
-            connection.send(("result", (work or _repair_one)(*task)))
+            connection.send(("result", work(*task)))
     except (EOFError, OSError, KeyboardInterrupt):  # the supervisor is gone
         return
 

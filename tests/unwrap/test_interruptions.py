@@ -157,14 +157,14 @@ CTRL_C_AFTER_TEN = """
 import os, signal, sys
 from mgpu_io.format import batch
 supervise = batch._run
-def _run(tasks, workers, finished):
+def _run(tasks, workers, finished, work):
     done = []
     def counted(index, result):
         finished(index, result)
         done.append(index)
         if len(done) == 10:
             os.kill(os.getpid(), signal.SIGINT)
-    supervise(tasks, workers, counted)
+    supervise(tasks, workers, counted, work)
 batch._run = _run
 from mgpu_io.cli import run
 sys.argv = ["mgpu-io", *sys.argv[1:]]

@@ -2,10 +2,9 @@
 repair's options (one :class:`~mgpu_io.format.options.UnwrapOptions`), workers (``jobs``), progress and resume."""
 
 import functools
-import os
 from pathlib import Path
 
-from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAModelFile, NotAWrapper, OutputError, Param, Text
+from mgpu_io.errors import InvalidArgument, MgpuIOError, NotAWrapper, Param, Text
 from mgpu_io.format.batch import (
     CLEAN,
     DONE,
@@ -13,10 +12,7 @@ from mgpu_io.format.batch import (
     FAILED,
     REPAIRED,
     SKIPPED,
-    STOPPED,
-    BatchReport,
     FileResult,
-    model_files,
 )
 from mgpu_io.format.door import EXPORT_FORMATS, LEGACY_MODEL, SAVEDMODEL, describe
 
@@ -30,14 +26,6 @@ def artifact_path(output, relative, name):
         'out/run1/epoch_10.onnx'
     """
     return output / relative.with_suffix(EXPORT_FORMATS[name])
-
-
-def completed(source, artifact):
-    """Whether ``artifact`` exists (a file or a folder: written whole or not at all) and is newer than ``source``."""
-    try:
-        return os.stat(artifact).st_mtime_ns >= os.stat(source).st_mtime_ns
-    except OSError:
-        return False
 
 
 def export_tree(source, output, options, *, jobs=None, progress=None):
@@ -59,7 +47,7 @@ def export_tree(source, output, options, *, jobs=None, progress=None):
     Returns:
         A :class:`~mgpu_io.format.batch.BatchReport`.
     """
-    from mgpu_io.format import batch
+    from mgpu_io.format.batch import TreeJob, run_tree
     from mgpu_io.keras.exports import check_available
 
     name = options.output_format
@@ -71,60 +59,27 @@ def export_tree(source, output, options, *, jobs=None, progress=None):
             received=f"output_format={name!r}",
             fix=("Pass ", Param("format")),
         )
-    source, output = Path(source).resolve(), Path(output).resolve()
-    if output == source or source in output.parents:
-        raise OutputError(
-            f"The output folder is the input folder or inside it. Expected a folder elsewhere, so that inputs are "
-            f"never overwritten or read back. Received: input={source}, output={output}. Choose another output folder."
-        )
     if not options.dry_run:
         check_available(name)
-    files = model_files(source)
-    if not files:
-        raise NotAModelFile(
-            f"The folder holds no Keras file. Expected legacy Keras HDF5 files under it. Received: {source}. Check "
-            f"the folder; `mgpu-io inspect FILE` says what a file is."
-        )
-    report = BatchReport(source=str(source), output=str(output), dry_run=options.dry_run)
-    results: dict = {}
 
-    def finished(index, result):
-        result.path = str(Path(result.path).relative_to(source))
-        results[index] = result
-        if progress is not None:
-            progress(len(results), len(files), result)
-
-    todo = []
-    for index, path in enumerate(files):
-        artifact = artifact_path(output, path.relative_to(source), name)
-        done_before = not options.overwrite and completed(path, artifact)
+    def before(path, artifact, done_before):
         if not options.dry_run and not done_before:  # looked at in its export, by the child that plans it
-            todo.append((index, (str(path), str(artifact))))
-            continue
+            return None
         described = describe(path)
         if skipped := _needs_config(described, options):
-            finished(index, FileResult(str(path), SKIPPED, reason=skipped))
-        elif done_before:
-            finished(index, FileResult(str(path), DONE, output=str(artifact), reason=DONE_REASON))
-        else:
-            finished(index, FileResult(str(path), REPAIRED))
-    workers = max(1, min(jobs or 1, len(todo) or 1))
-    try:
-        if workers > 1 and not _runtime_started():
-            work = _in_worker(options)
-            batch._run([task for _, task in todo], workers, lambda at, result: finished(todo[at][0], result), work)
-        else:
-            for index, task in todo:
-                finished(index, export_one(*task, options))
-    except BaseException as stop:  # Ctrl-C: what was done before it, and what was not
-        report.files = [
-            results.get(index) or FileResult(str(path.relative_to(source)), FAILED, reason=STOPPED)
-            for index, path in enumerate(files)
-        ]
-        stop.report = report
-        raise
-    report.files = [results[index] for index in range(len(files))]
-    return report
+            return FileResult(str(path), SKIPPED, reason=skipped)
+        if done_before:
+            return FileResult(str(path), DONE, output=str(artifact), reason=DONE_REASON)
+        return FileResult(str(path), REPAIRED)
+
+    here = (jobs or 1) <= 1 or _runtime_started()
+    job = TreeJob(
+        output_for=lambda folder, relative: artifact_path(folder, relative, name),
+        work=functools.partial(export_one, options=options) if here else _in_worker(options),
+        before=before,
+        here=here,
+    )
+    return run_tree(source, output, options, job, jobs=jobs, progress=progress)
 
 
 def _runtime_started():
