@@ -12,7 +12,7 @@ The bytecode is read by xdis' own unmarshaller, a pure-Python reader of any Pyth
 (it builds xdis' data objects, never a code object of this interpreter), for each candidate writer's Python in
 turn; the first one whose reading consumes exactly the stored bytes and whose decompiling succeeds is the writer's.
 The decompilers are uncompyle6 (Python 2.7-3.8) and decompyle3 (3.7-3.8, preferred there), both GPL-3.0, installed
-with ``pip install "mgpu-io[lambdas]"``, and mgpu-io's own ``_decompile39.py`` for 3.9-3.12 (no maintained decompiler
+with ``pip install "mgpu-io[lambdas]"``, and mgpu-io's own ``_decompile39.py`` for 3.9-3.13 (no maintained decompiler
 reads those). Nothing read is ever compiled, evaluated or run here.
 
 Which Python wrote the bytes is proven, not guessed: every candidate is tried; a reading counts only where the marshal
@@ -27,8 +27,8 @@ import io
 import json
 import sys
 
-#: The writers' Pythons, in the order they are tried: 3.9-3.12 by mgpu-io's own decompiler, the rest by the others.
-CANDIDATES = ("3.12", "3.11", "3.10", "3.9", "3.8", "3.7", "3.6", "3.5", "2.7")
+#: The writers' Pythons, in the order they are tried: 3.9-3.13 by mgpu-io's own decompiler, the rest by the others.
+CANDIDATES = ("3.13", "3.12", "3.11", "3.10", "3.9", "3.8", "3.7", "3.6", "3.5", "2.7")
 #: The first Python that mgpu-io's own decompiler (``_decompile39.py``) reads.
 OWN_FROM = (3, 9)
 #: Names every Python 2.7-3.8 provides without an import (never reported as names the user must supply).
@@ -139,8 +139,9 @@ def _line_table_misfit(code, version):
 
 #: Each Python's inline cache entries after an instruction (CPython's ``opcode._inline_cache_entries``, read from
 #: the real 3.11, 3.12 and 3.13): code units of zeros that follow it in the stored bytes. The layouts differ (a
-#: LOAD_GLOBAL has 5 in 3.11 and 4 in 3.12, a LOAD_ATTR 4 and 9), so bytes that one Python wrote misalign as
-#: another's, which tells 3.11 from 3.12 where the opcodes alone cannot.
+#: LOAD_GLOBAL has 5 in 3.11 and 4 in 3.12, a LOAD_ATTR 4 and 9; 3.13's TO_BOOL has 3, its jumps 1), so bytes that
+#: one Python wrote misalign as another's, which tells 3.11 from 3.12 where the opcodes alone cannot (3.13 renumbered
+#: its opcodes as well).
 INLINE_CACHES = {
     (3, 11): {"BINARY_OP": 1, "BINARY_SUBSCR": 4, "CALL": 4, "COMPARE_OP": 2, "LOAD_ATTR": 4, "LOAD_GLOBAL": 5,
               "LOAD_METHOD": 10, "PRECALL": 1, "STORE_ATTR": 4, "STORE_SUBSCR": 1, "UNPACK_SEQUENCE": 1},
@@ -309,7 +310,7 @@ def _decompile39_module():
 
 
 def _own(code, version):
-    """mgpu-io's own decompiler for 3.9-3.12 (``_decompile39.py``, next to this file), as the source of the body."""
+    """mgpu-io's own decompiler for 3.9-3.13 (``_decompile39.py``, next to this file), as the source of the body."""
     rebuild = _decompile39_module()
     triple = tuple(int(part) for part in version.split("."))
     try:
@@ -403,7 +404,7 @@ def _same(a, b):
 
 
 def _deparse(code, version):
-    """The source of ``code``'s body, by mgpu-io's own decompiler (3.9-3.12), decompyle3 (3.7, 3.8) or uncompyle6."""
+    """The source of ``code``'s body, by mgpu-io's own decompiler (3.9-3.13), decompyle3 (3.7, 3.8) or uncompyle6."""
     triple = tuple(int(part) for part in version.split("."))
     if triple >= OWN_FROM:
         text, errors = _own(code, version)
@@ -531,7 +532,7 @@ def _no_one_reading(readings, found, allowed, attempts):
             f"run (the writer ran on Python {', '.join(allowed)})"
         )
     if not found:
-        return "no Python of 2.7 and 3.5-3.12 reads it: " + " | ".join(attempts)[:2000]
+        return "no Python of 2.7 and 3.5-3.13 reads it: " + " | ".join(attempts)[:2000]
     differing = [r for r in found if not _same(r[1], found[0][1])]
     if differing:
         return (
@@ -556,7 +557,7 @@ def _source(found):
     builtin = set(dir(builtins)) | PY2_BUILTINS
     consts = list(code.co_consts)
     if code.co_name != "<lambda>" and consts and isinstance(consts[0], str) and consts[0] and '"""' not in consts[0]:
-        body = f'"""{consts[0]}"""\n' + body  # a def's docstring is its first constant (2.7-3.12)
+        body = f'"""{consts[0]}"""\n' + body  # a def's docstring is its first constant (2.7-3.13)
     return {
         "python": " or ".join(sorted((v for v, *_ in found), key=lambda v: tuple(int(p) for p in v.split(".")))),
         "name": str(code.co_name),

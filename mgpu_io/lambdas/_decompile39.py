@@ -1,4 +1,4 @@
-"""A small decompiler for the bytecode of Python 3.9-3.12, for the shapes Keras Lambda functions take.
+"""A small decompiler for the bytecode of Python 3.9-3.13, for the shapes Keras Lambda functions take.
 
 Loaded only by the decompiler program (``_decompile.py``, a separate process under lowered limits), never imported by
 mgpu-io itself. It reads xdis' portable code objects (xdis unmarshals any Python's format in pure Python, as data) and
@@ -13,6 +13,14 @@ expressions with one ``for`` and ``if`` filters. Anything else is refused by nam
 (:class:`Unreadable`). Whether a reading is right is proven by recompiling it on the writer's Python
 (``tests/lambdas/test_lambda_recompile.py``, ``mgpu-io lambdas --check``: the recompiled bytes are the stored ones).
 
+Python 3.13 writes the same shapes with other instructions: pairs of locals in one instruction
+(``LOAD_FAST_LOAD_FAST``, ``STORE_FAST_LOAD_FAST``, ``STORE_FAST_STORE_FAST``: read as the two they stand for),
+``TO_BOOL`` before each test (read as part of the test that follows it, and refused anywhere else), the NULL pushed
+above a callable instead of below it, ``CALL_KW`` with its keyword names on the stack, ``MAKE_FUNCTION`` of the code
+alone with ``SET_FUNCTION_ATTRIBUTE`` giving its defaults, ``CONVERT_VALUE``, ``FORMAT_SIMPLE`` and
+``FORMAT_WITH_SPEC`` for an f-string's ``{value!conversion:spec}``, and ``END_FOR`` + ``POP_TOP`` after an inlined
+comprehension.
+
 Example:
     >>> Unreadable("SETUP_FINALLY", 12).args[0]
     'SETUP_FINALLY at offset 12'
@@ -22,7 +30,7 @@ import ast
 import types
 
 #: The Pythons whose bytecode this module reads.
-VERSIONS = ((3, 9), (3, 10), (3, 11), (3, 12))
+VERSIONS = ((3, 9), (3, 10), (3, 11), (3, 12), (3, 13))
 #: At most this many instructions are interpreted per function (a hostile stream cannot loop it).
 STEP_LIMIT = 20_000
 
@@ -39,10 +47,20 @@ _COMPARE = {"<": ast.Lt, "<=": ast.LtE, "==": ast.Eq, "!=": ast.NotEq, ">": ast.
 _SKIP = {"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL", "GEN_START",
          "RETURN_GENERATOR"}  # fmt: skip
 _COMPREHENSIONS = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}
-#: What a 3.12 inlined comprehension's exception handler holds (it restores the local it saved, and re-raises).
+#: What a 3.12+ inlined comprehension's exception handler holds (it restores the local it saved, and re-raises).
 _CLEANUP = {"SWAP", "POP_TOP", "STORE_FAST", "RERAISE", "END_FOR"}
 #: Opcodes that only a running interpreter writes into code (instrumentation, executors): never stored.
 _NEVER_STORED = ("INSTRUMENTED_", "ENTER_EXECUTOR", "INTERPRETER_EXIT", "RESERVED")
+#: 3.13's instructions of two locals: the two instructions each stands for (the first takes the high four bits).
+_PAIRS = {
+    "LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+}
+#: What may follow 3.13's TO_BOOL (a test, or ``not``): it is read as part of that instruction.
+_TESTED_BY = ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "UNARY_NOT")
+#: CONVERT_VALUE's argument (3.13): ``!s``, ``!r``, ``!a``.
+_CONVERSIONS = {1: ord("s"), 2: ord("r"), 3: ord("a")}
 
 
 class Unreadable(Exception):
@@ -53,7 +71,8 @@ class Unreadable(Exception):
 
 
 class _Null:
-    """The NULL that 3.11+ pushes below a callable (and LOAD_METHOD's marker below a method)."""
+    """The NULL that 3.11+ pushes beside a callable (below it until 3.12, above it from 3.13; and LOAD_METHOD's
+    marker below a method)."""
 
 
 class _Saved:
@@ -75,6 +94,46 @@ class _Function:
 
     def __init__(self, code, defaults):
         self.code, self.defaults = code, defaults
+
+
+class _Converted:
+    """CONVERT_VALUE's result (3.13): a value with its f-string conversion (``!s``, ``!r``, ``!a``), to be
+    formatted."""
+
+    def __init__(self, value, conversion):
+        self.value, self.conversion = value, conversion
+
+
+class _Ins:
+    """One instruction as the reader runs it: xdis' own, or one of the two that a 3.13 pair stands for."""
+
+    __slots__ = ("arg", "argval", "offset", "opname")
+
+    def __init__(self, opname, arg, argval, offset):
+        self.opname, self.arg, self.argval, self.offset = opname, arg, argval, offset
+
+
+def _unpaired(instructions, version):
+    """``instructions`` without CACHE and EXTENDED_ARG; on 3.13, each pair of locals as its two instructions (the
+    second at the odd offset after the pair's, which no jump reaches) and each TO_BOOL that a test follows left out
+    (``skipped``: the offsets of those, each with the instruction that stands there instead)."""
+    found = [i for i in instructions if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    if tuple(version) < (3, 13):
+        return found, {}
+    out, skipped = [], {}
+    for n, ins in enumerate(found):
+        if ins.opname in _PAIRS:
+            names = ins.argval if isinstance(ins.argval, tuple) and len(ins.argval) == 2 else None
+            if names is None or not isinstance(ins.arg, int):
+                raise Unreadable(ins.opname, ins.offset, "a pair of locals that is not two names")
+            first, second = _PAIRS[ins.opname]
+            out.append(_Ins(first, ins.arg >> 4, names[0], ins.offset))
+            out.append(_Ins(second, ins.arg & 15, names[1], ins.offset + 1))
+        elif ins.opname == "TO_BOOL" and n + 1 < len(found) and found[n + 1].opname in _TESTED_BY:
+            skipped[ins.offset] = found[n + 1].offset
+        else:
+            out.append(ins)
+    return out, skipped
 
 
 class _Unpacked:
@@ -158,8 +217,10 @@ class Reader:
         for ins in instructions:
             if ins.opname.startswith(_NEVER_STORED):
                 raise Unreadable(ins.opname, ins.offset, "an opcode that marshalled code never holds")
-        self.ins = [i for i in instructions if i.opname not in ("CACHE", "EXTENDED_ARG")]
+        self.ins, skipped = _unpaired(instructions, self.version)
         self.at = {i.offset: n for n, i in enumerate(self.ins)}
+        for offset, then in skipped.items():  # a jump to a TO_BOOL (3.13) reaches the test it is part of
+            self.at[offset] = self.at[then]
         self.steps = 0
         self.groups = {}
         self.kw_names = ()
@@ -261,22 +322,27 @@ class Reader:
         self._push(s.stack, ast.Name(str(s.val), ast.Load()))
 
     def _op_load_saved(self, s):
-        """LOAD_FAST_AND_CLEAR (3.12): the local an inlined comprehension saves."""
+        """LOAD_FAST_AND_CLEAR (3.12+): the local an inlined comprehension saves."""
         self._push(s.stack, _Saved(str(s.val)))
 
     def _op_load_global(self, s):
-        if self.version >= (3, 11) and s.arg & 1:
+        if (3, 11) <= self.version < (3, 13) and s.arg & 1:
             self._push(s.stack, _Null())
         self._push(s.stack, ast.Name(str(s.val), ast.Load()))
+        if self.version >= (3, 13) and s.arg & 1:  # 3.13: the NULL above the callable
+            self._push(s.stack, _Null())
 
     def _op_push_null(self, s):
         self._push(s.stack, _Null())
 
     def _op_load_attr(self, s):
         owner = s.stack.pop()
-        if self.version >= (3, 12) and s.arg & 1:  # 3.12's LOAD_ATTR of a method
+        method = self.version >= (3, 12) and s.arg & 1  # 3.12+'s LOAD_ATTR of a method
+        if method and self.version < (3, 13):
             self._push(s.stack, _Null())
         self._push(s.stack, ast.Attribute(self._value(owner, s.i), str(s.val), ast.Load()))
+        if method and self.version >= (3, 13):  # 3.13: the NULL (or self) above the method
+            self._push(s.stack, _Null())
 
     def _op_load_method(self, s):
         owner = s.stack.pop()
@@ -345,7 +411,7 @@ class Reader:
         self._push(s.stack, ast.Subscript(self._value(owner, s.i), self._value(index, s.i), ast.Load()))
 
     def _op_slice_subscript(self, s):
-        """BINARY_SLICE (3.12): ``owner[begin:end]``."""
+        """BINARY_SLICE (3.12+): ``owner[begin:end]``."""
         end, begin, owner = s.stack.pop(), s.stack.pop(), s.stack.pop()
         piece = ast.Slice(self._optional(begin, s.i), self._optional(end, s.i), None)
         self._push(s.stack, ast.Subscript(self._value(owner, s.i), piece, ast.Load()))
@@ -393,7 +459,7 @@ class Reader:
             target.elts.append(ast.Starred(value, ast.Load()))
 
     def _op_intrinsic(self, s):
-        """CALL_INTRINSIC_1 (3.12): 5 is unary ``+``, 6 a list made a tuple; the others are not read."""
+        """CALL_INTRINSIC_1 (3.12+): 5 is unary ``+``, 6 a list made a tuple; the others are not read."""
         if s.arg == 5:
             self._push(s.stack, ast.UnaryOp(ast.UAdd(), self._value(s.stack.pop(), s.i)))
             return None
@@ -454,6 +520,23 @@ class Reader:
         formatted = ast.FormattedValue(value, conversion, spec if spec is None else ast.JoinedStr([spec]))
         self._push(s.stack, ast.JoinedStr([formatted]))
 
+    def _op_convert_value(self, s):
+        """CONVERT_VALUE (3.13): ``!s``, ``!r`` or ``!a`` of the value an f-string formats next."""
+        if s.arg not in _CONVERSIONS:
+            raise self.fail(s.i, f"conversion {s.arg!r}")
+        self._push(s.stack, _Converted(self._value(s.stack.pop(), s.i), _CONVERSIONS[s.arg]))
+
+    def _op_format_simple(self, s):
+        """FORMAT_SIMPLE, FORMAT_WITH_SPEC (3.13): ``{value}``, ``{value:spec}`` (with its conversion, if any)."""
+        spec = self._value(s.stack.pop(), s.i) if s.op == "FORMAT_WITH_SPEC" else None
+        value, conversion = s.stack.pop(), -1
+        if isinstance(value, _Converted):
+            value, conversion = value.value, value.conversion
+        if spec is not None:
+            spec = spec if isinstance(spec, ast.JoinedStr) else ast.JoinedStr([spec])
+        formatted = ast.FormattedValue(self._value(value, s.i), conversion, spec)
+        self._push(s.stack, ast.JoinedStr([formatted]))
+
     def _op_kw_names(self, s):
         """KW_NAMES (3.12): the keyword names of the CALL that follows."""
         self.kw_names = s.val if isinstance(s.val, tuple) else self.code.co_consts[s.arg]
@@ -469,7 +552,22 @@ class Reader:
             names = tuple(e.value for e in names_node.elts)
         elif op == "CALL":
             names, self.kw_names = tuple(getattr(self, "kw_names", ()) or ()), ()
+        elif op == "CALL_KW":  # 3.13: the keyword names, a constant tuple, on top
+            names_node = stack.pop()
+            if not isinstance(names_node, ast.Tuple) or not all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in names_node.elts
+            ):
+                raise self.fail(i, "keyword names that are no tuple of names")
+            names = tuple(e.value for e in names_node.elts)
+        if len(names) > s.arg:
+            raise self.fail(i, "more keyword names than arguments")
         args = [stack.pop() for _ in range(s.arg)][::-1]
+        if self.version >= (3, 13):  # [callable, NULL or self, args...]
+            below, function = stack.pop(), stack.pop()
+            if not isinstance(below, _Null):  # a call with one more argument
+                args = [below, *args]
+            self._push(stack, self._call(function, args, names, i))
+            return
         function = stack.pop()
         if op == "CALL_METHOD" or (op == "CALL" and self.version >= (3, 11)):
             below = stack.pop()
@@ -482,8 +580,10 @@ class Reader:
         i, stack = s.i, s.stack
         keywords = self._value(stack.pop(), i) if s.arg & 1 else None
         positional = self._value(stack.pop(), i)
+        if self.version >= (3, 13) and not isinstance(stack.pop(), _Null):  # 3.13: [callable, NULL, args, kwargs]
+            raise self.fail(i, "a call of a method with * or ** arguments")
         function = stack.pop()
-        if self.version >= (3, 11) and stack and isinstance(stack[-1], _Null):
+        if (3, 11) <= self.version < (3, 13) and stack and isinstance(stack[-1], _Null):
             stack.pop()
         args = positional.elts if isinstance(positional, ast.Tuple) else [ast.Starred(positional, ast.Load())]
         kws = []
@@ -502,6 +602,12 @@ class Reader:
     def _op_make_function(self, s):
         """MAKE_FUNCTION: a comprehension's code or a nested lambda, with its defaults."""
         stack = s.stack
+        if self.version >= (3, 13):  # the code alone: SET_FUNCTION_ATTRIBUTE gives the rest
+            code = stack.pop()
+            if not isinstance(code, _Function) or code.defaults is not None:
+                raise self.fail(s.i, "a function of no code")
+            self._push(stack, _Function(code.code, None))
+            return
         if self.version < (3, 11):
             stack.pop()  # the qualified name
         code = stack.pop()
@@ -515,15 +621,28 @@ class Reader:
             raise self.fail(s.i, "a function of no code")
         self._push(stack, _Function(code.code, parts.get("defaults")))
 
+    def _op_set_function_attribute(self, s):
+        """SET_FUNCTION_ATTRIBUTE (3.13): a nested function's defaults (1) or closure (8), once each."""
+        function, value = s.stack.pop(), s.stack.pop()
+        if not isinstance(function, _Function) or s.arg not in (0x01, 0x08):
+            raise self.fail(s.i, "a nested function with annotations or keyword-only defaults")
+        if s.arg == 0x01:
+            if function.defaults is not None:
+                raise self.fail(s.i, "a function given its defaults twice")
+            function = _Function(function.code, value)
+        self._push(s.stack, function)
+
     def _op_get_iter(self, s):
         self._push(s.stack, _Iter(self._value(s.stack.pop(), s.i)))
 
     def _op_for_iter(self, s):
-        """FOR_ITER outside a comprehension's code: a 3.12 inlined comprehension (or a loop, refused)."""
+        """FOR_ITER outside a comprehension's code: a 3.12+ inlined comprehension (or a loop, refused)."""
         return self._inline_comprehension(s.i, s.val, s.stack, s.body, s.limit, s.loop)
 
     def _op_end_for(self, s):
-        """END_FOR: nothing to the symbolic stack."""
+        """END_FOR: nothing to the symbolic stack (3.12); 3.13's is read only after an inlined comprehension."""
+        if self.version >= (3, 13):
+            raise self.fail(s.i, "an END_FOR that ends no comprehension")
 
     def _op_swap(self, s):
         s.stack[-1], s.stack[-s.arg] = s.stack[-s.arg], s.stack[-1]
@@ -577,7 +696,7 @@ class Reader:
         return self._boolean(i, i + 1, val, kind, s.stack, s.body, s.limit, s.loop)
 
     def _op_copy(self, s):
-        """COPY 1, POP_JUMP_IF_*, POP_TOP: 3.12's ``and`` / ``or``; other copies are not read."""
+        """COPY 1, POP_JUMP_IF_*, POP_TOP: 3.12+'s ``and`` / ``or``; other copies are not read."""
         i, ins = s.i, self.ins
         if not (
             s.arg == 1
@@ -632,10 +751,13 @@ class Reader:
             **dict.fromkeys(("MAP_ADD", "LIST_APPEND", "SET_ADD", "YIELD_VALUE"), _op_append),
             "BUILD_STRING": _op_build_string,
             "FORMAT_VALUE": _op_format_value,
+            "CONVERT_VALUE": _op_convert_value,
+            **dict.fromkeys(("FORMAT_SIMPLE", "FORMAT_WITH_SPEC"), _op_format_simple),
             "KW_NAMES": _op_kw_names,
-            **dict.fromkeys(("CALL_FUNCTION", "CALL_METHOD", "CALL", "CALL_FUNCTION_KW"), _op_call),
+            **dict.fromkeys(("CALL_FUNCTION", "CALL_METHOD", "CALL", "CALL_FUNCTION_KW", "CALL_KW"), _op_call),
             "CALL_FUNCTION_EX": _op_call_ex,
             "MAKE_FUNCTION": _op_make_function,
+            "SET_FUNCTION_ATTRIBUTE": _op_set_function_attribute,
             "GET_ITER": _op_get_iter,
             "FOR_ITER": _op_for_iter,
             "END_FOR": _op_end_for,
@@ -900,7 +1022,7 @@ class Reader:
         return self._build(code.co_name, generator, element, key)
 
     def _inline_comprehension(self, i, end, stack, body, limit, loop):
-        """3.12: a list, set or dict comprehension inlined into its function."""
+        """3.12+: a list, set or dict comprehension inlined into its function."""
         if len(stack) < 2 or not isinstance(stack[-1], _Iter):
             raise self.fail(i, "a `for` loop")
         iterable, collector = stack.pop().node, stack.pop()
@@ -909,6 +1031,10 @@ class Reader:
             raise self.fail(i, "a `for` loop")
         generator, element, key, after = self._loop(self, i, iterable)
         stack.append(self._build(kinds[type(collector)], generator, element, key))
+        ends = [ins.opname for ins in self.ins[after : after + 2]]
+        if self.version >= (3, 13) and ends == ["END_FOR", "POP_TOP"]:  # 3.13: the exhausted iterator, popped
+            self.visited.update((after, after + 1))
+            return after + 2
         return after
 
 
@@ -929,7 +1055,7 @@ def decompile(code, version, instructions, nested):
         Unreadable: the bytecode holds something this decompiler does not read.
     """
     if tuple(version) not in VERSIONS:
-        raise Unreadable("version", 0, f"Python {version} is not one of 3.9-3.12")
+        raise Unreadable("version", 0, f"Python {version} is not one of 3.9-3.13")
     reader = Reader(code, version, instructions, nested)
     body = reader.statements()
     return ast.unparse(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))) + "\n"

@@ -68,7 +68,7 @@ SHAPES = [
     "def f(x):\n    a, b = x[:, :3], x[:, 3:]\n    return a + b\n",
     "def f(x):\n    a, b, c = x[0], x[1], x[2]\n    return a + b * c\n",
 ]
-MODERN = ["3.9", "3.10", "3.11", "3.12"]
+MODERN = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 OLDER = ["3.6", "3.7", "3.8"]
 
 COMPILE = r"""

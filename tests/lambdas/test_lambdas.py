@@ -538,7 +538,7 @@ except mgpu_io.MgpuIOError as error:
 """
 
 
-@pytest.mark.parametrize("other", ["3.12", "3.11", "3.10"])
+@pytest.mark.parametrize("other", ["3.13", "3.12", "3.11", "3.10"])
 def test_another_pythons_bytecode_under_trust_ends_in_one_line_never_a_crash(tf_keras_wrote, tmp_path, other):
     """The loop file's function, marshalled by another Python (3.12's inline caches lie otherwise than 3.11's, and
     its bytes once passed for "3.11 or 3.12"): loaded with safe_mode=False in a child of this Python, it is refused

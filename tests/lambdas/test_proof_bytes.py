@@ -1,6 +1,6 @@
 """What "proven" means for a recovered Lambda (``mgpu-io lambdas --check``): the recompiled bytes are the stored ones.
 
-Every function here is marshalled by the real Python that writes it (pyenv's 2.7, 3.6, ..., 3.12, in a subprocess:
+Every function here is marshalled by the real Python that writes it (pyenv's 2.7, 3.6, ..., 3.13, in a subprocess:
 this process never unmarshals anything); where that Python is not installed its cases are skipped.
 
 A body padded with EXTENDED_ARG prefixes of argument 0, or holding an ``INSTRUMENTED_*`` opcode (which 3.12+'s
@@ -87,7 +87,7 @@ sys.stdout.write(base64.b64encode(marshal.dumps(crafted)).decode("ascii"))
 """
 
 
-@pytest.mark.parametrize("version", ["2.7", "3.6", "3.8", "3.10", "3.11", "3.12"])
+@pytest.mark.parametrize("version", ["2.7", "3.6", "3.8", "3.10", "3.11", "3.12", "3.13"])
 def test_a_body_padded_with_extended_args_is_refused_and_not_proven(version):
     python = _python(version)
     done = subprocess.run([python, "-c", PADDED, PLAIN], capture_output=True, text=True, check=True, timeout=120)
@@ -101,7 +101,7 @@ def test_a_body_padded_with_extended_args_is_refused_and_not_proven(version):
     assert "EXTENDED_ARG 0 stored" in check["difference"] or "EXTENDED_ARG stored" in check["difference"]
 
 
-@pytest.mark.parametrize("version", ["3.12"])
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
 @pytest.mark.parametrize("opname", ["INSTRUMENTED_RETURN_VALUE", "INSTRUMENTED_LINE", "INSTRUMENTED_INSTRUCTION"])
 def test_an_instrumented_opcode_is_refused_and_not_proven_never_unmarshalled(version, opname):
     """The real Python's marshalled bytes with its RETURN_VALUE made ``opname``: 3.12+'s ``co_code`` shows
@@ -122,7 +122,7 @@ def test_an_instrumented_opcode_is_refused_and_not_proven_never_unmarshalled(ver
                      f"RETURN_VALUE 0 recompiled)"}  # fmt: skip
 
 
-@pytest.mark.parametrize("version", ["2.7", "3.8", "3.12"])
+@pytest.mark.parametrize("version", ["2.7", "3.8", "3.12", "3.13"])
 def test_bytes_after_the_stored_code_or_a_damaged_one_are_not_proven(version):
     python = _python(version)
     [payload], _, _ = _marshalled(python, [PLAIN])
@@ -146,7 +146,7 @@ def test_a_nested_functions_bytes_are_compared_too():
     assert "BINARY_MULTIPLY 0 stored, BINARY_ADD 0 recompiled" in check["difference"], check
 
 
-@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12"])
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
 def test_a_line_that_holds_only_a_nop_is_recovered_as_pass_so_that_the_bytes_are_the_same(version):
     """3.10+ keeps a NOP for a line with no other instruction (`pass`, a bare string): the stored bytes hold it, so
     the recovered source must too for its bytes to be the stored ones (they were proven with NOPs left out before)."""
@@ -159,7 +159,7 @@ def test_a_line_that_holds_only_a_nop_is_recovered_as_pass_so_that_the_bytes_are
     assert [c.get("same") for c in _prove(python, payloads, answers)] == [True, True]
 
 
-@pytest.mark.parametrize("version", ["3.8", "3.10", "3.12"])
+@pytest.mark.parametrize("version", ["3.8", "3.10", "3.12", "3.13"])
 def test_an_argument_that_needs_its_extended_arg_is_read_and_proven(version):
     """300 constants: LOAD_CONST 256 and above take an EXTENDED_ARG, which the compiler writes and the check keeps."""
     python = _python(version)
@@ -170,7 +170,7 @@ def test_an_argument_that_needs_its_extended_arg_is_read_and_proven(version):
     assert [c.get("same") for c in _prove(python, payloads, [answer])] == [True]
 
 
-@pytest.mark.parametrize("version", ["3.11", "3.12"])
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
 def test_a_call_of_an_imported_modules_attribute_is_proven_in_a_module_that_imports_it(version):
     """3.11+ compiles `ops.sum(x)` as a plain call where the writer's module imported `ops` (as Keras 3 code does:
     `from keras import ops`) and as a method's call where it did not: the check compiles the source again in a
