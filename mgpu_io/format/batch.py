@@ -22,7 +22,6 @@ from mgpu_io.errors import (
     LimitReached,
     MgpuIOError,
     NotAModelFile,
-    NotAWrapper,
     OutputError,
     Param,
     Text,
@@ -428,30 +427,17 @@ def _exit_text(code):
 
 
 def _repair_one(source, output, options):
-    from mgpu_io.format.read import WEIGHTS, open_stored
     from mgpu_io.format.unwrap import unwrap_file
 
-    allow_plain, dry_run = options.allow_plain, options.dry_run
-    options = options.replace(allow_plain=False)
+    dry_run = options.dry_run
     try:
-        if options.config is not None:  # the folder's architecture is for its weights-only files
-            with open_stored(source) as stored:
-                if stored.file_type != WEIGHTS:
-                    options = options.replace(config=None)
         if not dry_run:
             Path(output).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            result = unwrap_file(source, output, options=options, folder_made_later=dry_run)
-            status = REPAIRED
-        except NotAWrapper:
-            if not allow_plain:
-                return FileResult(
-                    path=source,
-                    status=SKIPPED,
-                    reason=PLAIN_REASON,
-                )
-            result = unwrap_file(source, output, options=options.replace(allow_plain=True), folder_made_later=dry_run)
-            status = CLEAN
+        # opened once, in one child: the config for its weights-only files, a plain model planned as one
+        result = unwrap_file(source, output, options=options, folder_made_later=dry_run, in_folder=True)
+        status = REPAIRED if result.was_wrapper else CLEAN
+        if not result.was_wrapper and not options.allow_plain:
+            return FileResult(path=source, status=SKIPPED, reason=PLAIN_REASON)
     except NotAModelFile as error:
         return _not_legacy(source, error)
     except MgpuIOError as error:

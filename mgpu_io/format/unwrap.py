@@ -10,17 +10,20 @@ from pathlib import Path
 from mgpu_io.errors import InvalidArgument
 from mgpu_io.format.options import UnwrapOptions
 from mgpu_io.format.plan import check_output, make_plan
-from mgpu_io.format.read import CONFIG, open_stored, reading
+from mgpu_io.format.read import CONFIG, WEIGHTS, open_stored, reading
 from mgpu_io.format.sandbox import probed, relayed, structure_read
 from mgpu_io.format.write import write_plan
 
 
-def unwrap_file(source, output, options: UnwrapOptions, *, progress=None, folder_made_later=False):
+def unwrap_file(source, output, options: UnwrapOptions, *, progress=None, folder_made_later=False, in_folder=False):
     """Write the innermost template of ``source`` to ``output`` as a file of ``source``'s kind.
 
     ``options`` is the :class:`~mgpu_io.format.options.UnwrapOptions` that :func:`mgpu_io.unwrap` built and
     checked, passed down unchanged (never rebuilt here); ``folder_made_later`` (a folder's dry run) accepts an output
-    folder that does not exist yet. Returns the :class:`~mgpu_io.format.plan.UnwrapReport`.
+    folder that does not exist yet. ``in_folder``: one file of a folder run (:mod:`.batch`), opened once: ``config``
+    applies to its weights-only files only, and a plain model is planned as one and written only with
+    ``allow_plain`` (else its report says ``was_wrapper`` false, ``written`` false). Returns the
+    :class:`~mgpu_io.format.plan.UnwrapReport`.
     """
     source, output = Path(source), Path(output)
     config = options.config
@@ -32,19 +35,25 @@ def unwrap_file(source, output, options: UnwrapOptions, *, progress=None, folder
         folder_made_later=folder_made_later,
     )
     # One child reads the file once, plans and writes (see sandbox.py): libhdf5 hangs and crashes become errors.
-    return probed(source, functools.partial(_unwrap_relayed, source, output, options, progress), progress=progress)
+    work = functools.partial(_unwrap_relayed, source, output, options, progress, in_folder)
+    return probed(source, work, progress=progress)
 
 
-def _unwrap_relayed(source, output, options, progress):
+def _unwrap_relayed(source, output, options, progress, in_folder=False):
     """In the probe's child: :func:`_unwrap`, its progress sent to the parent's ``progress``."""
-    return _unwrap(source, output, options, relayed(progress))
+    return _unwrap(source, output, options, relayed(progress), in_folder)
 
 
-def _unwrap(source, output, options, progress):
+def _unwrap(source, output, options, progress, in_folder=False):
     with open_stored(source) as stored:
+        plan_options = options.plan_options()
+        if in_folder:  # what the folder's file is decides, from this one opening
+            plan_options.update(allow_plain=True, config=options.config if stored.file_type == WEIGHTS else None)
         with reading(stored.path, "planning the repair"):
-            plan = make_plan(stored, output=output, **options.plan_options())
+            plan = make_plan(stored, output=output, **plan_options)
         structure_read()
+        if in_folder and not plan.report.was_wrapper and not options.allow_plain:
+            return plan.report  # a plain model of the folder, skipped: planned, not written
         if plan.file_type == CONFIG and output.suffix.lower() in (".yaml", ".yml"):
             raise InvalidArgument(
                 f"A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML. Expected an output "

@@ -194,3 +194,31 @@ def test_an_input_changed_after_its_repair_is_not_skipped(tmp_path):
     os.utime(output, ns=(source.stat().st_mtime_ns - 10**9,) * 2)  # the input is newer than its repair
     again = mgpu_io.unwrap(tmp_path / "in", tmp_path / "out")
     assert again.files[0].status == "failed" and "Pass overwrite=True" in again.files[0].reason
+
+
+@pytest.mark.parametrize("allow_plain", [False, True])
+def test_a_folder_repair_opens_each_file_once(tmp_path, monkeypatch, allow_plain):
+    """A wrapper, a weights-only file given the folder's config= and a plain model: each opened once (in this
+    process, MGPU_IO_PROBE=0, where each open can be counted). The repair once opened a file to see whether the
+    config applied, and a plain model twice more: refused as no wrapper, then planned again with allow_plain."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("k224_functional_bn_x2_full.h5", "k224_siamese_x2_weights.h5"):
+        shutil.copyfile(FIXTURES / name, source / name)
+    shutil.copyfile(FIXTURES.parent / "layers" / "k224" / "Dense.h5", source / "plain.h5")
+    real, opens = h5py.File.__init__, []
+
+    def counting(self, path, *args, **kwargs):
+        if isinstance(path, (str, os.PathLike)) and os.path.realpath(path).startswith(str(source.resolve())):
+            opens.append(os.path.basename(path))
+        real(self, path, *args, **kwargs)
+
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")
+    monkeypatch.setattr(h5py.File, "__init__", counting)
+    report = mgpu_io.unwrap(source, tmp_path / "out", allow_plain=allow_plain,
+                            config=FIXTURES / "k224_siamese_x2_config.json")
+    statuses = {f.path: f.status for f in report.files}
+    assert statuses == {"k224_functional_bn_x2_full.h5": "repaired", "k224_siamese_x2_weights.h5": "repaired",
+                        "plain.h5": "already clean" if allow_plain else "skipped"}, str(report)
+    assert sorted(opens) == ["k224_functional_bn_x2_full.h5", "k224_siamese_x2_weights.h5", "plain.h5"]
+    assert (tmp_path / "out" / "plain.h5").exists() == allow_plain
