@@ -211,10 +211,13 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False) -> Inspec
 
         check_output(path, diagram, overwrite)
     try:
-        report = probed(path, functools.partial(_inspect_file, path, scan_weights))  # libhdf5 hangs become errors
+        # libhdf5 hangs become errors; the diagram is drawn by the child that read the file, and written here
+        report, svg = probed(path, functools.partial(_inspect_file, path, scan_weights, diagram is not None))
         if diagram is not None:
-            with open_stored(path) as stored:
-                _draw(stored, diagram)
+            from mgpu_io.format.write import atomic_path
+
+            with atomic_path(Path(diagram)) as temporary:
+                temporary.write_text(svg)
         return report
     except FailedSaveStub as stub:
         if diagram is not None:
@@ -222,9 +225,10 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False) -> Inspec
         return _stub_report(path, stub)
 
 
-def _inspect_file(path, scan_weights):
+def _inspect_file(path, scan_weights, draw=False):
+    """In the probe's child: ``(report, the wrapper's SVG diagram or None)``."""
     with open_stored(path) as stored, reading(stored.path, "inspecting the file"):
-        return _inspect(stored, scan_weights)
+        return _inspect(stored, scan_weights), (_drawn(stored) if draw else None)
 
 
 def _layout_config(template, keras1):
@@ -246,17 +250,16 @@ def _layout_config(template, keras1):
         return template
 
 
-def _draw(stored, diagram):
+def _drawn(stored):
+    """The SVG of the wrapper next to its template, from the file's graph."""
     from mgpu_io.format.diagram import wrapper_svg
-    from mgpu_io.format.write import atomic_path
 
     if stored.model_config is None:
         raise InvalidArgument(
             f"A diagram needs a graph. Expected a full model file or a JSON config. Received: "
             f"filepath={stored.path} ({stored.file_type} file). Pass the model file or its JSON config."
         )
-    with atomic_path(Path(diagram)) as temporary:
-        temporary.write_text(wrapper_svg(stored.model_config))
+    return wrapper_svg(stored.model_config)
 
 
 def _inspect(stored, scan_weights):
