@@ -28,6 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from mgpu_io import upstream
 from mgpu_io.errors import InvalidArgument, MgpuIOError, MissingDependency, NotAModelFile, Param, RemoteAccessError
 from mgpu_io.format.kinds import is_url
 
@@ -152,7 +153,7 @@ def access(url, doing):
         raise
     except FileNotFoundError as error:
         code = _code(error)
-        if code in _MISSING_BUCKET or "bucket" in str(error).lower():
+        if code in _MISSING_BUCKET or upstream.said(upstream.MISSING_BUCKET, error):
             raise RemoteAccessError(
                 f"The bucket does not exist while {doing}. Expected an existing bucket. Received: {_safe(url)} "
                 f"(NoSuchBucket). Check the bucket's name and the endpoint{_HINTS.get(_scheme(url), _NO_HINT)[0]}."

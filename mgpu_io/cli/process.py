@@ -57,12 +57,15 @@ def start_quietly(module):
 def limit_error(error):
     """A ``MemoryError`` (or a library that could not be mapped) under the user's ``ulimit -v``, or no file
     descriptor left under ``ulimit -n``, as the :class:`~mgpu_io.errors.LimitReached` that names the limit."""
+    from mgpu_io import upstream
     from mgpu_io.errors import LimitReached
     from mgpu_io.format import limits
 
     problem, flag = None, None
     if isinstance(error, MemoryError) or (
-        isinstance(error, ImportError) and limits.soft_limit("AS") is not None and "No module named" not in str(error)
+        isinstance(error, ImportError)
+        and limits.soft_limit("AS") is not None
+        and not upstream.said(upstream.NO_MODULE, error)
     ):
         problem, flag = limits.memory_problem(), "-v"
     elif isinstance(error, OSError):

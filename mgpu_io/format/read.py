@@ -17,6 +17,7 @@ from typing import Optional
 import h5py
 import numpy as np
 
+from mgpu_io import upstream
 from mgpu_io.errors import (
     FailedSaveStub,
     InvalidArgument,
@@ -380,7 +381,7 @@ def limit_reached(error, path, doing):
     for no file descriptor left, ``ulimit -v`` for memory that ran out under it), not from the file."""
     from mgpu_io.format import limits, sandbox
 
-    if isinstance(error, MemoryError) or "memory allocation failed" in str(error).lower():
+    if isinstance(error, MemoryError) or upstream.said(upstream.H5_NO_MEMORY, error):
         problem, flag = sandbox.user_memory_problem(), "-v"
     else:
         problem, flag = limits.descriptor_problem(error), "-n"

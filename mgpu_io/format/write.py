@@ -28,6 +28,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from mgpu_io import upstream
 from mgpu_io._version import __version__
 from mgpu_io.errors import LimitReached, OutputError, first_line
 from mgpu_io.format import limits
@@ -113,19 +114,6 @@ _OUTPUT_ERRNOS = {
     errno.ENAMETOOLONG: "the name is too long",
     errno.EFBIG: "the file is too large for this file system",
 }
-_OUTPUT_TEXTS = {
-    "No space left": errno.ENOSPC,
-    "Disk quota": errno.EDQUOT,
-    "Read-only file system": errno.EROFS,
-    "Permission denied": errno.EACCES,
-    "Operation not permitted": errno.EPERM,
-    "File name too long": errno.ENAMETOOLONG,
-    "File too large": errno.EFBIG,
-    "errno = 28": errno.ENOSPC,
-    "errno = 30": errno.EROFS,
-    "errno = 13": errno.EACCES,
-    "errno = 27": errno.EFBIG,
-}
 
 
 def output_problem(error):
@@ -135,14 +123,16 @@ def output_problem(error):
         return limit[0]
     if error.errno in _OUTPUT_ERRNOS:
         return _OUTPUT_ERRNOS[error.errno]
-    found = next((code for text, code in _OUTPUT_TEXTS.items() if text in str(error)), None)
+    found = upstream.h5_errno(error)  # libhdf5's "errno = 28", else the C library's own text of one
+    if found is None:
+        found = upstream.strerror_code(error, _OUTPUT_ERRNOS)
     return _OUTPUT_ERRNOS.get(found)
 
 
 def _output_limit(error):
     """``(what, ulimit flag)`` when a limit the user set made ``error``: the file-size limit (``EFBIG`` under
     ``ulimit -f``) or the open-files limit (``ulimit -n``); else ``None``."""
-    too_large = error.errno == errno.EFBIG or any(text in str(error) for text in ("File too large", "errno = 27"))
+    too_large = error.errno == errno.EFBIG or upstream.said(upstream.FILE_TOO_LARGE, error)
     if too_large and limits.file_size_problem() is not None:
         return limits.file_size_problem(), "-f"
     if limits.descriptor_problem(error) is not None:

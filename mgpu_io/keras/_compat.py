@@ -7,6 +7,7 @@ private helpers. Should a future Keras move them, this module is the one to chan
 import contextlib
 import os
 
+from mgpu_io import upstream
 from mgpu_io.errors import MgpuIOError, MissingDependency
 
 
@@ -25,7 +26,7 @@ def import_keras():
             f"'mgpu-io[tensorflow]' or 'mgpu-io[torch]'."
         ) from None
     except ValueError as error:  # Keras 3's answer to a KERAS_BACKEND it does not know
-        if "backend" not in str(error):
+        if not upstream.said(upstream.KERAS_UNKNOWN_BACKEND, error):
             raise
         raise MissingDependency(
             f"Keras does not know the backend KERAS_BACKEND={os.environ.get('KERAS_BACKEND')}. Expected one of "
@@ -47,7 +48,7 @@ def _check_memory_limit(error):
     from mgpu_io.format.limits import memory_problem
 
     problem = memory_problem()
-    if problem is not None and ("failed to map" in str(error) or "cannot allocate" in str(error).lower()):
+    if problem is not None and upstream.said(upstream.CANNOT_MAP, error):
         raise LimitReached(
             f"Keras and its backend cannot be loaded: {problem}. Expected room to map the backend's libraries "
             f"(TensorFlow maps several GiB of address space). Received: {error}. Raise the limit (ulimit -v "

@@ -11,13 +11,13 @@ import contextlib
 import copy
 import functools
 import mmap
-import re
 import warnings
 from pathlib import Path
 
 import h5py
 import numpy as np
 
+from mgpu_io import upstream
 from mgpu_io.anykeras.wrapper import non_finite_weights
 from mgpu_io.errors import (
     InvalidArgument,
@@ -46,7 +46,6 @@ from mgpu_io.keras._compat import (
     with_scoped_objects,
 )
 from mgpu_io.keras.compile import Unresolved, compile_arguments
-from mgpu_io.keras.custom import given_objects
 from mgpu_io.keras.optimizers import dense_gradients, legacy_classes, rebuilt_optimizer
 from mgpu_io.keras.runtime import adapt
 from mgpu_io.lambdas.supplied import as_mapping, lambda_objects
@@ -90,7 +89,7 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         ('template', ['out_a', 'out_b'], 'Adam')
     """
     keras = import_keras()
-    custom_objects = given_objects(custom_objects)  # --custom-objects' specs, imported here
+    custom_objects = _given_objects(custom_objects)  # --custom-objects' specs, imported here
     if in_memory(path) or in_memory(weights):  # an h5py.File in memory only (driver='core'), as Keras takes one
         with on_disk(path) as readable, on_disk(weights) as readable_weights:
             return load_model(
@@ -180,6 +179,16 @@ def _keras_loads(keras, archive, path, custom_objects, compile, safe_mode):
         ) from None
 
 
+def _given_objects(custom_objects):
+    """``custom_objects`` as a mapping; a list of ``MODULE:CLASS`` specs imported (the importer of user modules is
+    imported only then)."""
+    if not isinstance(custom_objects, (list, tuple)):
+        return custom_objects
+    from mgpu_io.keras.custom import given_objects
+
+    return given_objects(custom_objects)
+
+
 def _lambda_objects(config, stored, lambdas, custom_objects, safe_mode, source):
     """The ``custom_objects`` that build ``config`` (whose Lambdas refer to functions by name): the caller's, the
     caller's ``lambdas`` and, where the caller trusts the file (``safe_mode=False``), each other stored function
@@ -267,9 +276,6 @@ def _planned(path, weights, handed=None, compile=True):
     return plan
 
 
-#: Keras 3's refusal of a cropping that leaves a spatial size of 0 or less (tf.keras sliced an empty tensor).
-_EMPTY_CROP = re.compile(r"calling Cropping[123]D\.call\(\)[\s\S]*should be smaller than the corresponding spatial")
-
 
 def _build_refusal(error, plan, custom_objects):
     """The error to raise for what Keras raised building ``plan``'s config: ours where Keras re-raised one of ours;
@@ -316,7 +322,7 @@ def build(
     optimizer with its writer's update rule (:mod:`mgpu_io.keras.optimizers`); ``False``: with Keras 3's own class
     (what a ``.keras`` output for plain Keras 3 holds).
     """
-    custom_objects = given_objects(custom_objects)
+    custom_objects = _given_objects(custom_objects)
     custom_objects = _lambda_objects(plan.config, plan.lambdas, lambdas, custom_objects, safe_mode, plan.stored.path)
     custom_objects = with_scoped_objects(custom_objects)  # the caller's custom_object_scope, kept in nested scopes
     custom_objects = with_registered_names(custom_objects, plan.config)  # "Name" for a registered "package>Name"
@@ -338,7 +344,7 @@ def build(
             try:
                 model = create(custom_objects)
             except BUILD_ERRORS as error:
-                if not _EMPTY_CROP.search(str(error)):
+                if not upstream.said(upstream.KERAS_EMPTY_CROP, error):
                     raise
                 from mgpu_io.keras.known import EMPTY_CROPPING
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mgpu_io import upstream
 from mgpu_io.errors import (
     LimitReached,
     MgpuIOError,
@@ -54,7 +55,7 @@ def import_tensorflow(what="Reading a SavedModel"):
     except ImportError as error:
         from mgpu_io.format.limits import memory_problem
 
-        if memory_problem() is not None and "failed to map" in str(error):
+        if memory_problem() is not None and upstream.said(upstream.CANNOT_MAP, error):
             raise LimitReached(
                 f"{what} needs TensorFlow, which cannot be loaded: {memory_problem()}. Expected room to map its "
                 f"libraries (several GiB of address space). Received: {error}. Raise the limit (ulimit -v "

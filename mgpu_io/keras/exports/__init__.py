@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mgpu_io import upstream
 from mgpu_io.errors import InvalidArgument, MissingDependency, OutputError, Param, UnsupportedModel
 from mgpu_io.format.door import EXPORT_FORMATS
 
@@ -321,7 +322,7 @@ def _layers(model, classes):
 
 def _refused(name, model, output, what, error):
     first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
-    if "Select TensorFlow op" in str(error) or "Flex" in str(error):
+    if upstream.said(upstream.LITERT_FLEX, error):
         layers = _layers(model, _RECURRENT)
         if layers:
             where = f"for the recurrent layers ({', '.join(layers[:5])})"
@@ -330,8 +331,11 @@ def _refused(name, model, output, what, error):
             where = f"({first})" + (f" in a model that holds {', '.join(own[:5])}" if own else "")
         why = f"the converter wrote TensorFlow (Flex) ops {where}, which the LiteRT interpreter runs only with the Flex delegate"
         fix = "Write .onnx or a SavedModel folder for this model, or link the Flex delegate in your app"
-    elif "NCHW" in str(error) and "NHWC" in str(error):  # TensorFlow's CPU kernels: channels_last only
-        first = next((line.strip() for line in str(error).splitlines() if "NCHW" in line), first)[:300]
+    elif upstream.said(upstream.TF_CHANNELS_LAST_ONLY, error):  # TensorFlow's CPU kernels: channels_last only
+        first = next(
+            (line for line in str(error).splitlines() if upstream.said(upstream.TF_CHANNELS_LAST_ONLY, line)), first
+        )
+        first = first.strip()[:300]
         why = f"{first} (TensorFlow runs a channels_first convolution on a GPU only)"
         fix = "Export on a machine with a GPU, or with KERAS_BACKEND=jax (ONNX)"
     else:
