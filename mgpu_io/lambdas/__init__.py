@@ -28,6 +28,6 @@ FLOORS = {
     "trusted": "keras",  # safe_mode=False: a recovered source compiled and run
     "backend2": "keras",  # Keras 2's backend API (K.*) on keras.ops, for recovered functions
     "_decompile": "program",  # the decompiler program (uncompyle6, decompyle3, _decompile39)
-    "_decompile39": "program",  # mgpu-io's own decompiler for Python 3.9-3.12, loaded by _decompile only
+    "_decompile39": "program",  # mgpu-io's own decompiler for Python 3.9-3.13, loaded by _decompile only
     "_recompile": "program",  # compiles a recovered source on the writer's Python and compares the code
 }

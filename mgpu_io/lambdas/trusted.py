@@ -60,7 +60,7 @@ def recovered_functions(stored_lambdas, supplied=None, custom_objects=None):
                 problem=f"Lambda layer {lam.layer!r}'s source cannot be recovered from its bytecode "
                 f"({_short(recovered['error'])})",
                 parameter="lambdas",
-                expected=f"bytecode of Python 2.7 or 3.5-3.12 that a decompiler reads ({INSTALL_HINT}), or that this "
+                expected=f"bytecode of Python 2.7 or 3.5-3.13 that a decompiler reads ({INSTALL_HINT}), or that this "
                 f"very Python ({_this_python()}) wrote, which runs as Keras runs it",
                 received="the layer's stored function",
                 fix=("Pass your own function: ", functions_param([lam.layer])),
