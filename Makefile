@@ -97,6 +97,7 @@ bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3 $(BENCH_ARGS)
 	$(BIN)/python tests/benchmarks/bucket_throughput.py --files 48 --workers 1 2
 	$(BIN)/python tests/benchmarks/rnn_speed.py --write
+	$(BIN)/python tests/benchmarks/phases.py --runs 5 --big build/bench/wrapper-1GB.h5 --write
 
 # The long run of the fuzzing harness (hostile and broken files through every entry point; about 40 minutes on 2
 # cores). `make test` runs a fast deterministic slice of it (tests/fuzz/test_fuzz_contract.py).

@@ -40,8 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MIB = 1 << 20
-#: The section of docs/benchmarks.md that rnn_speed.py writes, which this script keeps.
-RNN_SECTION = ("<!-- rnn_speed.py -->", "<!-- /rnn_speed.py -->")
+#: The sections of docs/benchmarks.md that other scripts write (rnn_speed.py, phases.py), which this script keeps.
+KEPT_SECTIONS = (("<!-- rnn_speed.py -->", "<!-- /rnn_speed.py -->"), ("<!-- phases.py -->", "<!-- /phases.py -->"))
 
 WRITE = """
 import sys, os
@@ -471,9 +471,12 @@ def write_report(results, runs):
               f"{2000 / floor['total']:.0f} files/s.", "", *_probe_lines(results.get("probe")), NOTES]
     page = ROOT / "docs" / "benchmarks.md"
     kept = page.read_text() if page.exists() else ""
-    start, end = kept.find(RNN_SECTION[0]), kept.find(RNN_SECTION[1])
-    section = kept[start:end + len(RNN_SECTION[1])] if start != -1 and end != -1 else ""
-    page.write_text("\n".join(lines) + "\n" + (f"\n{section}\n" if section else ""))  # rnn_speed.py's section kept
+    sections = []
+    for begin, finish in KEPT_SECTIONS:  # each between its markers, as its script wrote it
+        start, end = kept.find(begin), kept.find(finish)
+        if start != -1 and end != -1:
+            sections.append(kept[start:end + len(finish)])
+    page.write_text("\n".join(lines) + "\n" + "".join(f"\n{section}\n" for section in sections))
     print("wrote docs/benchmarks.md")
 
 
