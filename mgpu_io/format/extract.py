@@ -92,9 +92,11 @@ class Extraction:
                     target = assigned[part.layer]
                     if target.names and target.group is not block.group:
                         raise WeightsMismatch(
-                            f"Layer {part.layer!r} has weights in two groups. Expected one group per layer. "
-                            f"Received: {target.group.name!r} and {block.group.name!r} in "
-                            f"filepath={self.stored.path}. The file was not written by Keras."
+                            problem=f"Layer {part.layer!r} has weights in two groups",
+                            parameter="filepath",
+                            expected="one group per layer",
+                            received=f"{target.group.name!r} and {block.group.name!r} in filepath={self.stored.path}",
+                            fix="The file was not written by Keras",
                         )
                     target.names += part.names
                     target.group = block.group
@@ -128,9 +130,11 @@ def extract(stored: StoredModel) -> Extraction:
 def _layer_blocks(stored):
     if not stored.layer_names and any(is_group(stored.weights_root[k]) for k in stored.weights_root):
         raise WeightsMismatch(
-            f"The file lists no layers. Expected `layer_names` on {stored.weights_root.name!r}, as Keras writes it. "
-            f"Received: groups {sorted(stored.weights_root.keys())[:12]} in filepath={stored.path}. The file is "
-            f"damaged; restore it from its source."
+            problem="The file lists no layers",
+            parameter="filepath",
+            expected=f"`layer_names` on {stored.weights_root.name!r}, as Keras writes it",
+            received=f"groups {sorted(stored.weights_root.keys())[:12]} in filepath={stored.path}",
+            fix="The file is damaged; restore it from its source",
         )
     blocks = []
     for name in stored.layer_names:
@@ -149,10 +153,11 @@ def _group(stored, name):
     group = cached(stored.weights_root.get(name))
     if group is None:
         raise WeightsMismatch(
-            f"The weight group of layer {name!r} is missing. Expected a group {name!r} in "
-            f"{stored.weights_root.name!r}, as `layer_names` lists it. Received: groups "
-            f"{sorted(stored.weights_root.keys())[:12]} in filepath={stored.path}. The file is damaged; "
-            f"restore it from its source."
+            problem=f"The weight group of layer {name!r} is missing",
+            parameter="filepath",
+            expected=f"a group {name!r} in {stored.weights_root.name!r}, as `layer_names` lists it",
+            received=f"groups {sorted(stored.weights_root.keys())[:12]} in filepath={stored.path}",
+            fix="The file is damaged; restore it from its source",
         )
     return group
 
@@ -162,15 +167,20 @@ def _check_present(layers, stored):
     for layer in layers:
         if len(set(layer.names)) != len(layer.names):
             raise WeightsMismatch(
-                f"Layer {layer.layer!r} lists a weight twice. Expected distinct names in `weight_names`. Received: "
-                f"{layer.names} in filepath={path}. The file is damaged; restore it from its source."
+                problem=f"Layer {layer.layer!r} lists a weight twice",
+                parameter="filepath",
+                expected="distinct names in `weight_names`",
+                received=f"{layer.names} in filepath={path}",
+                fix="The file is damaged; restore it from its source",
             )
         missing = [name for name in layer.names if name not in layer.group]
         if missing:
             raise WeightsMismatch(
-                f"Weights of layer {layer.layer!r} are listed but missing. Expected datasets {missing} in group "
-                f"{layer.group.name!r}. Received: {sorted(layer.group.keys())[:12]} in filepath={path}. "
-                f"The file is damaged; restore it from its source."
+                problem=f"Weights of layer {layer.layer!r} are listed but missing",
+                parameter="filepath",
+                expected=f"datasets {missing} in group {layer.group.name!r}",
+                received=f"{sorted(layer.group.keys())[:12]} in filepath={path}",
+                fix="The file is damaged; restore it from its source",
             )
         for name in layer.names:
             check_weight(layer.group[name], name, stored)

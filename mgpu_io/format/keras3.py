@@ -69,8 +69,11 @@ def _archive_members(path):
             metadata = _member_json(path, archive, members.get("metadata.json"), required=False) or {}
     except (OSError, zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError) as error:
         raise NotAModelFile(
-            f"The .keras archive is damaged. Expected a zip archive as Keras 3 writes it. Received: filepath={path} "
-            f"({type(error).__name__}: {first_line(error, default='')}). Restore it from its source."
+            problem="The .keras archive is damaged",
+            parameter="filepath",
+            expected="a zip archive as Keras 3 writes it",
+            received=f"filepath={path} ({type(error).__name__}: {first_line(error, default='')})",
+            fix="Restore it from its source",
         ) from None
     return config, metadata, members
 
@@ -80,13 +83,19 @@ def _member_json(path, archive, member, required=True):
         if not required:
             return None
         raise NotAModelFile(
-            f"The .keras archive holds no config.json. Expected the config.json, metadata.json and "
-            f"model.weights.h5 that Keras 3 writes. Received: filepath={path}. Restore it from its source."
+            problem="The .keras archive holds no config.json",
+            parameter="filepath",
+            expected="the config.json, metadata.json and model.weights.h5 that Keras 3 writes",
+            received=f"filepath={path}",
+            fix="Restore it from its source",
         )
     if member.file_size > MAX_ARCHIVE_JSON:
         raise NotAModelFile(
-            f"The .keras archive's {member.filename} is too large. Expected at most {MAX_ARCHIVE_JSON >> 20} MiB. "
-            f"Received: filepath={path} ({member.file_size} bytes). The file is damaged or hostile."
+            problem=f"The .keras archive's {member.filename} is too large",
+            parameter="filepath",
+            expected=f"at most {MAX_ARCHIVE_JSON >> 20} MiB",
+            received=f"filepath={path} ({member.file_size} bytes)",
+            fix="The file is damaged or hostile",
         )
     with archive.open(member) as handle:
         data = handle.read(MAX_ARCHIVE_JSON + 1)[: MAX_ARCHIVE_JSON + 1]
@@ -94,20 +103,26 @@ def _member_json(path, archive, member, required=True):
         value = json.loads(data.decode("utf8"))
     except (ValueError, RecursionError):
         raise NotAModelFile(
-            f"The .keras archive's {member.filename} is not valid JSON. Expected JSON as Keras 3 writes it. "
-            f"Received: filepath={path}. Restore it from its source."
+            problem=f"The .keras archive's {member.filename} is not valid JSON",
+            parameter="filepath",
+            expected="JSON as Keras 3 writes it",
+            received=f"filepath={path}",
+            fix="Restore it from its source",
         ) from None
     if json_depth(value) > MAX_CONFIG_DEPTH:
         raise NotAModelFile(
-            f"The .keras archive's {member.filename} is nested too deeply. Expected at most {MAX_CONFIG_DEPTH} "
-            f"levels. Received: filepath={path}. The file is damaged or hostile."
+            problem=f"The .keras archive's {member.filename} is nested too deeply",
+            parameter="filepath",
+            expected=f"at most {MAX_CONFIG_DEPTH} levels",
+            received=f"filepath={path}",
+            fix="The file is damaged or hostile",
         )
     return value
 
 
-def weight_shapes(h5):
-    """``(layer weight shapes by layer, optimizer slot count)`` of an open Keras 3 weights file: each dataset under
-    ``layers/`` (its shape only), grouped by the top-level layer that owns it."""
+def weight_shapes(h5, path):
+    """``(layer weight shapes by layer, optimizer slot count)`` of an open Keras 3 weights file (read from ``path``):
+    each dataset under ``layers/`` (its shape only), grouped by the top-level layer that owns it."""
     import h5py
 
     by_layer, seen = {}, 0
@@ -117,7 +132,13 @@ def weight_shapes(h5):
         nonlocal seen
         seen += 1
         if seen > MAX_OBJECTS:
-            raise NotAModelFile(f"more than {MAX_OBJECTS} objects")
+            raise NotAModelFile(
+                problem=f"The weights hold more than {MAX_OBJECTS} objects",
+                parameter="filepath",
+                expected="a Keras 3 weights file",
+                received=f"filepath={path}",
+                fix="The file is damaged or hostile",
+            )
         if isinstance(obj, h5py.Dataset):
             by_layer.setdefault(name.split("/")[0], []).append(tuple(obj.shape))
 
@@ -142,7 +163,7 @@ def _look_weights(path, member=None):
 
     def read(source):
         with h5py.File(source, "r") as h5:
-            return weight_shapes(h5)
+            return weight_shapes(h5, path)
 
     if member is None:
         return read(path)

@@ -33,7 +33,7 @@ from mgpu_io.format.string_attrs import read_str, read_str_list
 
 MODEL, WEIGHTS, CONFIG = "model", "weights", "config"
 #: How the error about an HDF5 file without a legacy Keras model begins (the door then looks for Keras 3's own).
-NO_KERAS_MODEL = "The HDF5 file holds no Keras model."
+NO_KERAS_MODEL = "The HDF5 file holds no Keras model"
 
 #: Deepest JSON nesting accepted in a config. Keras' own configs are far shallower (a wrapper nested 10 levels
 #: deep is about 50); the bound keeps every walk of a hostile config far from Python's recursion limit.
@@ -199,16 +199,20 @@ class StoredModel:
         group = self.weights_root[layer_name]
         if not is_group(group):
             raise WeightsMismatch(
-                f"The weight group of layer {layer_name!r} is a dataset. Expected a group that lists its weights "
-                f"in `weight_names`. Received: a dataset in filepath={self.path}. The file is damaged; restore it "
-                f"from its source."
+                problem=f"The weight group of layer {layer_name!r} is a dataset",
+                parameter="filepath",
+                expected="a group that lists its weights in `weight_names`",
+                received=f"a dataset in filepath={self.path}",
+                fix="The file is damaged; restore it from its source",
             )
         names = read_str_list(group.attrs, "weight_names")
         if not names and len(group) and not any(k.startswith("weight_names") for k in group.attrs):
             raise WeightsMismatch(
-                f"The weight group of layer {layer_name!r} has no `weight_names`. Expected the list Keras writes "
-                f"beside the weights. Received: {len(group)} unlisted members in filepath={self.path}. The file "
-                f"is damaged; restore it from its source."
+                problem=f"The weight group of layer {layer_name!r} has no `weight_names`",
+                parameter="filepath",
+                expected="the list Keras writes beside the weights",
+                received=f"{len(group)} unlisted members in filepath={self.path}",
+                fix="The file is damaged; restore it from its source",
             )
         return names
 
@@ -236,15 +240,20 @@ def file_of(source, parameter="filepath"):
         return source
     if not source.id.valid:
         raise InvalidArgument(
-            f"The h5py.File is closed. Expected an open h5py.File or a path. Received: {parameter}=<closed "
-            f"h5py.File>. Pass the file's path, or an h5py.File that is still open."
+            problem="The h5py.File is closed",
+            parameter=parameter,
+            expected="an open h5py.File or a path",
+            received=f"{parameter}=<closed h5py.File>",
+            fix="Pass the file's path, or an h5py.File that is still open",
         )
     path = Path(source.filename)
     if source.driver in ("core", "fileobj") or not path.is_file():
         raise InvalidArgument(
-            f"The h5py.File is not a file on disk, which mgpu-io reads read-only by its path. Expected an h5py.File "
-            f"opened from a file, or a path. Received: {parameter}=h5py.File({source.filename!r}, "
-            f"driver={source.driver!r}). Write it to a file first and pass that path."
+            problem="The h5py.File is not a file on disk, which mgpu-io reads read-only by its path",
+            parameter=parameter,
+            expected="an h5py.File opened from a file, or a path",
+            received=f"{parameter}=h5py.File({source.filename!r}, driver={source.driver!r})",
+            fix="Write it to a file first and pass that path",
         )
     return path
 
@@ -311,16 +320,22 @@ def open_stored(path):
     if not path.is_file():
         what = "a folder" if path.is_dir() else "nothing"
         raise NotAModelFile(
-            f"Cannot read the input file. Expected a Keras .h5 file or a JSON config. "
-            f"Received: filepath={path} ({what} is there). Check the path."
+            problem="Cannot read the input file",
+            parameter="filepath",
+            expected="a Keras .h5 file or a JSON config",
+            received=f"filepath={path} ({what} is there)",
+            fix="Check the path",
         )
     try:
         kind = door.content(path)[0]  # what the file is, by the door's one rule
     except OSError as exc:
         limit_reached(exc, path, "opening the file")
         raise NotAModelFile(
-            f"Cannot read the input file. Expected a readable Keras .h5 file or a JSON config. Received: "
-            f"filepath={path} ({first_line(exc)}). Check its permissions."
+            problem="Cannot read the input file",
+            parameter="filepath",
+            expected="a readable Keras .h5 file or a JSON config",
+            received=f"filepath={path} ({first_line(exc)})",
+            fix="Check its permissions",
         ) from None
     if kind != door.HDF5:
         with reading(path, "reading the JSON config"):
@@ -333,9 +348,11 @@ def open_stored(path):
     except (OSError, RuntimeError) as exc:
         limit_reached(exc, path, "opening the file")
         raise NotAModelFile(
-            f"The HDF5 file is damaged and cannot be opened (truncated or partly overwritten?). "
-            f"Expected a complete Keras .h5 file. Received: filepath={path} ({first_line(exc)}). "
-            f"Copy the file again from its source; a partial download or a full disk leaves files like this."
+            problem="The HDF5 file is damaged and cannot be opened (truncated or partly overwritten?)",
+            parameter="filepath",
+            expected="a complete Keras .h5 file",
+            received=f"filepath={path} ({first_line(exc)})",
+            fix="Copy the file again from its source; a partial download or a full disk leaves files like this",
         ) from None
     try:
         with reading(path, "reading the file's structure"):
@@ -359,20 +376,29 @@ def reading(path, doing):
         raise
     except RecursionError:
         raise NotAModelFile(
-            f"The file's model config is nested too deeply to read. Expected a config as Keras writes it. Received: "
-            f"filepath={path} (deeper than Python's recursion limit while {doing}). The file is damaged or hostile."
+            problem="The file's model config is nested too deeply to read",
+            parameter="filepath",
+            expected="a config as Keras writes it",
+            received=f"filepath={path} (deeper than Python's recursion limit while {doing})",
+            fix="The file is damaged or hostile",
         ) from None
     except MemoryError as exc:
         limit_reached(exc, path, doing)
         raise NotAModelFile(
-            f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
-            f"Received: filepath={path} (out of memory while {doing}). The file is damaged or hostile."
+            problem="The file declares more data than fits in memory",
+            parameter="filepath",
+            expected="weights of the sizes the file holds",
+            received=f"filepath={path} (out of memory while {doing})",
+            fix="The file is damaged or hostile",
         ) from None
     except _DAMAGE as exc:
         limit_reached(exc, path, doing)
         raise NotAModelFile(
-            f"The file is damaged: {doing} failed. Expected a file as Keras writes it. Received: filepath={path} "
-            f"({type(exc).__name__}: {first_line(exc)}). Restore it from its source."
+            problem=f"The file is damaged: {doing} failed",
+            parameter="filepath",
+            expected="a file as Keras writes it",
+            received=f"filepath={path} ({type(exc).__name__}: {first_line(exc)})",
+            fix="Restore it from its source",
         ) from None
 
 
@@ -389,8 +415,10 @@ def limit_reached(error, path, doing):
         return
     fix = "ulimit -v unlimited, or a larger value" if flag == "-v" else "ulimit -n 1024, or close other files"
     raise LimitReached(
-        f"A limit of this environment stopped {doing}: {problem}. Expected room to read the file. Received: "
-        f"filepath={path}. Raise the limit ({fix}) and run again."
+        problem=f"A limit of this environment stopped {doing}: {problem}",
+        expected="room to read the file",
+        received=f"filepath={path}",
+        fix=f"Raise the limit ({fix}) and run again",
     ) from None
 
 
@@ -416,14 +444,19 @@ def _refuse_links(path, h5):
         link = h5.get(found[0], getlink=True)
         kind = "an external link to " + repr(link.filename) if isinstance(link, h5py.ExternalLink) else "a soft link"
         raise NotAModelFile(
-            f"The file holds {kind} at /{found[0]}. Expected plain groups and datasets, as Keras writes them; "
-            f"mgpu-io never follows links. Received: filepath={path}. The file was edited after Keras wrote it; "
-            f"restore it from its source."
+            problem=f"The file holds {kind} at /{found[0]}",
+            parameter="filepath",
+            expected="plain groups and datasets, as Keras writes them; mgpu-io never follows links",
+            received=f"filepath={path}",
+            fix="The file was edited after Keras wrote it; restore it from its source",
         )
     if count > MAX_OBJECTS:
         raise NotAModelFile(
-            f"The file holds more than {MAX_OBJECTS} objects. Expected a Keras model file. Received: "
-            f"filepath={path}. The file is damaged or hostile."
+            problem=f"The file holds more than {MAX_OBJECTS} objects",
+            parameter="filepath",
+            expected="a Keras model file",
+            received=f"filepath={path}",
+            fix="The file is damaged or hostile",
         )
 
 
@@ -442,15 +475,20 @@ def check_weight(dataset, name, stored, *, counter=False):
     path = stored.path
     if not isinstance(dataset, h5py.Dataset):
         raise WeightsMismatch(
-            f"The weight {name!r} is not a dataset. Expected an array of numbers. Received: a group in "
-            f"filepath={path}. The file is damaged; restore it from its source."
+            problem=f"The weight {name!r} is not a dataset",
+            parameter="filepath",
+            expected="an array of numbers",
+            received=f"a group in filepath={path}",
+            fix="The file is damaged; restore it from its source",
         )
     dtype = dataset.dtype
     if dtype.kind not in "fiubc" or dataset.shape is None or (dataset.size == 0 and not counter):
         raise NotAModelFile(
-            f"The weight {name!r} is not an array of numbers. Expected floating-point, integer or boolean values, "
-            f"as Keras stores weights. Received: {_what_values(dataset)} in filepath={path}. The file is damaged; "
-            f"restore it from its source."
+            problem=f"The weight {name!r} is not an array of numbers",
+            parameter="filepath",
+            expected="floating-point, integer or boolean values, as Keras stores weights",
+            received=f"{_what_values(dataset)} in filepath={path}",
+            fix="The file is damaged; restore it from its source",
         )
     nbytes = dataset.size * dtype.itemsize
     size = stored.file_size
@@ -458,15 +496,19 @@ def check_weight(dataset, name, stored, *, counter=False):
     if offset is not None:
         if offset + nbytes > size:
             raise NotAModelFile(
-                f"The weight {name!r} lies beyond the end of the file (truncated?). Expected its {nbytes} bytes "
-                f"inside the file. Received: a file of {size} bytes, the data at bytes {offset}-{offset + nbytes} in "
-                f"filepath={path}. Copy the file again from its source."
+                problem=f"The weight {name!r} lies beyond the end of the file (truncated?)",
+                parameter="filepath",
+                expected=f"its {nbytes} bytes inside the file",
+                received=f"a file of {size} bytes, the data at bytes {offset}-{offset + nbytes} in filepath={path}",
+                fix="Copy the file again from its source",
             )
     elif nbytes > max(MAX_FILTERED_BYTES, MAX_EXPANSION * size):
         raise NotAModelFile(
-            f"The weight {name!r} declares {nbytes} bytes in a file of {size} bytes. Expected weights stored as "
-            f"Keras stores them (uncompressed). Received: shape {dataset.shape} in filepath={path}. The file is "
-            f"damaged or hostile."
+            problem=f"The weight {name!r} declares {nbytes} bytes in a file of {size} bytes",
+            parameter="filepath",
+            expected="weights stored as Keras stores them (uncompressed)",
+            received=f"shape {dataset.shape} in filepath={path}",
+            fix="The file is damaged or hostile",
         )
 
 
@@ -493,9 +535,11 @@ def _read_hdf5(path, h5):
         weights_root = h5.get("model_weights")
         if weights_root is None:
             raise NotAModelFile(
-                f"The file has a model config but no `model_weights` group. Expected a full Keras model file. "
-                f"Received: filepath={path} (groups: {sorted(h5.keys())}). The weights are not in this file; "
-                f"look for a weights file saved beside it."
+                problem="The file has a model config but no `model_weights` group",
+                parameter="filepath",
+                expected="a full Keras model file",
+                received=f"filepath={path} (groups: {sorted(h5.keys())})",
+                fix="The weights are not in this file; look for a weights file saved beside it",
             )
         return StoredModel(
             path=path,
@@ -518,16 +562,24 @@ def _read_hdf5(path, h5):
         )
     if kind == STUB:
         raise FailedSaveStub(
-            f"The file is the stub that a failed `save()` of a multi-GPU model leaves behind: it holds no model "
-            f"config and no weights. Expected a Keras model or weights file. Received: filepath={path} "
-            f"(keras_version={read_str(attrs, 'keras_version')}, root attributes only). Nothing can be recovered "
-            f"from it; Keras <= 2.1.6 cannot save a multi_gpu_model whole. Look for weights saved with "
-            f"`save_weights` or `ModelCheckpoint(save_weights_only=True)` instead."
+            problem=(
+                "The file is the stub that a failed `save()` of a multi-GPU model leaves behind: it holds no model "
+                "config and no weights"
+            ),
+            parameter="filepath",
+            expected="a Keras model or weights file",
+            received=f"filepath={path} (keras_version={read_str(attrs, 'keras_version')}, root attributes only)",
+            fix=(
+                "Nothing can be recovered from it; Keras <= 2.1.6 cannot save a multi_gpu_model whole. Look for "
+                "weights saved with `save_weights` or `ModelCheckpoint(save_weights_only=True)` instead"
+            ),
         )
     raise NotAModelFile(
-        f"{NO_KERAS_MODEL} Expected a `model_config` attribute (full model) or `layer_names` "
-        f"(weights only). Received: filepath={path} (root attributes: {sorted(attrs.keys())}, groups: "
-        f"{sorted(h5.keys())[:10]}). Check that this is the file Keras wrote.",
+        problem=NO_KERAS_MODEL,
+        parameter="filepath",
+        expected="a `model_config` attribute (full model) or `layer_names` (weights only)",
+        received=f"filepath={path} (root attributes: {sorted(attrs.keys())}, groups: {sorted(h5.keys())[:10]})",
+        fix="Check that this is the file Keras wrote",
         kind=kind,
     )
 
@@ -539,8 +591,11 @@ def _read_json_config(path, yaml=False):
     text = head.decode("utf8", errors="replace")
     if size > MAX_CONFIG_BYTES and text.lstrip().startswith(_JSON_STARTS):
         raise NotAModelFile(
-            f"The JSON file is too large for a model config. Expected at most {MAX_CONFIG_BYTES >> 20} MiB. "
-            f"Received: filepath={path} ({size} bytes). Pass the architecture JSON saved with to_json()."
+            problem="The JSON file is too large for a model config",
+            parameter="filepath",
+            expected=f"at most {MAX_CONFIG_BYTES >> 20} MiB",
+            received=f"filepath={path} ({size} bytes)",
+            fix="Pass the architecture JSON saved with to_json()",
         )
     if yaml:
         return _read_yaml_config(path, size)
@@ -551,10 +606,11 @@ def _read_json_config(path, yaml=False):
     if text is None or not text.lstrip().startswith(_JSON_STARTS):
         what = "binary data" if text is None else "text that is not JSON"
         raise NotAModelFile(
-            f"The file is neither HDF5 nor a JSON config. Expected a Keras .h5 file or the JSON of "
-            f"`model.to_json()` (or the YAML of `to_yaml()`). Received: filepath={path} ({what}, "
-            f"{path.stat().st_size} bytes). "
-            f"Check the path; a Keras 3 `.keras` file is a zip archive that needs no repair."
+            problem="The file is neither HDF5 nor a JSON config",
+            parameter="filepath",
+            expected="a Keras .h5 file or the JSON of `model.to_json()` (or the YAML of `to_yaml()`)",
+            received=f"filepath={path} ({what}, {path.stat().st_size} bytes)",
+            fix="Check the path; a Keras 3 `.keras` file is a zip archive that needs no repair",
         )
     config = _decode_json(path, text, "the file")
     double_encoded = isinstance(config, str) and config.lstrip().startswith(("{", "["))
@@ -574,22 +630,31 @@ def _read_yaml_config(path, size):
 
     if size > MAX_YAML_BYTES:
         raise NotAModelFile(
-            f"The YAML file is too large for a model config. Expected at most {MAX_YAML_BYTES >> 20} MiB. "
-            f"Received: filepath={path} ({size} bytes). Pass the architecture saved with to_yaml() or to_json()."
+            problem="The YAML file is too large for a model config",
+            parameter="filepath",
+            expected=f"at most {MAX_YAML_BYTES >> 20} MiB",
+            received=f"filepath={path} ({size} bytes)",
+            fix="Pass the architecture saved with to_yaml() or to_json()",
         )
     try:
         text = path.read_text(encoding="utf8")
     except UnicodeDecodeError:
         raise NotAModelFile(
-            f"The YAML file is not UTF-8 text. Expected the YAML of model.to_yaml(). Received: filepath={path} "
-            f"(binary data). Pass the architecture file the writer saved."
+            problem="The YAML file is not UTF-8 text",
+            parameter="filepath",
+            expected="the YAML of model.to_yaml()",
+            received=f"filepath={path} (binary data)",
+            fix="Pass the architecture file the writer saved",
         ) from None
     config = load_yaml_config(path, text)
     depth = json_depth(config)
     if depth > MAX_CONFIG_DEPTH:
         raise NotAModelFile(
-            f"The YAML config is nested {depth} levels deep. Expected at most {MAX_CONFIG_DEPTH}. Received: "
-            f"filepath={path}. The file is damaged or hostile."
+            problem=f"The YAML config is nested {depth} levels deep",
+            parameter="filepath",
+            expected=f"at most {MAX_CONFIG_DEPTH}",
+            received=f"filepath={path}",
+            fix="The file is damaged or hostile",
         )
     return _config_model(path, config, what="YAML")
 
@@ -598,10 +663,14 @@ def _config_model(path, config, what="JSON"):
     """A decoded ``to_json()``/``to_yaml()`` config as a :class:`StoredModel` (file type ``config``)."""
     if not (isinstance(config, dict) and "class_name" in config and "config" in config):
         raise NotAModelFile(
-            f"The {what} file is not a Keras model config. Expected an object with `class_name` and `config` "
-            f"keys, as `model.to_json()` writes it. Received: filepath={path} (top-level "
-            f"{type(config).__name__}{' with keys ' + str(sorted(config)[:6]) if isinstance(config, dict) else ''})."
-            f" Pass the architecture JSON that was saved beside the weights."
+            problem=f"The {what} file is not a Keras model config",
+            parameter="filepath",
+            expected="an object with `class_name` and `config` keys, as `model.to_json()` writes it",
+            received=(
+                f"filepath={path} (top-level {type(config).__name__}"
+                f"{' with keys ' + str(sorted(config)[:6]) if isinstance(config, dict) else ''})"
+            ),
+            fix="Pass the architecture JSON that was saved beside the weights",
         )
     return StoredModel(
         path=path,
@@ -619,17 +688,22 @@ def _decode_json(path, text, what):
         value, depth = None, "more than Python's recursion limit"
     except ValueError as exc:
         raise NotAModelFile(
-            f"The JSON in {what} cannot be parsed. Expected valid JSON as Keras writes it. "
-            f"Received: filepath={path} ({exc}). The file is damaged or was edited by hand; restore it from "
-            f"its source."
+            problem=f"The JSON in {what} cannot be parsed",
+            parameter="filepath",
+            expected="valid JSON as Keras writes it",
+            received=f"filepath={path} ({exc})",
+            fix="The file is damaged or was edited by hand; restore it from its source",
         ) from None
     else:
         depth = json_depth(value)
         if depth <= MAX_CONFIG_DEPTH:
             return value
     raise NotAModelFile(
-        f"The JSON in {what} is nested {depth} levels deep. Expected at most {MAX_CONFIG_DEPTH} (a wrapper "
-        f"nested 10 times is about 50). Received: filepath={path}. The file is damaged or hostile."
+        problem=f"The JSON in {what} is nested {depth} levels deep",
+        parameter="filepath",
+        expected=f"at most {MAX_CONFIG_DEPTH} (a wrapper nested 10 times is about 50)",
+        received=f"filepath={path}",
+        fix="The file is damaged or hostile",
     )
 
 

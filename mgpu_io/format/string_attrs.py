@@ -25,8 +25,10 @@ def _to_str(value):
         text.encode("utf8")  # h5py hands undecodable variable-length strings over with surrogates
     except UnicodeEncodeError:
         raise NotAModelFile(
-            f"A string attribute is not valid UTF-8. Expected UTF-8 text, as Keras writes it. Received: "
-            f"{text.encode('utf8', 'backslashreplace')[:80]!r}. The file is damaged; restore it from its source."
+            problem="A string attribute is not valid UTF-8",
+            expected="UTF-8 text, as Keras writes it",
+            received=f"{text.encode('utf8', 'backslashreplace')[:80]!r}",
+            fix="The file is damaged; restore it from its source",
         ) from None
     return text
 
@@ -46,8 +48,10 @@ def read_str(attrs, name, default=None):
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise NotAModelFile(
-                f"The attribute {name!r} is damaged. Expected one string, as Keras writes it. Received: an array of "
-                f"{value.size} values. The file was not written by Keras as it is; restore it from its source."
+                problem=f"The attribute {name!r} is damaged",
+                expected="one string, as Keras writes it",
+                received=f"an array of {value.size} values",
+                fix="The file was not written by Keras as it is; restore it from its source",
             )
         value = value.reshape(-1)[0]
     return _to_str(value)
@@ -76,8 +80,10 @@ def read_str_list(attrs, name):
         if array.dtype.kind == "f":  # Keras writes np.asarray([]) for an empty list
             if array.size:
                 raise NotAModelFile(
-                    f"The attribute {name!r} is damaged. Expected a list of names, as Keras writes it. Received: "
-                    f"{array.size} numbers. The file was not written by Keras as it is; restore it from its source."
+                    problem=f"The attribute {name!r} is damaged",
+                    expected="a list of names, as Keras writes it",
+                    received=f"{array.size} numbers",
+                    fix="The file was not written by Keras as it is; restore it from its source",
                 )
             continue
         values.extend(_to_str(v) for v in array.reshape(-1))
@@ -97,8 +103,10 @@ def write_str_list(attrs, name, values):
     too_long = [v for v in encoded if len(v) > HDF5_OBJECT_HEADER_LIMIT]
     if too_long:
         raise UnsupportedModel(
-            f"A name is too long for a legacy HDF5 file. Expected names of at most {HDF5_OBJECT_HEADER_LIMIT} bytes. "
-            f"Received: a name of {len(too_long[0])} bytes in {name!r}. Write a .keras file instead."
+            problem="A name is too long for a legacy HDF5 file",
+            expected=f"names of at most {HDF5_OBJECT_HEADER_LIMIT} bytes",
+            received=f"a name of {len(too_long[0])} bytes in {name!r}",
+            fix="Write a .keras file instead",
         )
     if not encoded:
         set_attr(attrs, name, np.asarray([], dtype="float64"))

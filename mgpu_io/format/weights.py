@@ -147,10 +147,13 @@ def split_by_layer(template_config, weight_names, where="template") -> list[Laye
         owner = _owner(weight, candidates)
         if owner is None:
             raise WeightsMismatch(
-                f"A stored weight belongs to no layer of the template. Expected names that start with a layer "
-                f"name of `{model_name(template_config)}`. Received: weight={weight!r} in group "
-                f"{where!r}. The config and the weights come from different models; pair the weights with the "
-                f"config they were saved with."
+                problem="A stored weight belongs to no layer of the template",
+                expected=f"names that start with a layer name of `{model_name(template_config)}`",
+                received=f"weight={weight!r} in group {where!r}",
+                fix=(
+                    "The config and the weights come from different models; pair the weights with the config they were "
+                    "saved with"
+                ),
             )
         owners.append(owner)
 
@@ -158,9 +161,12 @@ def split_by_layer(template_config, weight_names, where="template") -> list[Laye
     descents = sum(1 for a, b in zip(owners, owners[1:]) if order[b] < order[a])
     if descents > 1:
         raise WeightsMismatch(
-            f"The stored weight order does not follow the template's layer order. Expected trainable weights in "
-            f"layer order, then non-trainable ones. Received: owners {owners} in group {where!r}. The weights "
-            f"were not written by Keras for this config; pair them with the config they were saved with."
+            problem="The stored weight order does not follow the template's layer order",
+            expected="trainable weights in layer order, then non-trainable ones",
+            received=f"owners {owners} in group {where!r}",
+            fix=(
+                "The weights were not written by Keras for this config; pair them with the config they were saved with"
+            ),
         )
     grouped: dict[str, list[str]] = {name: [] for name in order}
     for weight, owner in zip(weight_names, owners):
@@ -170,9 +176,10 @@ def split_by_layer(template_config, weight_names, where="template") -> list[Laye
         name = layer_name(layer)
         if grouped[name] and layer["class_name"] in WEIGHTLESS:
             raise WeightsMismatch(
-                f"Stored weights were attributed to a layer that has none. Expected no weights for "
-                f"{layer['class_name']} layer {name!r}. Received: {grouped[name]}. The weights and the config "
-                f"come from different models."
+                problem="Stored weights were attributed to a layer that has none",
+                expected=f"no weights for {layer['class_name']} layer {name!r}",
+                received=str(grouped[name]),
+                fix="The weights and the config come from different models",
             )
         result.append(LayerWeights(layer=name, class_name=layer["class_name"], names=grouped[name]))
     return result
@@ -269,10 +276,13 @@ def check_shapes(layer_config, names, shapes, where):
         if len(shape) != len(want) or any(w is not None and s != w for s, w in zip(shape, want)):
             pretty = "(" + ", ".join("?" if w is None else str(w) for w in want) + ("," if len(want) == 1 else "") + ")"
             raise WeightsMismatch(
-                f"Shape mismatch for weight {name!r} of {layer_config['class_name']} layer "
-                f"{layer_name(layer_config)!r}. Expected shape {pretty} from the layer's config. "
-                f"Received: shape={tuple(shape)} in {where}. The weights do not belong to this config; pair them "
-                f"with the config they were saved with."
+                problem=(
+                    f"Shape mismatch for weight {name!r} of {layer_config['class_name']} layer "
+                    f"{layer_name(layer_config)!r}"
+                ),
+                expected=f"shape {pretty} from the layer's config",
+                received=f"shape={tuple(shape)} in {where}",
+                fix="The weights do not belong to this config; pair them with the config they were saved with",
             )
 
 
@@ -292,9 +302,13 @@ def _expected_shapes(layer, where):
         sizes = value if key == "kernel_size" and isinstance(value, (list, tuple)) else [value]
         if not sizes or not all(_whole(v) for v in sizes):
             raise NotAModelFile(
-                f"The config of {cls} layer {layer_name(layer)!r} is damaged: its {key} is not a positive whole "
-                f"number. Expected {key} like Keras writes it (e.g. 64). Received: {key}={value!r} in {where}. "
-                f"Pair the weights with the config they were saved with."
+                problem=(
+                    f"The config of {cls} layer {layer_name(layer)!r} is damaged: its {key} is not a positive whole "
+                    "number"
+                ),
+                expected=f"{key} like Keras writes it (e.g. 64)",
+                received=f"{key}={value!r} in {where}",
+                fix="Pair the weights with the config they were saved with",
             )
         return tuple(int(v) for v in sizes) if key == "kernel_size" else int(value)
 

@@ -45,8 +45,10 @@ def _yaml():
         import yaml
     except ImportError:
         raise MissingDependency(
-            "Reading a YAML config needs PyYAML, which is not installed. Expected an importable `yaml`. Received: "
-            "ImportError. Install it: pip install pyyaml (mgpu-io declares it), or pass the JSON of to_json()."
+            problem="Reading a YAML config needs PyYAML, which is not installed",
+            expected="an importable `yaml`",
+            received="ImportError",
+            fix="Install it: pip install pyyaml (mgpu-io declares it), or pass the JSON of to_json()",
         ) from None
     return yaml
 
@@ -65,9 +67,11 @@ def _loader(path):
         kind = _KNOWN_APPLY.get(suffix)
         if kind is None:
             raise NotAModelFile(
-                f"The YAML config holds a Python object that Keras' writers never wrote. Expected only the tags of "
-                f"to_yaml() (tuples, dicts, ListWrapper, TensorShape). Received: filepath={path} (tag "
-                f"!!python/object/apply:{suffix}). The file is not a Keras config; it is never constructed."
+                problem="The YAML config holds a Python object that Keras' writers never wrote",
+                parameter="filepath",
+                expected="only the tags of to_yaml() (tuples, dicts, ListWrapper, TensorShape)",
+                received=f"filepath={path} (tag !!python/object/apply:{suffix})",
+                fix="The file is not a Keras config; it is never constructed",
             )
         if isinstance(node, yaml.MappingNode):
             value = loader.construct_mapping(node, deep=True)
@@ -86,15 +90,20 @@ def _loader(path):
 
     def refuse(loader, suffix, node):
         raise NotAModelFile(
-            f"The YAML config holds a Python object tag. Expected only the tags of to_yaml(). Received: "
-            f"filepath={path} (tag {node.tag}). The file is not a Keras config; it is never constructed."
+            problem="The YAML config holds a Python object tag",
+            parameter="filepath",
+            expected="only the tags of to_yaml()",
+            received=f"filepath={path} (tag {node.tag})",
+            fix="The file is not a Keras config; it is never constructed",
         )
 
     def not_keras(loader, node):
         raise NotAModelFile(
-            f"The YAML config holds a value that Keras' writers never wrote. Expected the plain values of to_yaml() "
-            f"(strings, numbers, lists, mappings). Received: filepath={path} (tag {node.tag}). The file is not a "
-            f"Keras config; pass the config as the writer saved it, or its JSON."
+            problem="The YAML config holds a value that Keras' writers never wrote",
+            parameter="filepath",
+            expected="the plain values of to_yaml() (strings, numbers, lists, mappings)",
+            received=f"filepath={path} (tag {node.tag})",
+            fix="The file is not a Keras config; pass the config as the writer saved it, or its JSON",
         )
 
     # A date-like scalar that to_yaml() would have quoted (a hand edit) is the text it is, not a date; binary data
@@ -127,14 +136,20 @@ def load_yaml_config(path, text):
     except yaml.YAMLError as error:
         first = first_line(error)
         raise NotAModelFile(
-            f"The YAML config cannot be parsed. Expected the YAML of model.to_yaml(). Received: filepath={path} "
-            f"({first}). Pass the config as the writer saved it, or its JSON."
+            problem="The YAML config cannot be parsed",
+            parameter="filepath",
+            expected="the YAML of model.to_yaml()",
+            received=f"filepath={path} ({first})",
+            fix="Pass the config as the writer saved it, or its JSON",
         ) from None
     nodes = _count_nodes(value, MAX_NODES, path)
     if nodes > MAX_NODES:
         raise NotAModelFile(
-            f"The YAML config expands to too many values. Expected at most {MAX_NODES} (Keras' configs hold "
-            f"thousands). Received: filepath={path} (more, through YAML aliases). The file is damaged or hostile."
+            problem="The YAML config expands to too many values",
+            parameter="filepath",
+            expected=f"at most {MAX_NODES} (Keras' configs hold thousands)",
+            received=f"filepath={path} (more, through YAML aliases)",
+            fix="The file is damaged or hostile",
         )
     return value
 
@@ -147,8 +162,11 @@ def _count_nodes(value, limit, path="the file"):
         count += 1
         if isinstance(item, float) and not math.isfinite(item):
             raise NotAModelFile(
-                f"The YAML config holds {item}. Expected finite numbers: Keras never writes NaN or infinity in a "
-                f"config. Received: filepath={path}. The file is damaged or hostile."
+                problem=f"The YAML config holds {item}",
+                parameter="filepath",
+                expected="finite numbers: Keras never writes NaN or infinity in a config",
+                received=f"filepath={path}",
+                fix="The file is damaged or hostile",
             )
         if isinstance(item, dict):
             stack.extend(item.values())
