@@ -73,8 +73,10 @@ def limit_error(error):
     if problem is None:
         return None
     return LimitReached(
-        f"A limit of this environment stopped the command: {problem}. Expected room to run. Received: "
-        f"{type(error).__name__}. Raise the limit ({limits.raise_hint(flag)}) and run again."
+        problem=f"A limit of this environment stopped the command: {problem}",
+        expected="room to run",
+        received=type(error).__name__,
+        fix=f"Raise the limit ({limits.raise_hint(flag)}) and run again",
     )
 
 

@@ -175,21 +175,29 @@ def run_tree(source, output, options, job, *, jobs=None, progress=None):
     source, output = Path(source).resolve(), Path(output).resolve()
     if not source.is_dir():
         raise InvalidArgument(
-            f"The input folder does not exist. Expected a folder of model files. Received: {source}. Check the path."
+            problem="The input folder does not exist",
+            parameter="source",
+            expected="a folder of model files",
+            received=str(source),
+            fix="Check the path",
         )
     if output == source or source in output.parents:
         raise OutputError(
-            f"The output folder is the input folder or inside it. Expected a folder elsewhere, so "
-            f"that inputs are never overwritten or read back. Received: input={source}, "
-            f"output={output}. Choose another output folder."
+            problem="The output folder is the input folder or inside it",
+            parameter="output",
+            expected="a folder elsewhere, so that inputs are never overwritten or read back",
+            received=f"input={source}, output={output}",
+            fix="Choose another output folder",
         )
     files = model_files(source)
     if not files:
         count = sum(1 for path in source.rglob("*") if path.is_file())
         raise NotAModelFile(
-            f"The folder holds no Keras file. Expected legacy Keras HDF5 files or JSON model configs under it. "
-            f"Received: {source} ({plural(count, 'file')}, none of them HDF5 or a model config). Check the folder; "
-            f"`mgpu-io inspect FILE` says what a file is."
+            problem="The folder holds no Keras file",
+            parameter="source",
+            expected="legacy Keras HDF5 files or JSON model configs under it",
+            received=f"{source} ({plural(count, 'file')}, none of them HDF5 or a model config)",
+            fix="Check the folder; `mgpu-io inspect FILE` says what a file is",
         )
     report = BatchReport(source=str(source), output=str(output), dry_run=options.dry_run)
     results = {}

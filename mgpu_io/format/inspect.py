@@ -256,8 +256,11 @@ def _drawn(stored):
 
     if stored.model_config is None:
         raise InvalidArgument(
-            f"A diagram needs a graph. Expected a full model file or a JSON config. Received: "
-            f"filepath={stored.path} ({stored.file_type} file). Pass the model file or its JSON config."
+            problem="A diagram needs a graph",
+            parameter="filepath",
+            expected="a full model file or a JSON config",
+            received=f"filepath={stored.path} ({stored.file_type} file)",
+            fix="Pass the model file or its JSON config",
         )
     return wrapper_svg(stored.model_config)
 

@@ -476,10 +476,12 @@ def _nested_conversion(model, names, shapes, context):
             new_names, new_arrays = conversion.apply([names[i] for i in indices], [arrays[i] for i in indices])
             if len(new_arrays) != len(indices):
                 raise WeightsMismatch(
-                    f"The weights of a layer inside nested model {layer_name(model)!r} cannot be converted in "
-                    f"place. Expected a conversion that keeps their number. Received: {len(indices)} weights "
-                    f"becoming {len(new_arrays)}. Rebuild the template in code and load the weights with "
-                    f"mgpu_io.transfer_weights."
+                    problem=(
+                        f"The weights of a layer inside nested model {layer_name(model)!r} cannot be converted in place"
+                    ),
+                    expected="a conversion that keeps their number",
+                    received=f"{len(indices)} weights becoming {len(new_arrays)}",
+                    fix="Rebuild the template in code and load the weights with mgpu_io.transfer_weights",
                 )
             for i, new_name, array in zip(indices, new_names, new_arrays):
                 names[i], arrays[i] = new_name, array
@@ -547,10 +549,11 @@ def _attach_config(extraction, config_path):
     wrapper = extraction.weights_wrapper
     if wrapper is not None and unrolled.levels and unrolled.levels[0].template_layer != wrapper.template_layer:
         raise WeightsMismatch(
-            f"The config and the weights come from different models. Expected the config's nested template "
-            f"layer to be the weights' group {wrapper.template_layer!r}. Received: "
-            f"{unrolled.levels[0].template_layer!r} in filepath={config_path}. Pass the config saved with "
-            f"these weights."
+            problem="The config and the weights come from different models",
+            parameter="config",
+            expected=f"the config's nested template layer to be the weights' group {wrapper.template_layer!r}",
+            received=f"{unrolled.levels[0].template_layer!r} in filepath={config_path}",
+            fix="Pass the config saved with these weights",
         )
     extraction.unrolled = unrolled
 
@@ -562,16 +565,22 @@ def check_output(source, output, overwrite, *, inputs=(), folder_made_later=Fals
         _check_output(source, output, overwrite, inputs, folder_made_later)
     except OSError as error:  # a name the file system refuses (too long, a component that is a file, ...)
         raise OutputError(
-            f"The output path cannot be used. Expected a path this file system accepts. Received: output={output} "
-            f"({error.strerror or error}). Choose another output path."
+            problem="The output path cannot be used",
+            parameter="output",
+            expected="a path this file system accepts",
+            received=f"output={output} ({error.strerror or error})",
+            fix="Choose another output path",
         ) from None
 
 
 def _check_output(source, output, overwrite, inputs, folder_made_later):
     if not output.parent.is_dir() and not folder_made_later:
         raise OutputError(
-            f"The output folder does not exist. Expected an existing folder for the output file. "
-            f"Received: output={output}. Create {output.parent} first."
+            problem="The output folder does not exist",
+            parameter="output",
+            expected="an existing folder for the output file",
+            received=f"output={output}",
+            fix=f"Create {output.parent} first",
         )
     for candidate in (source, *inputs):
         if (
@@ -581,12 +590,19 @@ def _check_output(source, output, overwrite, inputs, folder_made_later):
             and os.path.samefile(candidate, output)
         ):
             raise OutputError(
-                f"The output is an input file. Expected a different path: inputs are never modified. "
-                f"Received: input={candidate}, output={output}. Choose another output path."
+                problem="The output is an input file",
+                parameter="output",
+                expected="a different path: inputs are never modified",
+                received=f"input={candidate}, output={output}",
+                fix="Choose another output path",
             )
     if output.is_dir():
         raise OutputError(
-            f"The output is a folder. Expected a file path. Received: output={output}. Name the output file."
+            problem="The output is a folder",
+            parameter="output",
+            expected="a file path",
+            received=f"output={output}",
+            fix="Name the output file",
         )
     if output.exists() and not overwrite:
         raise OutputError(

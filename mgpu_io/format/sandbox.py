@@ -186,17 +186,21 @@ def _limit_error(error, path):
     if problem is None:
         return error
     return LimitReached(
-        f"Cannot open what reading the file needs: {problem}. Expected a few free file descriptors. Received: "
-        f"filepath={path}. Raise the limit (ulimit -n 1024) or close other files."
+        problem=f"Cannot open what reading the file needs: {problem}",
+        expected="a few free file descriptors",
+        received=f"filepath={path}",
+        fix="Raise the limit (ulimit -n 1024) or close other files",
     )
 
 
 def hang_error(path):
     """The error for a file whose structure was not read within :data:`TIMEOUT`."""
     return NotAModelFile(
-        f"Reading the file's structure did not finish within {TIMEOUT:g} s. Expected a file that libhdf5 reads "
-        f"in well under a second. Received: filepath={path}. Its metadata is damaged (libhdf5 loops on some "
-        f"corrupt files); restore it from its source."
+        problem=f"Reading the file's structure did not finish within {TIMEOUT:g} s",
+        parameter="filepath",
+        expected="a file that libhdf5 reads in well under a second",
+        received=f"filepath={path}",
+        fix="Its metadata is damaged (libhdf5 loops on some corrupt files); restore it from its source",
     )
 
 
@@ -207,12 +211,17 @@ def crash_error(path, what, structure_done):
     cpu = limits.cpu_problem()
     if cpu is not None and what in (f"signal {signal.SIGXCPU}", f"signal {signal.SIGKILL}"):
         return LimitReached(
-            f"{doing} was stopped: {cpu}. Expected enough CPU time for the file. Received: filepath={path} "
-            f"({what}). Raise the limit (ulimit -t unlimited, or more seconds) or repair fewer files per run."
+            problem=f"{doing} was stopped: {cpu}",
+            expected="enough CPU time for the file",
+            received=f"filepath={path} ({what})",
+            fix="Raise the limit (ulimit -t unlimited, or more seconds) or repair fewer files per run",
         )
     return NotAModelFile(
-        f"{doing} crashed the HDF5 library ({what}). Expected a file as Keras writes it. Received: "
-        f"filepath={path}. The file is damaged; restore it from its source."
+        problem=f"{doing} crashed the HDF5 library ({what})",
+        parameter="filepath",
+        expected="a file as Keras writes it",
+        received=f"filepath={path}",
+        fix="The file is damaged; restore it from its source",
     )
 
 
@@ -222,13 +231,17 @@ def _memory_error(path):
     user_limit = user_memory_problem()
     if user_limit is not None:
         return LimitReached(
-            f"Reading the file ran out of memory: {user_limit}. Expected room for the file's structure and weights. "
-            f"Received: filepath={path}. Raise the limit (ulimit -v unlimited, or a larger value) or run where "
-            f"more memory is allowed."
+            problem=f"Reading the file ran out of memory: {user_limit}",
+            expected="room for the file's structure and weights",
+            received=f"filepath={path}",
+            fix="Raise the limit (ulimit -v unlimited, or a larger value) or run where more memory is allowed",
         )
     return NotAModelFile(
-        f"The file declares more data than fits in memory. Expected weights of the sizes the file holds. "
-        f"Received: filepath={path}. The file is damaged or hostile."
+        problem="The file declares more data than fits in memory",
+        parameter="filepath",
+        expected="weights of the sizes the file holds",
+        received=f"filepath={path}",
+        fix="The file is damaged or hostile",
     )
 
 

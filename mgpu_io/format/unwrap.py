@@ -56,9 +56,11 @@ def _unwrap(source, output, options, progress, in_folder=False):
             return plan.report  # a plain model of the folder, skipped: planned, not written
         if plan.file_type == CONFIG and output.suffix.lower() in (".yaml", ".yml"):
             raise InvalidArgument(
-                f"A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML. Expected an output "
-                f"ending in .json. Received: output={output}. Name the output .json and load it with "
-                f"keras.models.model_from_json."
+                problem="A repaired config is written as JSON: Keras 3 and TF >= 2.6 read no YAML",
+                parameter="output",
+                expected="an output ending in .json",
+                received=f"output={output}",
+                fix="Name the output .json and load it with keras.models.model_from_json",
             )
         if not options.dry_run:
             write_plan(plan, output, progress)

@@ -196,13 +196,17 @@ def atomic_path(destination, suffix=".tmp"):
         if limit is not None:  # a limit the user set, not the disk
             problem, flag = limit
             raise LimitReached(
-                f"Cannot write the output: {problem}. Expected room for the whole file. Received: "
-                f"output={destination}. Raise the limit ({limits.raise_hint(flag)}) and run again; nothing was written."
+                problem=f"Cannot write the output: {problem}",
+                expected="room for the whole file",
+                received=f"output={destination}",
+                fix=f"Raise the limit ({limits.raise_hint(flag)}) and run again; nothing was written",
             ) from None
         raise OutputError(
-            f"Cannot write the output: {problem}. Expected a writable folder with room for the file. Received: "
-            f"output={destination} ({error.strerror or first_line(error)}). Free space or choose another folder; "
-            f"nothing was written."
+            problem=f"Cannot write the output: {problem}",
+            parameter="output",
+            expected="a writable folder with room for the file",
+            received=f"output={destination} ({error.strerror or first_line(error)})",
+            fix="Free space or choose another folder; nothing was written",
         ) from None
     finally:
         if anonymous is not None:
@@ -221,8 +225,11 @@ def _anonymous_file(folder):
     except OSError as error:
         if output_problem(error) is not None and error.errno not in (errno.EOPNOTSUPP, errno.EISDIR):
             raise OutputError(
-                f"Cannot write the output: {output_problem(error)}. Expected a writable folder. Received: "
-                f"folder={folder} ({error.strerror}). Choose another folder; nothing was written."
+                problem=f"Cannot write the output: {output_problem(error)}",
+                parameter="output",
+                expected="a writable folder",
+                received=f"folder={folder} ({error.strerror})",
+                fix="Choose another folder; nothing was written",
             ) from None
         return None
 

@@ -114,12 +114,17 @@ def _attention_shapes(layer, settings, cls, context):
 def _bilinear_upsampling(layer, settings, cls, context):
     if cls == "UpSampling2D" and settings.get("interpolation") == "bilinear" and context.standalone_keras2:
         raise UnsupportedModel(
-            f"Layer {layer_name(layer)!r} (UpSampling2D) resizes with TensorFlow 1's bilinear "
-            f"resize_images (no half-pixel centres), as standalone Keras {context.keras_version} did; Keras 3's "
-            f"bilinear UpSampling2D samples at half-pixel centres, so its predictions would differ. Expected "
-            f"interpolation='nearest', or a tf.keras file. Received: interpolation='bilinear'. Rebuild the "
-            f"layer in code (on TensorFlow: a Lambda calling tf.compat.v1.image.resize_bilinear with "
-            f"half_pixel_centers=False) and load the weights with mgpu_io.transfer_weights."
+            problem=(
+                f"Layer {layer_name(layer)!r} (UpSampling2D) resizes with TensorFlow 1's bilinear resize_images (no "
+                f"half-pixel centres), as standalone Keras {context.keras_version} did; Keras 3's bilinear "
+                "UpSampling2D samples at half-pixel centres, so its predictions would differ"
+            ),
+            expected="interpolation='nearest', or a tf.keras file",
+            received="interpolation='bilinear'",
+            fix=(
+                "Rebuild the layer in code (on TensorFlow: a Lambda calling tf.compat.v1.image.resize_bilinear with "
+                "half_pixel_centers=False) and load the weights with mgpu_io.transfer_weights"
+            ),
         )
     return []
 
@@ -378,10 +383,13 @@ def _conv_lstm2d(layer, settings):
     cell = settings.get("cell") if isinstance(settings.get("cell"), dict) else {}
     if cell.get("class_name") != "ConvLSTM2DCell" or not isinstance(cell.get("config"), dict):
         raise UnsupportedModel(
-            f"Layer {layer_name(layer)!r} is a ConvRNN2D over a {cell.get('class_name')!r} cell: Keras 3 has no "
-            f"ConvRNN2D, and only its ConvLSTM2DCell form has a Keras 3 equivalent (ConvLSTM2D). Expected "
-            f"cell=ConvLSTM2DCell. Received: cell={cell.get('class_name')!r}. Rebuild the layer in code and load "
-            f"the weights with mgpu_io.transfer_weights."
+            problem=(
+                f"Layer {layer_name(layer)!r} is a ConvRNN2D over a {cell.get('class_name')!r} cell: Keras 3 has no "
+                "ConvRNN2D, and only its ConvLSTM2DCell form has a Keras 3 equivalent (ConvLSTM2D)"
+            ),
+            expected="cell=ConvLSTM2DCell",
+            received=f"cell={cell.get('class_name')!r}",
+            fix="Rebuild the layer in code and load the weights with mgpu_io.transfer_weights",
         )
     merged = {key: value for key, value in cell["config"].items() if key not in ("name", "trainable")}
     merged.update({key: value for key, value in settings.items() if key not in ("cell", "unroll")})
