@@ -57,13 +57,16 @@ def import_tensorflow(what="Reading a SavedModel"):
 
         if memory_problem() is not None and upstream.said(upstream.CANNOT_MAP, error):
             raise LimitReached(
-                f"{what} needs TensorFlow, which cannot be loaded: {memory_problem()}. Expected room to map its "
-                f"libraries (several GiB of address space). Received: {error}. Raise the limit (ulimit -v "
-                f"unlimited, or a larger value)."
+                problem=f"{what} needs TensorFlow, which cannot be loaded: {memory_problem()}",
+                expected="room to map its libraries (several GiB of address space)",
+                received=str(error),
+                fix="Raise the limit (ulimit -v unlimited, or a larger value)",
             ) from None
         raise MissingDependency(
-            f"{what} needs TensorFlow, which is not installed. Expected an importable `tensorflow`. Received: "
-            f"{type(error).__name__}: {error}. Install it: pip install 'mgpu-io[tensorflow]'."
+            problem=f"{what} needs TensorFlow, which is not installed",
+            expected="an importable `tensorflow`",
+            received=f"{type(error).__name__}: {error}",
+            fix="Install it: pip install 'mgpu-io[tensorflow]'",
         ) from None
     return tf
 
@@ -81,15 +84,23 @@ def probed_tf(path, what, work):
         text = str(error)
         if text.startswith("Reading the file's structure did not finish"):
             raise NotAModelFile(
-                f"Reading the {what} did not finish within {TIMEOUT:g} s. Expected a file that TensorFlow parses in "
-                f"well under a second. Received: filepath={path}. The file is damaged or hostile; restore it from "
-                f"its source (MGPU_IO_PROBE_TIMEOUT raises the limit for a very large model)."
+                problem=f"Reading the {what} did not finish within {TIMEOUT:g} s",
+                parameter="filepath",
+                expected="a file that TensorFlow parses in well under a second",
+                received=f"filepath={path}",
+                fix=(
+                    "The file is damaged or hostile; restore it from its source (MGPU_IO_PROBE_TIMEOUT raises the "
+                    "limit for a very large model)"
+                ),
             ) from None
         if text.startswith("Reading the file's structure crashed"):
             reason = text[text.find("(") + 1 : text.find(")")] if "(" in text else "a crash"
             raise NotAModelFile(
-                f"Reading the {what} crashed TensorFlow's reader ({reason}). Expected a file as TensorFlow writes it. "
-                f"Received: filepath={path}. The file is damaged; restore it from its source."
+                problem=f"Reading the {what} crashed TensorFlow's reader ({reason})",
+                parameter="filepath",
+                expected="a file as TensorFlow writes it",
+                received=f"filepath={path}",
+                fix="The file is damaged; restore it from its source",
             ) from None
         raise
 
@@ -106,18 +117,27 @@ def guarded(path, what):
         raise
     except MemoryError:
         raise NotAModelFile(
-            f"The {what} declares more data than fits in memory. Expected the sizes TensorFlow writes. Received: "
-            f"filepath={path}. The file is damaged or hostile."
+            problem=f"The {what} declares more data than fits in memory",
+            parameter="filepath",
+            expected="the sizes TensorFlow writes",
+            received=f"filepath={path}",
+            fix="The file is damaged or hostile",
         ) from None
     except RecursionError:
         raise NotAModelFile(
-            f"The {what} is nested too deeply to read. Expected a structure as TensorFlow writes it. Received: "
-            f"filepath={path}. The file is damaged or hostile."
+            problem=f"The {what} is nested too deeply to read",
+            parameter="filepath",
+            expected="a structure as TensorFlow writes it",
+            received=f"filepath={path}",
+            fix="The file is damaged or hostile",
         ) from None
     except Exception as error:
         raise NotAModelFile(
-            f"The {what} is damaged and cannot be read. Expected a file as TensorFlow writes it. Received: "
-            f"filepath={path} ({type(error).__name__}: {first_line(error, 300)}). Restore it from its source."
+            problem=f"The {what} is damaged and cannot be read",
+            parameter="filepath",
+            expected="a file as TensorFlow writes it",
+            received=f"filepath={path} ({type(error).__name__}: {first_line(error, 300)})",
+            fix="Restore it from its source",
         ) from None
 
 
@@ -166,9 +186,14 @@ class Graph:
                 found[int(local[len(stem) :])] = target
         if sorted(found) != list(range(len(found))):
             raise NotAModelFile(
-                f"The object graph is damaged: the children {stem or '#'}N of node {node} are not numbered "
-                f"0..{len(found) - 1}. Expected the numbering TensorFlow writes. Received: {sorted(found)[:10]} in "
-                f"filepath={path}. Restore it from its source."
+                problem=(
+                    f"The object graph is damaged: the children {stem or '#'}N of node {node} are not numbered 0.."
+                    f"{len(found) - 1}"
+                ),
+                parameter="filepath",
+                expected="the numbering TensorFlow writes",
+                received=f"{sorted(found)[:10]} in filepath={path}",
+                fix="Restore it from its source",
             )
         return [found[index] for index in range(len(found))]
 
@@ -211,8 +236,11 @@ def node_edges(nodes, what, path):
         edges = [(child.local_name, child.node_id) for child in node.children]
         if any(not 0 <= target < count for _, target in edges):
             raise NotAModelFile(
-                f"The {what}'s object graph is damaged: node {node_id} points outside the graph. Expected node ids "
-                f"below {count}. Received: filepath={path}. Restore it from its source."
+                problem=f"The {what}'s object graph is damaged: node {node_id} points outside the graph",
+                parameter="filepath",
+                expected=f"node ids below {count}",
+                received=f"filepath={path}",
+                fix="Restore it from its source",
             )
         children.append(edges)
     return children
@@ -230,9 +258,11 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
     index = Path(prefix + ".index")
     if not index.is_file():
         raise NotAModelFile(
-            f"The {what} has no index file. Expected {index.name} beside the data files. Received: filepath={path} "
-            f"({'a folder' if index.is_dir() else 'nothing'} at {index}). Copy the whole checkpoint: the .index "
-            f"and every .data-NNNNN-of-NNNNN file."
+            problem=f"The {what} has no index file",
+            parameter="filepath",
+            expected=f"{index.name} beside the data files",
+            received=f"filepath={path} ({'a folder' if index.is_dir() else 'nothing'} at {index})",
+            fix="Copy the whole checkpoint: the .index and every .data-NNNNN-of-NNNNN file",
         )
     reader = open_reader(tf, prefix, path, what)
     try:
@@ -240,16 +270,25 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
         dtypes = reader.get_variable_to_dtype_map()
     except reader_errors(tf) as error:
         raise NotAModelFile(
-            f"The {what} is damaged and cannot be read. Expected a TensorFlow checkpoint (an .index table and its "
-            f".data files). Received: filepath={path} ({first_line(error, 300)}). Restore it from its source."
+            problem=f"The {what} is damaged and cannot be read",
+            parameter="filepath",
+            expected="a TensorFlow checkpoint (an .index table and its .data files)",
+            received=f"filepath={path} ({first_line(error, 300)})",
+            fix="Restore it from its source",
         ) from None
     if OBJECT_GRAPH_KEY not in shapes:
         raise UnsupportedModel(
-            f"The checkpoint is name-based (TF 1 `tf.train.Saver`): it holds no object graph, so its variables "
-            f"cannot be matched to Keras layers with certainty. Expected an object-based checkpoint, as tf.keras "
-            f"2.x `save_weights` writes it. Received: filepath={path} ({len(shapes)} variables, no "
-            f"{OBJECT_GRAPH_KEY}). Load it in the TensorFlow that wrote it and save the model with "
-            f"model.save_weights('weights.h5') instead."
+            problem=(
+                "The checkpoint is name-based (TF 1 `tf.train.Saver`): it holds no object graph, so its variables "
+                "cannot be matched to Keras layers with certainty"
+            ),
+            parameter="filepath",
+            expected="an object-based checkpoint, as tf.keras 2.x `save_weights` writes it",
+            received=f"filepath={path} ({len(shapes)} variables, no {OBJECT_GRAPH_KEY})",
+            fix=(
+                "Load it in the TensorFlow that wrote it and save the model with model.save_weights('weights.h5') "
+                "instead"
+            ),
         )
     data_bytes = sum(
         p.stat().st_size for p in Path(prefix).parent.glob(Path(prefix).name + ".data-*-of-*") if p.is_file()
@@ -258,28 +297,39 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
         raw = reader.get_tensor(OBJECT_GRAPH_KEY)
     except reader_errors(tf) as error:
         raise NotAModelFile(
-            f"The {what} is damaged and cannot be read: its object graph cannot be loaded. Expected the .data "
-            f"files that belong to the index. Received: filepath={path} ({first_line(error, 300)}). Copy the whole "
-            f"checkpoint again from its source."
+            problem=f"The {what} is damaged and cannot be read: its object graph cannot be loaded",
+            parameter="filepath",
+            expected="the .data files that belong to the index",
+            received=f"filepath={path} ({first_line(error, 300)})",
+            fix="Copy the whole checkpoint again from its source",
         ) from None
     raw = raw.item() if hasattr(raw, "item") else raw
     if not isinstance(raw, bytes) or len(raw) > MAX_GRAPH_BYTES:
         raise NotAModelFile(
-            f"The {what}'s object graph is not a serialised graph. Expected the bytes TensorFlow writes. "
-            f"Received: {type(raw).__name__} in filepath={path}. The file is damaged; restore it from its source."
+            problem=f"The {what}'s object graph is not a serialised graph",
+            parameter="filepath",
+            expected="the bytes TensorFlow writes",
+            received=f"{type(raw).__name__} in filepath={path}",
+            fix="The file is damaged; restore it from its source",
         )
     proto = trackable_object_graph_pb2.TrackableObjectGraph()
     try:
         proto.ParseFromString(raw)
     except Exception as error:
         raise NotAModelFile(
-            f"The {what}'s object graph is damaged and cannot be parsed. Expected a TrackableObjectGraph, as "
-            f"TensorFlow writes it. Received: filepath={path} ({first_line(error, 300)}). Restore it from its source."
+            problem=f"The {what}'s object graph is damaged and cannot be parsed",
+            parameter="filepath",
+            expected="a TrackableObjectGraph, as TensorFlow writes it",
+            received=f"filepath={path} ({first_line(error, 300)})",
+            fix="Restore it from its source",
         ) from None
     if not proto.nodes:
         raise NotAModelFile(
-            f"The {what}'s object graph is empty. Expected the objects of a Keras model. Received: filepath={path}. "
-            f"The file is damaged; restore it from its source."
+            problem=f"The {what}'s object graph is empty",
+            parameter="filepath",
+            expected="the objects of a Keras model",
+            received=f"filepath={path}",
+            fix="The file is damaged; restore it from its source",
         )
     keys = {key: (tuple(int(d) for d in shape), dtypes[key].name) for key, shape in shapes.items()}
     children, variables, slots = node_edges(proto.nodes, what, path), {}, {}
@@ -288,9 +338,11 @@ def read_graph(tf, prefix, path, what="TF checkpoint"):
             if attribute.name == VARIABLE_VALUE:
                 if attribute.checkpoint_key not in keys:
                     raise NotAModelFile(
-                        f"The {what} is damaged: the object graph names a value the bundle does not hold. Expected "
-                        f"{attribute.checkpoint_key!r} in the index. Received: filepath={path}. Restore it from its "
-                        f"source."
+                        problem=f"The {what} is damaged: the object graph names a value the bundle does not hold",
+                        parameter="filepath",
+                        expected=f"{attribute.checkpoint_key!r} in the index",
+                        received=f"filepath={path}",
+                        fix="Restore it from its source",
                     )
                 shape, dtype = keys[attribute.checkpoint_key]
                 variables[node_id] = Variable(node_id, attribute.full_name, attribute.checkpoint_key, shape, dtype)
@@ -312,8 +364,11 @@ def open_reader(tf, prefix, path, what="TF checkpoint"):
         return tf.train.load_checkpoint(prefix)
     except reader_errors(tf) as error:
         raise NotAModelFile(
-            f"The {what} is damaged and cannot be read. Expected a TensorFlow checkpoint (an .index table and its "
-            f".data files). Received: filepath={path} ({first_line(error, 300)}). Restore it from its source."
+            problem=f"The {what} is damaged and cannot be read",
+            parameter="filepath",
+            expected="a TensorFlow checkpoint (an .index table and its .data files)",
+            received=f"filepath={path} ({first_line(error, 300)})",
+            fix="Restore it from its source",
         ) from None
 
 
@@ -356,32 +411,51 @@ def weight_of(
     variable = graph.variables.get(node)
     if variable is None:
         raise NotAModelFile(
-            f"The {what} is damaged: object {node} should hold a variable's value and holds none. Expected a "
-            f"{VARIABLE_VALUE} entry. Received: filepath={path}. Restore it from its source."
+            problem=f"The {what} is damaged: object {node} should hold a variable's value and holds none",
+            parameter="filepath",
+            expected=f"a {VARIABLE_VALUE} entry",
+            received=f"filepath={path}",
+            fix="Restore it from its source",
         )
     if allowed is not None and variable.dtype not in allowed:
         raise UnsupportedModel(
-            f"The weight {variable.full_name!r} has dtype {variable.dtype}, which a legacy Keras file does not "
-            f"store. Expected one of {', '.join(allowed)}. Received: filepath={path}. Cast the model's weights to "
-            f"float32 in the TensorFlow that wrote it and save it again."
+            problem=(
+                f"The weight {variable.full_name!r} has dtype {variable.dtype}, which a legacy Keras file does not "
+                "store"
+            ),
+            parameter="filepath",
+            expected=f"one of {', '.join(allowed)}",
+            received=f"filepath={path}",
+            fix="Cast the model's weights to float32 in the TensorFlow that wrote it and save it again",
         )
     nbytes = _declared_bytes(variable.shape, variable.dtype)
     if nbytes is None or nbytes > graph.data_bytes:
         raise NotAModelFile(
-            f"The weight {variable.full_name!r} declares {nbytes} bytes, more than the checkpoint's data files hold. "
-            f"Expected values inside the {graph.data_bytes} bytes of data. Received: shape {variable.shape} in "
-            f"filepath={path}. The files are truncated or do not belong together; copy the checkpoint again."
+            problem=(
+                f"The weight {variable.full_name!r} declares {nbytes} bytes, more than the checkpoint's data files hold"
+            ),
+            parameter="filepath",
+            expected=f"values inside the {graph.data_bytes} bytes of data",
+            received=f"shape {variable.shape} in filepath={path}",
+            fix="The files are truncated or do not belong together; copy the checkpoint again",
         )
     if expected_name and variable.full_name and variable.full_name != expected_name:
         raise WeightsMismatch(
-            f"The weight at object {node} is named {variable.full_name!r} in the checkpoint but {expected_name!r} in "
-            f"the model's records. Expected one name. Received: filepath={path}. The variables do not belong to "
-            f"this model; restore the folder from its source."
+            problem=(
+                f"The weight at object {node} is named {variable.full_name!r} in the checkpoint but {expected_name!r} "
+                "in the model's records"
+            ),
+            parameter="filepath",
+            expected="one name",
+            received=f"filepath={path}",
+            fix="The variables do not belong to this model; restore the folder from its source",
         )
     if expected_shape is not None and tuple(expected_shape) != variable.shape:
         raise WeightsMismatch(
-            f"Shape mismatch for weight {variable.full_name!r}. Expected shape {tuple(expected_shape)} from the "
-            f"model's records. Received: shape={variable.shape} in filepath={path}. The variables do not belong to "
-            f"this model; restore the folder from its source."
+            problem=f"Shape mismatch for weight {variable.full_name!r}",
+            parameter="filepath",
+            expected=f"shape {tuple(expected_shape)} from the model's records",
+            received=f"shape={variable.shape} in filepath={path}",
+            fix="The variables do not belong to this model; restore the folder from its source",
         )
     return variable

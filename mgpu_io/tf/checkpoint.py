@@ -82,9 +82,11 @@ def to_legacy_h5(path, output, *, config=None):
     prefix = checkpoint_prefix(path)
     if not Path(prefix + ".index").is_file():
         raise NotAModelFile(
-            f"The TF checkpoint has no index file. Expected {Path(prefix).name}.index beside its .data files. "
-            f"Received: filepath={path} (no {prefix}.index). Check the path; pass the .index file or the prefix "
-            f"given to save_weights."
+            problem="The TF checkpoint has no index file",
+            parameter="filepath",
+            expected=f"{Path(prefix).name}.index beside its .data files",
+            received=f"filepath={path} (no {prefix}.index)",
+            fix="Check the path; pass the .index file or the prefix given to save_weights",
         )
     if config is None:
         raise _config_needed(path, prefix)
@@ -233,9 +235,14 @@ def model_layers_of(model_config, path):
     layers = config if isinstance(config, list) else config.get("layers") if isinstance(config, dict) else None
     if not isinstance(layers, list) or not all(isinstance(layer, dict) and "class_name" in layer for layer in layers):
         raise NotAModelFile(
-            f"The config describes no layers. Expected a Keras model config with a `layers` list. Received: "
-            f"class_name={model_config.get('class_name') if isinstance(model_config, dict) else None!r} for "
-            f"filepath={path}. Pass the JSON saved beside the checkpoint (model.to_json())."
+            problem="The config describes no layers",
+            parameter="config",
+            expected="a Keras model config with a `layers` list",
+            received=(
+                f"class_name={model_config.get('class_name') if isinstance(model_config, dict) else None!r} for "
+                f"filepath={path}"
+            ),
+            fix="Pass the JSON saved beside the checkpoint (model.to_json())",
         )
     return layers
 
@@ -265,10 +272,14 @@ def pair_layers(graph, node, layers_config, model_config, path):
 
         name = model_config.get("config", {}).get("name") if isinstance(model_config.get("config"), dict) else None
         raise WeightsMismatch(
-            f"The config does not describe this checkpoint: model {name!r} has {len(layers_config)} layers in the "
-            f"config and {len(nodes)} in the checkpoint. Expected the architecture the checkpoint was saved from. "
-            f"Received: layers {[layer_name(lyr) for lyr in layers_config][:8]} for filepath={path}. Pass the wrapper's "
-            f"own JSON (the multi-GPU model's to_json(), saved beside the checkpoint)."
+            problem=(
+                f"The config does not describe this checkpoint: model {name!r} has {len(layers_config)} layers in the "
+                f"config and {len(nodes)} in the checkpoint"
+            ),
+            parameter="config",
+            expected="the architecture the checkpoint was saved from",
+            received=f"layers {[layer_name(lyr) for lyr in layers_config][:8]} for filepath={path}",
+            fix="Pass the wrapper's own JSON (the multi-GPU model's to_json(), saved beside the checkpoint)",
         )
     return list(zip(layers_config, nodes))
 
@@ -297,17 +308,27 @@ def layer_weights(graph, node, layer, path, slotted=frozenset()):
         own = set(graph.variables_under(node, skip=("optimizer", "keras_api"))) - set(trainable) - set(frozen)
         if own:
             raise UnsupportedModel(
-                f"The nested model {layer_name(layer)!r} holds variables of its own, outside its layers "
-                f"({', '.join(sorted(graph.variables[n].full_name for n in own)[:4])}), whose place among its "
-                f"weights the checkpoint does not record. Expected weights in layers only. Received: filepath={path}. "
-                f"Save the model in the TensorFlow that wrote it with model.save_weights('weights.h5') instead."
+                problem=(
+                    f"The nested model {layer_name(layer)!r} holds variables of its own, outside its layers ("
+                    f"{', '.join(sorted(graph.variables[n].full_name for n in own)[:4])}), whose place among its "
+                    "weights the checkpoint does not record"
+                ),
+                parameter="filepath",
+                expected="weights in layers only",
+                received=f"filepath={path}",
+                fix="Save the model in the TensorFlow that wrote it with model.save_weights('weights.h5') instead",
             )
         return ([], trainable + frozen) if frozen_layer else (trainable, frozen)
     if config.get("renorm"):
         raise UnsupportedModel(
-            f"Layer {layer_name(layer)!r} is a BatchNormalization with renorm=True, whose extra statistics a "
-            f"checkpoint does not mark as trainable or not. Expected renorm=False. Received: filepath={path}. Save "
-            f"the model in the TensorFlow that wrote it with model.save_weights('weights.h5') instead."
+            problem=(
+                f"Layer {layer_name(layer)!r} is a BatchNormalization with renorm=True, whose extra statistics a "
+                "checkpoint does not mark as trainable or not"
+            ),
+            parameter="filepath",
+            expected="renorm=False",
+            received=f"filepath={path}",
+            fix="Save the model in the TensorFlow that wrote it with model.save_weights('weights.h5') instead",
         )
     nodes = graph.variables_under(node)
     name = layer_name(layer)
@@ -315,9 +336,11 @@ def layer_weights(graph, node, layer, path, slotted=frozenset()):
         full_name = graph.variables[node_id].full_name
         if not _names_layer(full_name, name):
             raise WeightsMismatch(
-                f"The config does not describe this checkpoint: layer {name!r} holds the weight {full_name!r}. "
-                f"Expected weights named after the layer ({name + '/...'!r}). Received: filepath={path}. Pass the JSON "
-                f"saved beside the checkpoint (the same model's to_json())."
+                problem=f"The config does not describe this checkpoint: layer {name!r} holds the weight {full_name!r}",
+                parameter="config",
+                expected=f"weights named after the layer ({name + '/...'!r})",
+                received=f"filepath={path}",
+                fix="Pass the JSON saved beside the checkpoint (the same model's to_json())",
             )
     local = {target: local for local, target in graph.children[node]}
     moving = NON_TRAINABLE.get(cls, ())
@@ -347,9 +370,11 @@ def check_layers_with_weights(graph, node, layer_nodes, path, holds=None):
     holding = [n for n in layer_nodes if holds(n)]
     if weighted != holding:
         raise NotAModelFile(
-            f"The object graph is damaged: the layers with weights are not the ones that hold variables. Expected "
-            f"layer_with_weights-J to name the layers holding variables, in order. Received: {weighted[:8]} and "
-            f"{holding[:8]} in filepath={path}. Restore it from its source."
+            problem="The object graph is damaged: the layers with weights are not the ones that hold variables",
+            parameter="filepath",
+            expected="layer_with_weights-J to name the layers holding variables, in order",
+            received=f"{weighted[:8]} and {holding[:8]} in filepath={path}",
+            fix="Restore it from its source",
         )
 
 
@@ -363,10 +388,14 @@ def _check_trainability(graph, layer, trainable, frozen, slotted, path):
     if wrong:
         names = [graph.variables[n].full_name for n in wrong]
         raise UnsupportedModel(
-            f"Cannot tell with certainty which weights of layer {layer_name(layer)!r} are trainable: the optimizer's "
-            f"slots contradict the layer's class ({layer['class_name']}). Expected slots for its trainable weights "
-            f"only. Received: {names[:4]} in filepath={path}. Save the model in the TensorFlow that wrote it with "
-            f"model.save_weights('weights.h5') instead."
+            problem=(
+                f"Cannot tell with certainty which weights of layer {layer_name(layer)!r} are trainable: the "
+                f"optimizer's slots contradict the layer's class ({layer['class_name']})"
+            ),
+            parameter="filepath",
+            expected="slots for its trainable weights only",
+            received=f"{names[:4]} in filepath={path}",
+            fix="Save the model in the TensorFlow that wrote it with model.save_weights('weights.h5') instead",
         )
 
 
@@ -410,9 +439,11 @@ def to_legacy_h5_for(path, output, targets):
     prefix = checkpoint_prefix(path)
     if not Path(prefix + ".index").is_file():
         raise NotAModelFile(
-            f"The TF checkpoint has no index file. Expected {Path(prefix).name}.index beside its .data files. "
-            f"Received: filepath={path} (no {prefix}.index). Check the path; pass the .index file or the prefix "
-            f"given to save_weights."
+            problem="The TF checkpoint has no index file",
+            parameter="filepath",
+            expected=f"{Path(prefix).name}.index beside its .data files",
+            received=f"filepath={path} (no {prefix}.index)",
+            fix="Check the path; pass the .index file or the prefix given to save_weights",
         )
     tf = import_tensorflow("Reading a TF checkpoint")
     check_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
@@ -551,9 +582,11 @@ def describe(path):
     prefix = checkpoint_prefix(path)
     if not Path(prefix + ".index").is_file():
         raise NotAModelFile(
-            f"The TF checkpoint has no index file. Expected {Path(prefix).name}.index beside its .data files. "
-            f"Received: filepath={path} (no {prefix}.index). Check the path; pass the .index file or the prefix "
-            f"given to save_weights."
+            problem="The TF checkpoint has no index file",
+            parameter="filepath",
+            expected=f"{Path(prefix).name}.index beside its .data files",
+            received=f"filepath={path} (no {prefix}.index)",
+            fix="Check the path; pass the .index file or the prefix given to save_weights",
         )
     tf = import_tensorflow("Reading a TF checkpoint")
 

@@ -73,9 +73,11 @@ def to_legacy_h5(path, output, *, config=None):
         return checkpoint.to_legacy_h5(path, output, config=config)
     what = "nothing is there" if not path.exists() else "a file that is neither"
     raise NotAModelFile(
-        f"The input is neither a SavedModel folder nor a TF checkpoint. Expected a folder holding saved_model.pb, "
-        f"or a checkpoint's .index file (or its prefix). Received: filepath={path} ({what}). Check the path; "
-        f".h5 and JSON files need no conversion."
+        problem="The input is neither a SavedModel folder nor a TF checkpoint",
+        parameter="filepath",
+        expected="a folder holding saved_model.pb, or a checkpoint's .index file (or its prefix)",
+        received=f"filepath={path} ({what})",
+        fix="Check the path; .h5 and JSON files need no conversion",
     )
 
 

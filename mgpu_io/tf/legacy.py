@@ -51,20 +51,29 @@ def check_output(output, inputs=()):
     output = Path(output)
     if output.is_dir():
         raise OutputError(
-            f"The output is a folder. Expected a file name ending in .h5. Received: output={output}. Name the file "
-            f"to write, for example {output / 'model.h5'}."
+            problem="The output is a folder",
+            parameter="output",
+            expected="a file name ending in .h5",
+            received=f"output={output}",
+            fix=f"Name the file to write, for example {output / 'model.h5'}",
         )
     if not output.parent.is_dir():
         raise OutputError(
-            f"The output's folder does not exist. Expected an existing folder. Received: output={output}. Create "
-            f"{output.parent} first."
+            problem="The output's folder does not exist",
+            parameter="output",
+            expected="an existing folder",
+            received=f"output={output}",
+            fix=f"Create {output.parent} first",
         )
     resolved = output.resolve()
     for source in inputs:
         if Path(source).exists() and Path(source).resolve() == resolved:
             raise OutputError(
-                f"The output is one of the input's own files. Expected a new file. Received: output={output}. Write "
-                f"the converted file elsewhere; the input is never changed."
+                problem="The output is one of the input's own files",
+                parameter="output",
+                expected="a new file",
+                received=f"output={output}",
+                fix="Write the converted file elsewhere; the input is never changed",
             )
 
 
@@ -90,15 +99,19 @@ def write_plan(tf, plan, output, path, what="TF checkpoint"):
             array = np.asarray(reader.get_tensor(weight.key))
         except reader_errors(tf) as error:
             raise NotAModelFile(
-                f"The {what} is damaged: the value of {weight.name!r} cannot be read. Expected the .data files that "
-                f"belong to the index, intact. Received: filepath={path} ({first_line(error, 300)}). Copy the whole "
-                f"checkpoint again from its source."
+                problem=f"The {what} is damaged: the value of {weight.name!r} cannot be read",
+                parameter="filepath",
+                expected="the .data files that belong to the index, intact",
+                received=f"filepath={path} ({first_line(error, 300)})",
+                fix="Copy the whole checkpoint again from its source",
             ) from None
         if array.shape != tuple(weight.shape) or array.dtype.name != weight.dtype:
             raise NotAModelFile(
-                f"The {what} is damaged: the value of {weight.name!r} is not what its index declares. Expected shape "
-                f"{tuple(weight.shape)} {weight.dtype}. Received: shape {array.shape} {array.dtype} in "
-                f"filepath={path}. Restore it from its source."
+                problem=f"The {what} is damaged: the value of {weight.name!r} is not what its index declares",
+                parameter="filepath",
+                expected=f"shape {tuple(weight.shape)} {weight.dtype}",
+                received=f"shape {array.shape} {array.dtype} in filepath={path}",
+                fix="Restore it from its source",
             )
         return array
 
@@ -133,9 +146,11 @@ def unique_names(layer, weights, path):
     for weight in weights:
         if weight.name in seen:
             raise UnsupportedModel(
-                f"Two weights of layer {layer!r} have the same name {weight.name!r}. Expected distinct names, as a "
-                f"legacy HDF5 file keys weights by name. Received: filepath={path}. Save the model in the TensorFlow "
-                f"that wrote it with model.save('model.h5') instead."
+                problem=f"Two weights of layer {layer!r} have the same name {weight.name!r}",
+                parameter="filepath",
+                expected="distinct names, as a legacy HDF5 file keys weights by name",
+                received=f"filepath={path}",
+                fix="Save the model in the TensorFlow that wrote it with model.save('model.h5') instead",
             )
         seen.add(weight.name)
 

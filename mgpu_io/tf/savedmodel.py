@@ -111,24 +111,30 @@ def check_folder(folder):
     if not folder.is_dir():
         what = "a file" if folder.exists() else "nothing"
         raise NotAModelFile(
-            f"The input is not a SavedModel folder. Expected a folder written by model.save(dir, save_format='tf'), "
-            f"holding saved_model.pb and variables/. Received: filepath={folder} ({what} is there). Check the path."
+            problem="The input is not a SavedModel folder",
+            parameter="filepath",
+            expected="a folder written by model.save(dir, save_format='tf'), holding saved_model.pb and variables/",
+            received=f"filepath={folder} ({what} is there)",
+            fix="Check the path",
         )
     pb = folder / "saved_model.pb"
     if (pb.exists() or pb.is_symlink()) and not pb.is_file():
         what = "a folder" if pb.is_dir() else "a link to nothing" if not pb.exists() else "not a regular file"
         raise NotAModelFile(
-            f"The SavedModel folder is damaged: its saved_model.pb is {what}. Expected the file that "
-            f"model.save(dir, save_format='tf') writes. Received: filepath={folder}. Copy the folder again from its "
-            f"source."
+            problem=f"The SavedModel folder is damaged: its saved_model.pb is {what}",
+            parameter="filepath",
+            expected="the file that model.save(dir, save_format='tf') writes",
+            received=f"filepath={folder}",
+            fix="Copy the folder again from its source",
         )
     if not pb.is_file():
         found = sorted(p.name for p in folder.iterdir())[:8]
         raise NotAModelFile(
-            f"The folder is not a SavedModel: it holds no saved_model.pb. Expected a folder written by "
-            f"model.save(dir, save_format='tf'), holding saved_model.pb and variables/. Received: filepath={folder} "
-            f"(holding {found or 'nothing'}). Pass the SavedModel folder itself, or the .h5 file if the model was "
-            f"saved as HDF5."
+            problem="The folder is not a SavedModel: it holds no saved_model.pb",
+            parameter="filepath",
+            expected="a folder written by model.save(dir, save_format='tf'), holding saved_model.pb and variables/",
+            received=f"filepath={folder} (holding {found or 'nothing'})",
+            fix="Pass the SavedModel folder itself, or the .h5 file if the model was saved as HDF5",
         )
 
 
@@ -160,27 +166,35 @@ def _parse(folder):
     size = pb.stat().st_size
     if size > MAX_PB_BYTES:
         raise NotAModelFile(
-            f"The SavedModel's saved_model.pb is larger than a protocol buffer can be. Expected at most 2 GiB. "
-            f"Received: filepath={folder} ({size} bytes). The file is damaged or hostile."
+            problem="The SavedModel's saved_model.pb is larger than a protocol buffer can be",
+            parameter="filepath",
+            expected="at most 2 GiB",
+            received=f"filepath={folder} ({size} bytes)",
+            fix="The file is damaged or hostile",
         )
     proto = saved_model_pb2.SavedModel()
     try:
         proto.ParseFromString(pb.read_bytes())
     except Exception as error:
         raise NotAModelFile(
-            f"The SavedModel's saved_model.pb is damaged and cannot be parsed (truncated?). Expected a SavedModel "
-            f"protocol buffer, as TensorFlow writes it. Received: filepath={folder} ({size} bytes; "
-            f"{str(error).strip() or type(error).__name__}). Copy the folder again from its source."
+            problem="The SavedModel's saved_model.pb is damaged and cannot be parsed (truncated?)",
+            parameter="filepath",
+            expected="a SavedModel protocol buffer, as TensorFlow writes it",
+            received=f"filepath={folder} ({size} bytes; {str(error).strip() or type(error).__name__})",
+            fix="Copy the folder again from its source",
         ) from None
     if len(proto.meta_graphs) != 1:
         fix = (
-            "Copy the folder again from its source (truncated?)."
+            "Copy the folder again from its source (truncated?)"
             if not proto.meta_graphs
-            else "Save the Keras model with model.save(dir) alone, or as model.save('model.h5')."
+            else "Save the Keras model with model.save(dir) alone, or as model.save('model.h5')"
         )
         raise NotAModelFile(
-            f"The SavedModel holds {len(proto.meta_graphs)} meta graphs. Expected the one that Keras' "
-            f"model.save(dir, save_format='tf') writes. Received: filepath={folder}. {fix}"
+            problem=f"The SavedModel holds {len(proto.meta_graphs)} meta graphs",
+            parameter="filepath",
+            expected="the one that Keras' model.save(dir, save_format='tf') writes",
+            received=f"filepath={folder}",
+            fix=fix,
         )
     return proto.meta_graphs[0]
 
@@ -190,26 +204,33 @@ def _root_metadata(meta, folder):
     nodes = meta.object_graph_def.nodes
     if not nodes:
         raise UnsupportedModel(
-            f"The SavedModel holds no object graph (a TF 1 SavedModel?). Expected a Keras model saved by tf.keras "
-            f"2.0-2.3 with model.save(dir, save_format='tf'). Received: filepath={folder}. Load it in the "
-            f"TensorFlow that wrote it and save the Keras model with model.save('model.h5')."
+            problem="The SavedModel holds no object graph (a TF 1 SavedModel?)",
+            parameter="filepath",
+            expected="a Keras model saved by tf.keras 2.0-2.3 with model.save(dir, save_format='tf')",
+            received=f"filepath={folder}",
+            fix="Load it in the TensorFlow that wrote it and save the Keras model with model.save('model.h5')",
         )
     root = nodes[0]
     identifier = root.user_object.identifier if root.WhichOneof("kind") == "user_object" else None
     text = root.user_object.metadata if identifier else ""
     if not text and (folder / "keras_metadata.pb").is_file():
         raise UnsupportedModel(
-            f"The SavedModel keeps its Keras config in keras_metadata.pb (TensorFlow 2.5 or later), which mgpu-io "
-            f"does not read. Expected a SavedModel of tf.keras 2.0-2.3, whose configs are in saved_model.pb. "
-            f"Received: filepath={folder}. Load it in the TensorFlow that wrote it and save it with "
-            f"model.save('model.h5')."
+            problem=(
+                "The SavedModel keeps its Keras config in keras_metadata.pb (TensorFlow 2.5 or later), which mgpu-io "
+                "does not read"
+            ),
+            parameter="filepath",
+            expected="a SavedModel of tf.keras 2.0-2.3, whose configs are in saved_model.pb",
+            received=f"filepath={folder}",
+            fix="Load it in the TensorFlow that wrote it and save it with model.save('model.h5')",
         )
     if identifier not in KERAS_MODELS or not text:
         raise UnsupportedModel(
-            f"The SavedModel does not hold a Keras model (tf.saved_model.save of another object?). Expected node 0 "
-            f"to be a Keras model with its config. Received: filepath={folder} (node 0: "
-            f"{identifier or root.WhichOneof('kind')}). Save the Keras model itself with model.save(dir) or "
-            f"model.save('model.h5')."
+            problem="The SavedModel does not hold a Keras model (tf.saved_model.save of another object?)",
+            parameter="filepath",
+            expected="node 0 to be a Keras model with its config",
+            received=f"filepath={folder} (node 0: {identifier or root.WhichOneof('kind')})",
+            fix="Save the Keras model itself with model.save(dir) or model.save('model.h5')",
         )
     metadata = json.loads(text)
     config = untuple(metadata.get("model_config")) if isinstance(metadata, dict) else None
@@ -219,10 +240,16 @@ def _root_metadata(meta, folder):
         and isinstance(config.get("config"), (dict, list))
     ):
         raise UnsupportedModel(
-            f"The SavedModel's Keras model has no model_config (a subclassed model?), so no legacy file can describe "
-            f"it. Expected a Functional or Sequential model. Received: filepath={folder} (class_name="
-            f"{metadata.get('class_name') if isinstance(metadata, dict) else None!r}). Rebuild the model in code and "
-            f"load its weights from a checkpoint."
+            problem=(
+                "The SavedModel's Keras model has no model_config (a subclassed model?), so no legacy file can "
+                "describe it"
+            ),
+            parameter="filepath",
+            expected="a Functional or Sequential model",
+            received=(
+                f"filepath={folder} (class_name={metadata.get('class_name') if isinstance(metadata, dict) else None!r})"
+            ),
+            fix="Rebuild the model in code and load its weights from a checkpoint",
         )
     training = untuple(metadata.get("training_config"))
     return metadata, config, training if isinstance(training, dict) else None
@@ -238,9 +265,11 @@ def _saved_graph(tf, meta, values, folder):
         not set(edges) <= set(children[node_id]) for node_id, edges in enumerate(values.children)
     ):
         raise NotAModelFile(
-            f"The SavedModel's variables do not belong to its saved_model.pb: their object graphs differ. Expected "
-            f"the variables/ folder written with it. Received: filepath={folder}. Restore the folder from its "
-            f"source; do not mix files of two saves."
+            problem="The SavedModel's variables do not belong to its saved_model.pb: their object graphs differ",
+            parameter="filepath",
+            expected="the variables/ folder written with it",
+            received=f"filepath={folder}",
+            fix="Restore the folder from its source; do not mix files of two saves",
         )
     variables = {}
     for node_id, node in enumerate(nodes):
@@ -256,8 +285,11 @@ def _saved_graph(tf, meta, values, folder):
         dtype = tf.dtypes.as_dtype(saved.dtype).name if saved.dtype else variable.dtype
         if dtype != variable.dtype:
             raise WeightsMismatch(
-                f"The weight {saved.name!r} is {dtype} in saved_model.pb but {variable.dtype} in the variables. "
-                f"Expected one dtype. Received: filepath={folder}. Restore the folder from its source."
+                problem=f"The weight {saved.name!r} is {dtype} in saved_model.pb but {variable.dtype} in the variables",
+                parameter="filepath",
+                expected="one dtype",
+                received=f"filepath={folder}",
+                fix="Restore the folder from its source",
             )
         if not variable.full_name and saved.name:
             variable.full_name = saved.name  # the graph's own record of the name, where the checkpoint has none
@@ -304,9 +336,13 @@ def layer_weights(graph, node, folder):
     if trainable is None and everything is None:
         if any(target in graph.variables for _, target in graph.children[node]):
             raise NotAModelFile(
-                f"The SavedModel's object graph is damaged: layer node {node} holds variables but no variable lists. "
-                f"Expected trainable_variables and variables, as tf.keras writes them. Received: "
-                f"filepath={folder}. Restore the folder from its source."
+                problem=(
+                    f"The SavedModel's object graph is damaged: layer node {node} holds variables but no variable lists"
+                ),
+                parameter="filepath",
+                expected="trainable_variables and variables, as tf.keras writes them",
+                received=f"filepath={folder}",
+                fix="Restore the folder from its source",
             )
         return []
     trainable = trainable or []
@@ -319,9 +355,11 @@ def layer_weights(graph, node, folder):
         or any(n not in graph.variables for n in weights)
     ):
         raise NotAModelFile(
-            f"The SavedModel's object graph is damaged: the variable lists of layer node {node} disagree. Expected "
-            f"trainable and non-trainable variables that make up its variables. Received: filepath={folder}. "
-            f"Restore the folder from its source."
+            problem=f"The SavedModel's object graph is damaged: the variable lists of layer node {node} disagree",
+            parameter="filepath",
+            expected="trainable and non-trainable variables that make up its variables",
+            received=f"filepath={folder}",
+            fix="Restore the folder from its source",
         )
     return weights
 
@@ -361,9 +399,11 @@ def _optimizer(graph, training, trainable, folder):
         variable = graph.variables.get(node)
         if variable is None:
             raise NotAModelFile(
-                f"The SavedModel's variables are damaged: optimizer object {node} has no value. Expected every "
-                f"slot in the variables/ checkpoint. Received: filepath={folder}. Restore the folder from its "
-                f"source."
+                problem=f"The SavedModel's variables are damaged: optimizer object {node} has no value",
+                parameter="filepath",
+                expected="every slot in the variables/ checkpoint",
+                received=f"filepath={folder}",
+                fix="Restore the folder from its source",
             )
         weights.append(Weight(variable.full_name + ":0", variable.key, variable.shape, variable.dtype))
     if weights[0].dtype not in COUNTER_DTYPES or weights[0].shape != ():
@@ -426,17 +466,24 @@ def _layer(graph, meta, layer, node, index, folder):
     name = _metadata(meta, node).get("name")
     if name != layer_name(layer):
         raise NotAModelFile(
-            f"The SavedModel's object graph and its model_config disagree: layer {index} is {name!r} in "
-            f"the graph and {layer_name(layer)!r} in the config. Expected one model. Received: "
-            f"filepath={folder}. Restore the folder from its source."
+            problem=(
+                f"The SavedModel's object graph and its model_config disagree: layer {index} is {name!r} in the graph "
+                f"and {layer_name(layer)!r} in the config"
+            ),
+            parameter="filepath",
+            expected="one model",
+            received=f"filepath={folder}",
+            fix="Restore the folder from its source",
         )
     nodes = layer_weights(graph, node, folder)
     unnamed = [n for n in nodes if not graph.variables[n].full_name]
     if unnamed:
         raise UnsupportedModel(
-            f"A weight of layer {name!r} has no name in the SavedModel. Expected every variable named, as a "
-            f"legacy HDF5 file keys weights by name. Received: filepath={folder} (object {unnamed[0]}). Save the "
-            f"model in the TensorFlow that wrote it with model.save('model.h5') instead."
+            problem=f"A weight of layer {name!r} has no name in the SavedModel",
+            parameter="filepath",
+            expected="every variable named, as a legacy HDF5 file keys weights by name",
+            received=f"filepath={folder} (object {unnamed[0]})",
+            fix="Save the model in the TensorFlow that wrote it with model.save('model.h5') instead",
         )
     weights = [
         Weight(
@@ -450,9 +497,14 @@ def _layer(graph, meta, layer, node, index, folder):
     for weight in weights:
         if weight.dtype not in FLOAT_DTYPES:
             raise UnsupportedModel(
-                f"The weight {weight.name!r} of layer {name!r} has dtype {weight.dtype}, which a legacy Keras "
-                f"file does not store. Expected float16, float32 or float64. Received: filepath={folder}. Cast "
-                f"the model to float32 in the TensorFlow that wrote it and save it as .h5."
+                problem=(
+                    f"The weight {weight.name!r} of layer {name!r} has dtype {weight.dtype}, which a legacy Keras file "
+                    "does not store"
+                ),
+                parameter="filepath",
+                expected="float16, float32 or float64",
+                received=f"filepath={folder}",
+                fix="Cast the model to float32 in the TensorFlow that wrote it and save it as .h5",
             )
     unique_names(name, weights, folder)
     return name, nodes, weights
