@@ -84,9 +84,14 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
         )
     if kind == door.FOLDER:
         raise InvalidArgument(
-            f"inspect reads one file. Expected a model file. Received: filepath={path} (a folder). Inspect its files "
-            f"one by one (`mgpu-io inspect DIR/*`), or list what a repair of the folder would do: "
-            f"mgpu_io.unwrap(folder, output_folder, dry_run=True) (`mgpu-io unwrap DIR OUT --dry-run`)."
+            problem="inspect reads one file",
+            parameter="filepath",
+            expected="a model file",
+            received=f"filepath={path} (a folder)",
+            fix=(
+                "Inspect its files one by one (`mgpu-io inspect DIR/*`), or list what a repair of the folder would "
+                "do: mgpu_io.unwrap(folder, output_folder, dry_run=True) (`mgpu-io unwrap DIR OUT --dry-run`)"
+            ),
         )
     if kind in door.KERAS3_KINDS:
         if diagram is not None:

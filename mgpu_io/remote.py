@@ -53,20 +53,26 @@ def filesystem(url, storage_options=None):
         import fsspec.core
     except ImportError:
         raise MissingDependency(
-            f"A URL input or output needs fsspec, which is not installed. Expected the packages of the [remote] "
-            f"extra. Received: {_safe(url)}. pip install 'mgpu-io[remote]'."
+            problem="A URL input or output needs fsspec, which is not installed",
+            expected="the packages of the [remote] extra",
+            received=_safe(url),
+            fix="pip install 'mgpu-io[remote]'",
         ) from None
     try:
         return fsspec.core.url_to_fs(str(url), **with_timeouts(_scheme(url), storage_options))
     except ImportError as error:
         raise MissingDependency(
-            f"The {_scheme(url)}:// filesystem needs a package that is not installed ({_first(error)}). Expected the "
-            f"packages of the [remote] extra. Received: {_safe(url)}. pip install 'mgpu-io[remote]'."
+            problem=f"The {_scheme(url)}:// filesystem needs a package that is not installed ({_first(error)})",
+            expected="the packages of the [remote] extra",
+            received=_safe(url),
+            fix="pip install 'mgpu-io[remote]'",
         ) from None
     except ValueError as error:
         raise InvalidArgument(
-            f"fsspec knows no filesystem for this URL. Expected s3://, gs://, hf://, memory:// or another fsspec "
-            f"scheme. Received: {_safe(url)} ({_first(error)}). Check the URL."
+            problem="fsspec knows no filesystem for this URL",
+            expected="s3://, gs://, hf://, memory:// or another fsspec scheme",
+            received=f"{_safe(url)} ({_first(error)})",
+            fix="Check the URL",
         ) from None
 
 
@@ -155,25 +161,36 @@ def access(url, doing):
         code = _code(error)
         if code in _MISSING_BUCKET or upstream.said(upstream.MISSING_BUCKET, error):
             raise RemoteAccessError(
-                f"The bucket does not exist while {doing}. Expected an existing bucket. Received: {_safe(url)} "
-                f"(NoSuchBucket). Check the bucket's name and the endpoint{_HINTS.get(_scheme(url), _NO_HINT)[0]}."
+                problem=f"The bucket does not exist while {doing}",
+                expected="an existing bucket",
+                received=f"{_safe(url)} (NoSuchBucket)",
+                fix=f"Check the bucket's name and the endpoint{_HINTS.get(_scheme(url), _NO_HINT)[0]}",
             ) from None
         raise NotAModelFile(
-            f"Cannot read the input: nothing is there. Expected an object at the URL. Received: {_safe(url)}. "
-            f"Check the path (a prefix is listed with `mgpu-io unwrap PREFIX/ OUT`)."
+            problem="Cannot read the input: nothing is there",
+            parameter="filepath",
+            expected="an object at the URL",
+            received=_safe(url),
+            fix="Check the path (a prefix is listed with `mgpu-io unwrap PREFIX/ OUT`)",
         ) from None
     except (PermissionError, OSError) as error:
         code = _code(error) or type(error).__name__
         code = "HTTP 403 Forbidden" if code == "403" else code  # a HEAD request's refusal has no body, no code
         if isinstance(error, PermissionError) or code in _DENIED or code.startswith("HTTP 403"):
             raise RemoteAccessError(
-                f"The store refused the credentials while {doing}. Expected credentials that may read and write "
-                f"there, from the filesystem's usual configuration{_HINTS.get(_scheme(url), _NO_HINT)[1]}. Received: "
-                f"{_safe(url)} ({code}). Check the credentials this process sees; they are not printed."
+                problem=f"The store refused the credentials while {doing}",
+                expected=(
+                    "credentials that may read and write there, from the filesystem's usual configuration"
+                    f"{_HINTS.get(_scheme(url), _NO_HINT)[1]}"
+                ),
+                received=f"{_safe(url)} ({code})",
+                fix="Check the credentials this process sees; they are not printed",
             ) from None
         raise RemoteAccessError(
-            f"The store failed while {doing}. Expected a reachable store. Received: {_safe(url)} ({code}: "
-            f"{_redact(_first(error))}). Check the endpoint and the network, then run again."
+            problem=f"The store failed while {doing}",
+            expected="a reachable store",
+            received=f"{_safe(url)} ({code}: {_redact(_first(error))})",
+            fix="Check the endpoint and the network, then run again",
         ) from None
 
 
@@ -209,8 +226,11 @@ def inspect(url, scan_weights=False, *, inspect_local, storage_options=None):
         size = fs.size(path)
     if size is None:  # a prefix, a bucket: no object
         raise NotAModelFile(
-            f"Cannot read the input: no file is there. Expected an object at the URL. Received: {_safe(url)}. Check "
-            f"the path (a prefix is repaired with `mgpu-io unwrap PREFIX/ OUT`)."
+            problem="Cannot read the input: no file is there",
+            parameter="filepath",
+            expected="an object at the URL",
+            received=_safe(url),
+            fix="Check the path (a prefix is repaired with `mgpu-io unwrap PREFIX/ OUT`)",
         )
     from mgpu_io.format.door import HDF5, ZIP
 
@@ -320,10 +340,14 @@ def _structure_in_child(url, storage_options, size):
     except NotAModelFile as error:
         if str(error) == str(sandbox.hang_error(_safe(url))):  # the child was ended at the limit
             raise NotAModelFile(
-                f"Reading the remote file's structure did not finish within {sandbox.TIMEOUT:g} s. Expected a store "
-                f"that answers and a file that libhdf5 reads in well under a second. Received: {_safe(url)}. The "
-                f"store stopped answering, or the file's metadata is damaged (libhdf5 loops on some corrupt files); "
-                f"check the endpoint, or restore the file from its source."
+                problem=f"Reading the remote file's structure did not finish within {sandbox.TIMEOUT:g} s",
+                parameter="filepath",
+                expected="a store that answers and a file that libhdf5 reads in well under a second",
+                received=_safe(url),
+                fix=(
+                    "The store stopped answering, or the file's metadata is damaged (libhdf5 loops on some corrupt "
+                    "files); check the endpoint, or restore the file from its source"
+                ),
             ) from None
         raise
 
@@ -445,9 +469,15 @@ class _Mirrored:
         """Raise what stopped the reading, if the store or the byte budget did."""
         if isinstance(self.failure, _OverBudget):
             raise NotAModelFile(
-                f"The remote file's structure asks for more than {MAX_STRUCTURE_BYTES} bytes. Expected the few MiB "
-                f"of a Keras file's structure. Received: {_safe(url)}. The file is damaged or hostile; copy it "
-                f"locally to inspect it whole (`--scan-weights` downloads it)."
+                problem=f"The remote file's structure asks for more than {MAX_STRUCTURE_BYTES} bytes",
+                parameter="filepath",
+                expected="the few MiB of a Keras file's structure",
+                received=_safe(url),
+                fix=(
+                    "The file is damaged or hostile; copy it locally to inspect it whole (",
+                    Param("scan_weights", True),
+                    " downloads it)",
+                ),
             )
         if self.failure is not None:
             failure = self.failure
@@ -646,8 +676,11 @@ def _unwrap_prefix(
     ]
     if not files:
         raise NotAModelFile(
-            f"The prefix holds no Keras file. Expected .h5, .hdf5 or .json files under it. Received: "
-            f"{_safe(src.text)}. Check the prefix."
+            problem="The prefix holds no Keras file",
+            parameter="filepath",
+            expected=".h5, .hdf5 or .json files under it",
+            received=_safe(src.text),
+            fix="Check the prefix",
         )
     report = BatchReport(source=src.text, output=out.text)
     results = []

@@ -21,22 +21,29 @@ def import_keras():
         if missing_backend is not None:
             raise missing_backend from None
         raise MissingDependency(
-            f"This needs Keras 3, which is not installed. Expected an importable `keras` (3.x) with a backend. "
-            f"Received: {error}. Install Keras with one backend: pip install 'mgpu-io[jax]' (the light one), "
-            f"'mgpu-io[tensorflow]' or 'mgpu-io[torch]'."
+            problem="This needs Keras 3, which is not installed",
+            expected="an importable `keras` (3.x) with a backend",
+            received=str(error),
+            fix=(
+                "Install Keras with one backend: pip install 'mgpu-io[jax]' (the light one), 'mgpu-io[tensorflow]' "
+                "or 'mgpu-io[torch]'"
+            ),
         ) from None
     except ValueError as error:  # Keras 3's answer to a KERAS_BACKEND it does not know
         if not upstream.said(upstream.KERAS_UNKNOWN_BACKEND, error):
             raise
         raise MissingDependency(
-            f"Keras does not know the backend KERAS_BACKEND={os.environ.get('KERAS_BACKEND')}. Expected one of "
-            f"{', '.join(sorted(_BACKENDS))}. Received: {error}. Pick one of them (KERAS_BACKEND=jax, for example) "
-            f"or unset KERAS_BACKEND."
+            problem=f"Keras does not know the backend KERAS_BACKEND={os.environ.get('KERAS_BACKEND')}",
+            expected=f"one of {', '.join(sorted(_BACKENDS))}",
+            received=str(error),
+            fix="Pick one of them (KERAS_BACKEND=jax, for example) or unset KERAS_BACKEND",
         ) from None
     if not str(getattr(keras, "__version__", "3")).startswith("3"):
         raise MissingDependency(
-            f"This needs Keras 3. Expected keras 3.x. Received: keras {keras.__version__}. Upgrade it: "
-            f"pip install -U 'keras>=3.12'."
+            problem="This needs Keras 3",
+            expected="keras 3.x",
+            received=f"keras {keras.__version__}",
+            fix="Upgrade it: pip install -U 'keras>=3.12'",
         )
     return keras
 
@@ -50,9 +57,12 @@ def _check_memory_limit(error):
     problem = memory_problem()
     if problem is not None and upstream.said(upstream.CANNOT_MAP, error):
         raise LimitReached(
-            f"Keras and its backend cannot be loaded: {problem}. Expected room to map the backend's libraries "
-            f"(TensorFlow maps several GiB of address space). Received: {error}. Raise the limit (ulimit -v "
-            f"unlimited, or a larger value), or use a lighter backend (KERAS_BACKEND=jax)."
+            problem=f"Keras and its backend cannot be loaded: {problem}",
+            expected="room to map the backend's libraries (TensorFlow maps several GiB of address space)",
+            received=str(error),
+            fix=(
+                "Raise the limit (ulimit -v unlimited, or a larger value), or use a lighter backend (KERAS_BACKEND=jax)"
+            ),
         ) from None
 
 
@@ -77,9 +87,10 @@ def _missing_backend(error):
     installed = [name for name in installed if name != backend and name != "numpy"] + ["numpy"] * ("numpy" in installed)
     pick = " or ".join(f"KERAS_BACKEND={name}" for name in installed[:3]) or "pip install 'mgpu-io[jax]'"
     return MissingDependency(
-        f"Keras is installed, but its backend {backend!r} is not ({where}). Expected an importable backend "
-        f"package. Received: {error}. Pick an installed backend ({pick}) or install this one "
-        f"(pip install {_BACKENDS.get(backend, backend)})."
+        problem=f"Keras is installed, but its backend {backend!r} is not ({where})",
+        expected="an importable backend package",
+        received=str(error),
+        fix=f"Pick an installed backend ({pick}) or install this one (pip install {_BACKENDS.get(backend, backend)})",
     )
 
 

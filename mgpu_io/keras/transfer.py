@@ -317,8 +317,11 @@ def _file_layers(stored, targets):
     """The stored template's weighted layers, grouped to fit ``targets`` where the structure allows."""
     if stored.file_type == CONFIG:
         raise InvalidArgument(
-            f"A JSON config holds no weights. Expected a full-model or weights-only file. Received: "
-            f"filepath={stored.path}. Pass the weights file saved beside it."
+            problem="A JSON config holds no weights",
+            parameter="filepath",
+            expected="a full-model or weights-only file",
+            received=f"filepath={stored.path}",
+            fix="Pass the weights file saved beside it",
         )
     extraction = extract(stored)
     layers = [

@@ -110,8 +110,11 @@ def _verify_artifact(a, b, tolerance, batch, seed, lambdas, safe_mode, custom_ob
 
     if artifact_format(a) is not None:
         raise InvalidArgument(
-            f"verify compares an artifact with the model it was written from. Expected a model file and an artifact. "
-            f"Received: a={a}, b={b} (two artifacts). Pass the model file (the legacy file or the .keras) as a."
+            problem="verify compares an artifact with the model it was written from",
+            parameter="a",
+            expected="a model file and an artifact",
+            received=f"a={a}, b={b} (two artifacts)",
+            fix="Pass the model file (the legacy file or the .keras) as a",
         )
     model = load_any(a, lambdas, safe_mode, custom_objects)
     report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)

@@ -78,9 +78,11 @@ def lambda_sources(path, output=None, *, overwrite=False, check=False) -> Lambda
     user = [lam for lam in report.lambdas if lam.get("kind") == "user"]
     if not user:
         raise InvalidArgument(
-            f"The template holds no Lambda layer of your own code. Expected a file whose Lambda layers store their "
-            f"functions as bytecode. Received: filepath={path} "
-            f"({len(report.lambdas)} Lambda layers, none of them yours). Nothing to recover: load it as it is."
+            problem="The template holds no Lambda layer of your own code",
+            parameter="filepath",
+            expected="a file whose Lambda layers store their functions as bytecode",
+            received=f"filepath={path} ({len(report.lambdas)} Lambda layers, none of them yours)",
+            fix="Nothing to recover: load it as it is",
         )
     if check:
         from mgpu_io.lambdas.proof import check_recovered

@@ -84,15 +84,18 @@ def check_available(name):
     refusal = getattr(module, "backend_refusal", lambda _: None)(current)
     if refusal:
         raise UnsupportedModel(
-            f"A {name} output cannot be written here: {refusal}. Expected the TensorFlow backend for a {name} output. "
-            f"Received: KERAS_BACKEND={current}. Run with KERAS_BACKEND=tensorflow."
+            problem=f"A {name} output cannot be written here: {refusal}",
+            expected=f"the TensorFlow backend for a {name} output",
+            received=f"KERAS_BACKEND={current}",
+            fix="Run with KERAS_BACKEND=tensorflow",
         )
     missing = [package for package in module.needs(current) if not installed(package)]
     if missing:
         raise MissingDependency(
-            f"A {name} output needs {', '.join(missing)}, which is not installed. Expected the packages of the "
-            f"[{_extra(module, current)}] extra. Received: no module {missing[0]!r}. "
-            f"pip install 'mgpu-io[{_extra(module, current)}]'."
+            problem=f"A {name} output needs {', '.join(missing)}, which is not installed",
+            expected=f"the packages of the [{_extra(module, current)}] extra",
+            received=f"no module {missing[0]!r}",
+            fix=f"pip install 'mgpu-io[{_extra(module, current)}]'",
         )
 
 
@@ -179,9 +182,10 @@ def run_artifact(path, inputs, names, name=None):
     missing = [package for package in module.needs(current)[-1:] if not installed(package)]
     if missing:
         raise MissingDependency(
-            f"Running a {name} artifact needs {missing[0]}, which is not installed. Expected the packages of the "
-            f"[{_extra(module, current)}] extra. Received: no module {missing[0]!r}. "
-            f"pip install 'mgpu-io[{_extra(module, current)}]'."
+            problem=f"Running a {name} artifact needs {missing[0]}, which is not installed",
+            expected=f"the packages of the [{_extra(module, current)}] extra",
+            received=f"no module {missing[0]!r}",
+            fix=f"pip install 'mgpu-io[{_extra(module, current)}]'",
         )
     return module.run(path, inputs, names)
 
@@ -221,24 +225,29 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
     try:
         expected = predict(model, samples)
     except Exception as error:  # Keras itself cannot run the model here: nothing to prove an artifact against
-        raise UnsupportedModel(_refused(name, model, output, "Keras cannot run the model here", error)) from None
+        raise UnsupportedModel(**_refused(name, model, output, "Keras cannot run the model here", error)) from None
     _reset(stateful)  # the call advanced them: the artifact starts from the states Keras started from
     with _atomic(output, EXPORT_FORMATS[name], overwrite) as temporary:
         try:
             with _inference_only(model):
                 module.write(model, temporary)
         except Exception as error:  # the exporter's own refusal: its first line, and our layers in the model
-            raise UnsupportedModel(_refused(name, model, output, "Keras' exporter refused it", error)) from None
+            raise UnsupportedModel(**_refused(name, model, output, "Keras' exporter refused it", error)) from None
         try:
             got = module.run(temporary, samples, input_names(model))
         except Exception as error:
-            raise UnsupportedModel(_refused(name, model, output, f"{module.RUNTIME} cannot run it", error)) from None
+            raise UnsupportedModel(**_refused(name, model, output, f"{module.RUNTIME} cannot run it", error)) from None
         found, allowed = difference(got, expected), bound(expected, tolerance)
         if not found <= allowed:
             raise UnsupportedModel(
-                f"The {name} artifact does not predict what the model predicts. Expected a largest difference of at "
-                f"most {allowed:.2g} ({module.RUNTIME} against Keras, on {len(samples[0])} rows). Received: "
-                f"{found:.3g} for output={output}. Write a .keras or .h5 output, or report the model's layers."
+                problem=f"The {name} artifact does not predict what the model predicts",
+                parameter="output",
+                expected=(
+                    f"a largest difference of at most {allowed:.2g} ({module.RUNTIME} against Keras, on "
+                    f"{len(samples[0])} rows)"
+                ),
+                received=f"{found:.3g} for output={output}",
+                fix="Write a .keras or .h5 output, or report the model's layers",
             )
     return {
         "format": name,
@@ -321,6 +330,7 @@ def _layers(model, classes):
 
 
 def _refused(name, model, output, what, error):
+    """The fields of the refusal of a model that the ``name`` exporter or its runtime would not take."""
     first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
     if upstream.said(upstream.LITERT_FLEX, error):
         layers = _layers(model, _RECURRENT)
@@ -342,10 +352,13 @@ def _refused(name, model, output, what, error):
         layers = _layers(model, OWN_LAYERS)
         why = f"{first}" + (f" (the model holds {', '.join(layers[:5])})" if layers else "")
         fix = "Write a .keras or .h5 output, or another deployable format"
-    return (
-        f"The model cannot be written as {name}: {what}. Expected a model that {name} holds. Received: "
-        f"output={output}: {why}. {fix}."
-    )
+    return {
+        "problem": f"The model cannot be written as {name}: {what}",
+        "parameter": "output",
+        "expected": f"a model that {name} holds",
+        "received": f"output={output}: {why}",
+        "fix": fix,
+    }
 
 
 @contextlib.contextmanager
@@ -362,8 +375,11 @@ def _atomic(output, suffix, overwrite):
         )
     if not output.parent.is_dir():
         raise OutputError(
-            f"The output folder does not exist. Expected an existing folder for the output. Received: "
-            f"output={output}. Create {output.parent} first."
+            problem="The output folder does not exist",
+            parameter="output",
+            expected="an existing folder for the output",
+            received=f"output={output}",
+            fix=f"Create {output.parent} first",
         )
     holder = Path(tempfile.mkdtemp(prefix=".mgpu-io-", dir=output.parent))
     temporary = holder / (output.name if suffix else "export")
