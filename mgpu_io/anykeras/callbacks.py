@@ -302,15 +302,26 @@ def find_base_model(model, base_model=None):
         trained = set(id(v) for v in model.weights)
         if not any(id(v) in trained for v in base_model.weights):
             raise BaseModelCheckpointError(
-                "base_model shares no weights with the model being trained, so its checkpoints would hold untrained "
-                f"weights. Expected the template the wrapper calls. Received: base_model={base_model.name}, model={model.name}. With "
-                "multi_gpu_model(cpu_relocation=True) the wrapper trains a clone of your template: leave "
-                "base_model=None and the clone is found and saved."
+                problem=(
+                    "base_model shares no weights with the model being trained, so its checkpoints would hold "
+                    "untrained weights"
+                ),
+                parameter="base_model",
+                expected="the template the wrapper calls",
+                received=f"base_model={base_model.name}, model={model.name}",
+                fix=(
+                    "With multi_gpu_model(cpu_relocation=True) the wrapper trains a clone of your template: leave "
+                    "base_model=None and the clone is found and saved"
+                ),
             )
         return base_model
     try:
         return find_template(model)
     except AmbiguousTemplate as error:
         raise BaseModelCheckpointError(
-            str(error).replace("Pass the template model itself.", "Pass base_model= explicitly.")
+            problem=error.problem,
+            parameter="base_model",
+            expected=error.expected,
+            received=error.received,
+            fix="Pass base_model= explicitly",
         ) from None

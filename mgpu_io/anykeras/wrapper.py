@@ -38,10 +38,13 @@ def wrapper_template(model):
         return None
     if len(nested) > 1:
         raise AmbiguousTemplate(
-            "The model holds {} nested models with weights ({}), so its template is ambiguous. Expected one "
-            "template inside a data-parallel wrapper. Received: model={}. Pass the template model itself.".format(
-                len(nested), ", ".join(layer.name for layer in nested), model.name
-            )
+            problem="The model holds {} nested models with weights ({}), so its template is ambiguous".format(
+                len(nested), ", ".join(layer.name for layer in nested)
+            ),
+            parameter="model",
+            expected="one template inside a data-parallel wrapper",
+            received=f"model={model.name}",
+            fix="Pass the template model itself",
         )
     return nested[0] if weighted == nested else None
 
