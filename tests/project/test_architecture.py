@@ -553,3 +553,77 @@ def test_the_spelling_check_finds_a_parameter_in_a_plain_message():
     hits = [(line, match.group(0), raised) for line, text, raised in _message_texts(tree)
             for match in pattern.finditer(text)]
     assert hits == [(1, "overwrite=True", True), (4, "--custom-objects", True), (4, "custom_objects=", True)]
+
+
+# --- fields on every error (issue 49) ----------------------------------------------------------------------------
+
+#: Modules that may still raise an error with a hand-written message, each converted by the engineer who owns it
+#: (they were being edited when issue 49 converted the rest).
+HAND_WRITTEN_MESSAGES_ALLOWED = {
+    "keras/load.py", "keras/writer_batchnorm.py", "keras/writer_crossentropy.py", "format/plan_data.py",
+    "lambdas/_decompile.py", "lambdas/_decompile39.py", "lambdas/_recompile.py",
+}
+
+
+def _error_classes():
+    """The names of the errors of mgpu_io/errors.py: its classes that derive from ``MgpuIOError``, read from its
+    source (a class added there is checked the day it is added)."""
+    tree = ast.parse((PACKAGE / "errors.py").read_text())
+    classes, grown = {"MgpuIOError"}, True
+    while grown:
+        grown = False
+        for node in tree.body:
+            bases = {getattr(base, "id", None) for base in getattr(node, "bases", ())}
+            if isinstance(node, ast.ClassDef) and node.name not in classes and bases & classes:
+                classes.add(node.name)
+                grown = True
+    return classes
+
+
+def _raised_errors(tree, classes):
+    """``(line, class name, passes fields)`` for each ``raise`` of an error constructed there (``raise
+    InvalidArgument(...)``, ``raise errors.OutputError(...)``); a re-raise of an error made elsewhere (``raise
+    error``, ``raise renamed(error, ...)``) is not one. An error passes fields when it is given no positional message
+    and at least one keyword among ``errors.FIELDS`` (or a ``**`` mapping of them)."""
+    from mgpu_io.errors import FIELDS
+
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+            continue
+        function = node.exc.func
+        name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+        if name in classes:
+            keywords = {keyword.arg for keyword in node.exc.keywords}
+            fields = not node.exc.args and bool(keywords & {*FIELDS, None})
+            yield node.lineno, name, fields
+
+
+def test_every_error_is_raised_from_its_fields_not_from_a_written_message():
+    """An error raised with fields (``problem=``, ``parameter=``, ``expected=``, ``received=``, ``fix=``) names the
+    parameter at fault and each parameter it mentions as a ``Param``, so the command line can say them in its flags
+    and a caller can read ``error.parameter``; one message string can do neither."""
+    classes = _error_classes()
+    assert {"InvalidArgument", "KerasRefused", "MissingLambda", "RemoteAccessError"} <= classes
+    written, with_fields = [], 0
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        for line, name, fields in _raised_errors(ast.parse(path.read_text()), classes):
+            with_fields += fields
+            if not fields and where not in HAND_WRITTEN_MESSAGES_ALLOWED:
+                written.append(f"{where}:{line}: {name}")
+    assert with_fields > 200  # the walk reaches the raise sites
+    assert written == []
+
+
+def test_the_fields_check_finds_a_written_message_and_no_re_raise():
+    tree = ast.parse('raise InvalidArgument(f"Bad. Expected x. Received: {y}. Fix.")\n'
+                     'raise errors.OutputError("exists", kind="hdf5")\n'
+                     'raise NotAModelFile()\n'
+                     'raise NotAModelFile(problem="p", received="r", fix="f") from None\n'
+                     'raise UnsupportedModel(**refusal(name))\n'
+                     'raise error\n'
+                     'raise renamed(error, local, url) from None\n'
+                     'raise ValueError("not ours")')
+    raised = list(_raised_errors(tree, _error_classes()))
+    assert raised == [(1, "InvalidArgument", False), (2, "OutputError", False), (3, "NotAModelFile", False),
+                      (4, "NotAModelFile", True), (5, "UnsupportedModel", True)]
