@@ -32,14 +32,15 @@ from mgpu_io.format.weights import LayerWeights
 @dataclass(frozen=True)
 class StoredFacts:
     """What a builder asks of the opened input, with the file closed: its path, the ``keras_version`` it records,
-    the Keras that trained it (a file mgpu-io repaired says so in its provenance) and what it holds
-    (``file_type``)."""
+    the Keras that trained it (a file mgpu-io repaired says so in its provenance), what it holds (``file_type``) and
+    the writer's ``backend``."""
 
     path: str
     keras_version: Optional[str]
     source_keras_version: Optional[str]
     file_type: str
     h5: None = None  # no file is open
+    backend: Optional[str] = None
 
 
 @dataclass
@@ -80,7 +81,13 @@ def plan_data(source, *, output=None, optimizer_state=True, **options):
 
     with open_stored(Path(source)) as stored, reading(stored.path, "planning the repair"):
         plan = make_plan(stored, output=output, **options)
-        facts = StoredFacts(str(stored.path), stored.keras_version, source_keras_version(stored), stored.file_type)
+        facts = StoredFacts(
+            str(stored.path),
+            stored.keras_version,
+            source_keras_version(stored),
+            stored.file_type,
+            backend=stored.backend,
+        )
         data = PlanData(
             facts,
             plan.config,
