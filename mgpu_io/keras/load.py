@@ -49,6 +49,7 @@ from mgpu_io.keras.compile import Unresolved, compile_arguments
 from mgpu_io.keras.optimizers import dense_gradients, legacy_classes, rebuilt_optimizer
 from mgpu_io.keras.runtime import adapt
 from mgpu_io.keras.writer_batchnorm import follow_writers_batchnorm
+from mgpu_io.keras.writer_crossentropy import follow_writers_crossentropy
 from mgpu_io.lambdas.supplied import as_mapping, lambda_objects
 
 
@@ -379,8 +380,9 @@ def build(
         arrays = _optimizer_arrays(plan) if include_optimizer else None
         order = _writer_order(model, plan.config, source_keras_version(plan.stored), stored_names)
         _compile(model, plan.training, arrays, custom_objects, plan.stored.keras_version, faithful, order)
-        if faithful:  # BatchNormalization's moving statistics updated in training as the writer updated them
+        if faithful:  # trained as its writer trained: BatchNormalization's moving statistics, cross-entropy's route
             follow_writers_batchnorm(model, source_keras_version(plan.stored), plan.stored.backend)
+            follow_writers_crossentropy(model, source_keras_version(plan.stored))
         if (
             arrays is None
             and getattr(model, "optimizer", None) is not None
