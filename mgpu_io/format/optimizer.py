@@ -135,9 +135,10 @@ def _named_roles(names, optimizer=None):
     return roles
 
 
-def slot_layout(optimizer, shapes, trainable_shapes, names=None):
+def slot_layout(optimizer, shapes, trainable_shapes, names=None, trainable_names=None):
     """Lay out a stored optimizer state (the shapes of its arrays, and their names where they say it) onto Keras 3
-    roles, checking every slot's shape against the model's trainable weights. Reads no data.
+    roles, checking every slot's shape against the model's trainable weights (``trainable_names``: theirs, for the
+    message that refuses a slot that does not fit its weight). Reads no data.
 
     Example:
         >>> layout = slot_layout("Adam", [(), (2,), (2,)], [(2,)])
@@ -203,15 +204,16 @@ def slot_layout(optimizer, shapes, trainable_shapes, names=None):
         ]
         if mismatched:
             i, got, want = mismatched[0]
+            weight = f"weight {trainable_names[i]!r}" if trainable_names else f"trainable weight #{i}"
             layout.problem = (
-                f"the stored {optimizer} {role} #{i} has shape {got}, but trainable weight #{i} has shape {want}"
+                f"the stored {optimizer} {role} slot of {weight} has shape {got}, but the weight has {want}"
             )
             layout.slots = {}
             return layout
     return layout
 
 
-def read_optimizer_state(optimizer, arrays, trainable_shapes, names=None):
+def read_optimizer_state(optimizer, arrays, trainable_shapes, names=None, trainable_names=None):
     """Map a stored optimizer state (Keras 1/2, tf.keras, tf_keras or Keras 3 layout) onto Keras 3 roles.
 
     Args:
@@ -219,6 +221,7 @@ def read_optimizer_state(optimizer, arrays, trainable_shapes, names=None):
         arrays: the stored ``optimizer_weights`` arrays, in order.
         trainable_shapes: the shapes of the model's trainable weights, in order.
         names: the stored ``weight_names``, where the writer's names say each array's role.
+        trainable_names: the trainable weights' names, in the same order, for messages.
 
     Returns:
         An :class:`OptimizerState`; ``problem`` says why the state cannot be used (then ``slots`` is empty).
@@ -228,7 +231,7 @@ def read_optimizer_state(optimizer, arrays, trainable_shapes, names=None):
         >>> state.iterations, [role for role in state.slots], state.problem
         (7, ['momentum', 'velocity'], None)
     """
-    layout = slot_layout(optimizer, [np.shape(a) for a in arrays], trainable_shapes, names)
+    layout = slot_layout(optimizer, [np.shape(a) for a in arrays], trainable_shapes, names, trainable_names)
     state = OptimizerState(optimizer, problem=layout.problem)
     if layout.problem is None:
         if layout.iterations is not None:

@@ -11,6 +11,7 @@ import contextlib
 import copy
 import functools
 import mmap
+import re
 import warnings
 from pathlib import Path
 
@@ -276,7 +277,6 @@ def _planned(path, weights, handed=None, compile=True):
             f"load_model('{path.name}', weights='weights.h5')."
         )
     return plan
-
 
 
 def _build_refusal(error, plan, custom_objects):
@@ -587,14 +587,60 @@ def _writer_order(model, config, keras_version=None, stored_names=None):
     return order if sorted(order, key=lambda i: -1 if i is None else i) == list(range(len(position))) else None
 
 
+#: A slot that tf.keras named after its weight: ``[training/]OPTIMIZER/LAYER/.../WEIGHT/SLOT:0``.
+_SLOT_NAME = re.compile(r"^(?:training/)?[^/]+/(?P<weight>[^/]+/.+)/(?P<slot>[^/]+):\d+$")
+
+
+def _order_by_name(model, stored):
+    """Where the weight of each of the writer's slots is in ``model.trainable_variables``, where the writer named
+    each slot after its weight (tf.keras: ``training/Adam/conv_1/kernel/m:0``): the first role's slots, in their
+    stored order, each matched to the one variable whose path has the slot's layer first, its weight last and
+    the rest in order (``bigru/forward_gru/kernel`` is ``bigru/forward_gru/gru_cell/kernel`` in Keras 3). ``None``
+    where the names do not say (Keras 1/2's ``Variable_3:0``) or any slot names no weight, or two the same one.
+
+    Example:
+        >>> class V:
+        ...     def __init__(self, path): self.path = path
+        >>> class M: trainable_variables = [V("out/kernel"), V("conv_1/kernel"), V("enc/lstm_cell/kernel")]
+        >>> _order_by_name(M, [("training/Adam/iter:0", 0), ("training/Adam/conv_1/kernel/m:0", 0),
+        ...                    ("training/Adam/enc/kernel/m:0", 0), ("training/Adam/out/kernel/m:0", 0),
+        ...                    ("training/Adam/conv_1/kernel/v:0", 0)])
+        [1, 2, 0]
+    """
+    paths = [str(getattr(variable, "path", "")).split("/") for variable in model.trainable_variables]
+    first, order = None, []
+    for name, _ in stored:
+        found = _SLOT_NAME.match(str(name))
+        if found is None:
+            continue  # the iteration counter, a scalar
+        first = first or found["slot"]
+        if found["slot"] != first:
+            continue
+        wanted = found["weight"].split("/")
+        matches = [i for i, path in enumerate(paths) if _names_weight(wanted, path)]
+        if len(matches) != 1:
+            return None
+        order.append(matches[0])
+    return order if sorted(order) == list(range(len(paths))) else None
+
+
+def _names_weight(wanted, path):
+    """Whether a stored weight path (``[layer, ..., weight]``) names the variable at ``path``."""
+    if not path or wanted[0] != path[0] or wanted[-1] != path[-1]:
+        return False
+    rest = iter(path[1:-1])
+    return all(part in rest for part in wanted[1:-1])  # in order: each found after the one before
+
+
 def _restore_optimizer_state(model, optimizer_name, stored, order=None):
     variables = model.trainable_variables
-    order = order or list(range(len(variables)))
+    order = _order_by_name(model, stored) or order or list(range(len(variables)))  # by what each slot is, first
     state = read_optimizer_state(
         _translated_class(model.optimizer, optimizer_name),
         [array for _, array in stored],
         [tuple(variables[i].shape) for i in order],
         names=[name for name, _ in stored],
+        trainable_names=[str(getattr(variables[i], "path", variables[i].name)) for i in order],
     )
     for role, values in state.slots.items():  # from the writer's order to Keras 3's
         state.slots[role] = [values[order.index(i)] for i in range(len(values))]

@@ -142,3 +142,56 @@ def test_weights_of_a_mebibyte_and_more_and_their_state_load_exactly_and_train(t
     before = model.get_weights()[0].copy()
     model.fit(x, y, verbose=0)
     assert int(model.optimizer.iterations) == 3 and not np.array_equal(model.get_weights()[0], before)
+
+
+# --- each slot goes to the weight it belongs to, by the writer's names --------------------------------------------
+
+OPTIMIZERS = Path(__file__).resolve().parents[2] / "fixtures" / "optimizers"
+
+
+def _momentums(model):
+    return {v.path: np.asarray(model.optimizer._momentums[i]) for i, v in enumerate(model.trainable_variables)}
+
+
+def test_a_slot_goes_to_the_weight_its_name_says_whatever_the_configs_order(tmp_path):
+    """tf.keras named each slot after its weight (`training/Adam/bn_1/gamma/m:0`): a config whose layers are listed
+    in another order (bn_2 before bn_1, same shapes) still gives each weight its own slots. By position alone, bn_1
+    and bn_2 swapped their Adam state without a word."""
+    import json
+    import shutil
+
+    import h5py
+
+    source = OPTIMIZERS / "tfk115_conv_bn_adam.h5"
+    swapped = tmp_path / "swapped.h5"
+    shutil.copy(source, swapped)
+    with h5py.File(swapped, "r+") as h5:
+        config = json.loads(h5.attrs["model_config"])
+        layers = config["config"]["layers"]
+        names = [layer["config"]["name"] for layer in layers]
+        i, j = names.index("bn_1"), names.index("bn_2")
+        layers[i], layers[j] = layers[j], layers[i]
+        h5.attrs["model_config"] = json.dumps(config).encode()
+    original, reordered = _momentums(mgpu_io.load_model(source)), _momentums(mgpu_io.load_model(swapped))
+    assert sorted(original) == sorted(reordered)
+    assert [path for path in original if not np.array_equal(original[path], reordered[path])] == []
+
+
+def test_a_slot_that_does_not_fit_its_weight_is_refused_by_the_weights_name(tmp_path):
+    import shutil
+
+    import h5py
+
+    source = tmp_path / "bad.h5"
+    shutil.copy(OPTIMIZERS / "tfk115_conv_bn_adam.h5", source)
+    with h5py.File(source, "r+") as h5:
+        group = h5["optimizer_weights"]
+        name = next(n for n in group.attrs["weight_names"] if b"bn_2/gamma/m" in n).decode()
+        path = name
+        data = group[path][()]
+        del group[path]
+        group[path] = np.concatenate([data, data])  # twice as long as bn_2's gamma
+    with pytest.warns(mgpu_io.MgpuIOWarning, match=r"The saved optimizer state is not restored: the stored Adam "
+                      r"momentum slot of weight 'bn_2/gamma' has shape \(\d+,\), but the weight has \(\d+,\)"):
+        model = mgpu_io.load_model(source)
+    assert int(model.optimizer.iterations) == 0  # a fresh state, said so
