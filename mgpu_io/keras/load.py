@@ -108,9 +108,11 @@ def load_model(path, custom_objects=None, compile=True, *, weights=None, safe_mo
         )
     if described.kind == door.TF_CHECKPOINT:
         raise InvalidArgument(
-            f"A TF checkpoint holds weights only, no architecture to build a model from. Expected a full model "
-            f"(.h5 or SavedModel folder), or a JSON config with weights=. Received: filepath={path}. Pass the "
-            f"architecture: load_model('model.json', weights='{path.name}')."
+            problem="A TF checkpoint holds weights only, no architecture to build a model from",
+            parameter="filepath",
+            expected=("a full model (.h5 or SavedModel folder), or a JSON config with ", Param("weights")),
+            received=f"filepath={path}",
+            fix=f"Pass the architecture: load_model('model.json', weights='{path.name}')",
         )
     weights_described = door.glance(weights) if weights is not None else None  # first bytes only: no probe
     if described.kind == door.SAVEDMODEL or getattr(weights_described, "kind", None) in door.TENSORFLOW_KINDS:
@@ -237,9 +239,14 @@ def _weights_plan(path, weights):
     with open_stored(weights) as stored:
         if stored.file_type != WEIGHTS:
             raise InvalidArgument(
-                f"weights= takes a weights-only file. Expected the file of save_weights() (or a weights "
-                f"checkpoint). Received: weights={weights} (a {stored.file_type} file, which carries its own "
-                f"architecture). Load it alone: load_model('{Path(weights).name}')."
+                problem=(Param("weights"), " takes a weights-only file"),
+                parameter="weights",
+                expected="the file of save_weights() (or a weights checkpoint)",
+                received=(
+                    Param("weights", weights, text=f"weights={weights}"),
+                    f" (a {stored.file_type} file, which carries its own architecture)",
+                ),
+                fix=f"Load it alone: load_model('{Path(weights).name}')",
             )
         with sharing(weights, stored.h5):
             return plan_data(weights, config=path, allow_plain=True)
@@ -251,8 +258,11 @@ def _planned(path, weights, handed=None, compile=True):
     if weights is not None:
         if door.sniff(path) == door.HDF5:
             raise InvalidArgument(
-                f"weights= goes with a JSON config. Expected a JSON config as the first argument. Received: "
-                f"filepath={path} (an HDF5 file, which carries its own weights). Leave out weights=."
+                problem=(Param("weights"), " goes with a JSON config"),
+                parameter="weights",
+                expected="a JSON config as the first argument",
+                received=f"filepath={path} (an HDF5 file, which carries its own weights)",
+                fix=("Leave out ", Param("weights")),
             )
         return probed(weights, functools.partial(_weights_plan, path, weights))
     plan = (
@@ -265,16 +275,20 @@ def _planned(path, weights, handed=None, compile=True):
     )
     if plan.file_type == WEIGHTS:
         raise InvalidArgument(
-            f"A weights-only file holds no architecture to build a model from. Expected a full model file, or "
-            f"a JSON config with weights=. Received: filepath={path} (weights only). Pass the architecture: "
-            f"load_model('model.json', weights='{path.name}'), or build the model in code and call "
-            f"mgpu_io.transfer_weights('{path.name}', model)."
+            problem="A weights-only file holds no architecture to build a model from",
+            parameter="filepath",
+            expected=("a full model file, or a JSON config with ", Param("weights")),
+            received=f"filepath={path} (weights only)",
+            fix=f"Pass the architecture: load_model('model.json', weights='{path.name}'), or build the model in code "
+            f"and call mgpu_io.transfer_weights('{path.name}', model)",
         )
     if plan.file_type == CONFIG:
         raise InvalidArgument(
-            f"A JSON config holds no weights to load. Expected a full model file, or a JSON config with "
-            f"weights=. Received: filepath={path} (config only). Pass its weights: "
-            f"load_model('{path.name}', weights='weights.h5')."
+            problem="A JSON config holds no weights to load",
+            parameter="weights",
+            expected=("a full model file, or a JSON config with ", Param("weights")),
+            received=f"filepath={path} (config only)",
+            fix=f"Pass its weights: load_model('{path.name}', weights='weights.h5')",
         )
     return plan
 
@@ -372,9 +386,11 @@ def build(
     except (ValueError, TypeError) as error:  # Keras refuses a stored value (a dtype it has no type for)
         first = first_line(error)
         raise WeightsMismatch(
-            f"Keras 3 refuses a stored weight: {first}. Expected weights of the dtypes Keras writes (float16, "
-            f"float32, float64). Received: filepath={plan.stored.path}. The file is damaged; inspect it with "
-            f"`mgpu-io inspect`."
+            problem=f"Keras 3 refuses a stored weight: {first}",
+            parameter="filepath",
+            expected="weights of the dtypes Keras writes (float16, float32, float64)",
+            received=f"filepath={plan.stored.path}",
+            fix="The file is damaged; inspect it with `mgpu-io inspect`",
         ) from None
     if compile and plan.training is not None:
         arrays = _optimizer_arrays(plan) if include_optimizer else None
@@ -430,10 +446,11 @@ def _assign_weights(model, plan, deferred=None, stored_names=None):
         arrays = [_read(value) for value in values]
         if [tuple(v.shape) for v in variables] != [tuple(a.shape) for a in arrays]:
             raise WeightsMismatch(
-                f"Weights do not fit layer #{index} (named {layer.name}). Expected shapes "
-                f"{[tuple(v.shape) for v in variables]}. Received: {[tuple(a.shape) for a in arrays]} from "
-                f"filepath={plan.stored.path}. The file's config and weights disagree; inspect it with "
-                f"`mgpu-io inspect`."
+                problem=f"Weights do not fit layer #{index} (named {layer.name})",
+                parameter="filepath",
+                expected=f"shapes {[tuple(v.shape) for v in variables]}",
+                received=f"{[tuple(a.shape) for a in arrays]} from filepath={plan.stored.path}",
+                fix="The file's config and weights disagree; inspect it with `mgpu-io inspect`",
             )
         for variable, array, handed_over in zip(variables, arrays, fresh):
             _assign(variable, array, handed_over, deferred)
@@ -441,8 +458,11 @@ def _assign_weights(model, plan, deferred=None, stored_names=None):
             stored_names.update({id(variable): name for variable, name in zip(variables, source.names)})
     if stored:
         raise WeightsMismatch(
-            f"Stored weights belong to no layer of the model. Expected one group per weighted layer. Received: "
-            f"{sorted(stored)} in filepath={plan.stored.path}. Inspect the file with `mgpu-io inspect`."
+            problem="Stored weights belong to no layer of the model",
+            parameter="filepath",
+            expected="one group per weighted layer",
+            received=f"{sorted(stored)} in filepath={plan.stored.path}",
+            fix="Inspect the file with `mgpu-io inspect`",
         )
 
 
