@@ -120,9 +120,9 @@ def follow_writers_batchnorm(model, keras_version, backend=None):
 
     Example:
         >>> import keras, numpy as np
-        >>> model = keras.Sequential([keras.Input((4,)), keras.layers.BatchNormalization(momentum=0.9)])
+        >>> model = keras.Sequential([keras.Input((4,)), keras.layers.BatchNormalization(momentum=0.9, name="bn")])
         >>> follow_writers_batchnorm(model, "2.2.4", "tensorflow")
-        ['batch_normalization']
+        ['bn']
         >>> x = np.arange(8, dtype="float32").reshape(2, 4)
         >>> _ = model(x, training=True)  # the first update after a load: the batch's own statistics
         >>> np.round(model.layers[0].moving_mean.numpy(), 5).tolist()
