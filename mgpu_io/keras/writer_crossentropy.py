@@ -15,9 +15,21 @@ off the writer's with the logits, 0.00015 and 0.0011 from the probabilities (doc
 :func:`follow_writers_crossentropy` gives a model built to train on (its writer one of those) the writer's route:
 its ``compute_loss``, on the instance, hands the losses the predictions as plain tensors (``tf.identity``, the
 Keras mask kept), so that Keras 3's own loss functions take their probabilities' branch. The compiled losses, the
-config and anything saved are unchanged. On JAX Keras 3 computes every cross-entropy from the probabilities already.
+config and anything saved are unchanged.
+
+On the other backends Keras 3 computes every cross-entropy from the probabilities already, but clips them with its
+backend's ``clip``: JAX's ``jnp.clip`` (``minimum`` of ``maximum``, whose gradients split a tie) hands a probability
+that lands exactly on the bound (``1 - 1e-7`` is float32's ``0.99999988``) half its gradient, where TensorFlow's
+``clip_by_value`` hands it the whole (its ``Minimum``/``Maximum`` gradients go to ``x`` where ``x <= y``/``x >= y``).
+A model trained 1000 steps is confident, and its softmax lands on the bound: a ``conv_bn`` fixture's first batch has
+a sample there (16 in the batch, 8 more above it), and RMSprop's tiny accumulators take the halved gradients 0.0084 of
+the change off the writer's (Keras 2.1.6, 2.2.4; 0.00013 with the whole). There the model's compiled losses, before
+their first call, are the writer's functions (:func:`writers_loss`: categorical, sparse categorical and binary
+cross-entropy as Keras 2's TensorFlow backend computed them, written in ``keras.ops`` with TensorFlow's clip), under
+the same names; the compile config, which is what a saved file holds, still names Keras 3's.
 """
 
+import functools
 import re
 
 from mgpu_io.keras._compat import import_keras
@@ -39,7 +51,7 @@ def computes_from_probabilities(keras_version):
 
 def follow_writers_crossentropy(model, keras_version):
     """Make ``model``'s losses see its predictions as the writer's did (see the module's docstring); whether it did
-    (``False`` where the writer computed from logits too, or the backend is not TensorFlow).
+    (``False`` where the writer computed from logits too, or the model's losses were built before).
 
     Example:
         >>> import keras, numpy as np
@@ -55,8 +67,10 @@ def follow_writers_crossentropy(model, keras_version):
         16.118
     """
     keras = import_keras()
-    if not computes_from_probabilities(keras_version) or keras.backend.backend() != "tensorflow":
+    if not computes_from_probabilities(keras_version):
         return False
+    if keras.backend.backend() != "tensorflow":
+        return _writers_functions(model, keras)
     if getattr(model.compute_loss, "mgpu_io_probabilities", False):
         return True
     import tensorflow as tf
@@ -80,3 +94,120 @@ def follow_writers_crossentropy(model, keras_version):
     model.compute_loss = from_probabilities
     model.train_function = model.test_function = None  # a function traced before would keep Keras' route
     return True
+
+
+def _writers_functions(model, keras):
+    """Give ``model``'s compiled losses, not yet built, the writer's functions in place of Keras 3's three
+    cross-entropies, under the same names (Keras builds its losses from ``compile``'s ``loss`` at their first call,
+    the compile config keeps what ``compile`` was given); whether any was replaced."""
+    compiled = getattr(model, "_compile_loss", None)
+    if compiled is None or getattr(compiled, "built", True) or not hasattr(compiled, "_user_loss"):
+        return False
+    replaced = []
+
+    def writers(loss):
+        function = writers_loss(loss)
+        if function is None:
+            return loss
+        replaced.append(loss)
+        return _loss_class()(function, name=loss if isinstance(loss, str) else function.__name__)
+
+    compiled._user_loss = keras.tree.map_structure(writers, compiled._user_loss)
+    return bool(replaced)
+
+
+def writers_loss(loss):
+    """The writer's function for a compiled loss's name (or Keras 3's function) that is one of Keras 3's three
+    cross-entropies; ``None`` for any other loss.
+
+    Example:
+        >>> import keras, numpy as np
+        >>> writers = writers_loss("categorical_crossentropy")
+        >>> y_true, y_pred = np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([[0.3, 0.7], [1.0, 0.0]], "float32")
+        >>> ours, theirs = writers(y_true, y_pred), keras.losses.categorical_crossentropy(y_true, y_pred)
+        >>> np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+        >>> writers_loss("mse") is None
+        True
+    """
+    keras = import_keras()
+    if not (isinstance(loss, str) or callable(loss)) or isinstance(loss, keras.losses.Loss):
+        return None
+    try:
+        function = keras.losses.get(loss)
+    except (ValueError, TypeError):  # "crossentropy", which Keras resolves from the shapes
+        return None
+    return _writers_functions_by_keras().get(function)
+
+
+@functools.cache
+def _loss_class():
+    """A Keras 3 ``Loss`` computing a function (Keras' own ``LossFunctionWrapper`` is not public)."""
+    keras = import_keras()
+
+    class WritersLoss(keras.losses.Loss):
+        def __init__(self, function, name):
+            super().__init__(name=name)
+            self.function = function
+
+        def call(self, y_true, y_pred):
+            return self.function(y_true, y_pred)
+
+    return WritersLoss
+
+
+@functools.cache
+def _writers_functions_by_keras():
+    keras = import_keras()
+    return {
+        keras.losses.categorical_crossentropy: categorical_crossentropy,
+        keras.losses.sparse_categorical_crossentropy: sparse_categorical_crossentropy,
+        keras.losses.binary_crossentropy: binary_crossentropy,
+    }
+
+
+def clip(x, low, high):
+    """``x`` clipped to ``[low, high]`` with TensorFlow's gradient: the whole gradient where ``x`` is in the range,
+    its bounds included, none outside (JAX's ``jnp.clip`` hands a value on a bound half of it).
+
+    Example:
+        >>> import numpy as np
+        >>> np.asarray(clip(np.array([-1.0, 0.0, 0.5, 1.0, 2.0], "float32"), 0.0, 1.0)).tolist()
+        [0.0, 0.0, 0.5, 1.0, 1.0]
+    """
+    ops = import_keras().ops
+    x = ops.convert_to_tensor(x)
+    inside = ops.logical_and(ops.greater_equal(x, low), ops.less_equal(x, high))
+    return ops.where(inside, x, ops.stop_gradient(ops.clip(x, low, high)))
+
+
+def categorical_crossentropy(y_true, y_pred):
+    """Keras 2's ``K.categorical_crossentropy`` on TensorFlow: the probabilities normalized, clipped, their log."""
+    keras = import_keras()
+    ops, epsilon = keras.ops, keras.backend.epsilon()
+    y_pred = ops.convert_to_tensor(y_pred)
+    y_pred = clip(y_pred / ops.sum(y_pred, axis=-1, keepdims=True), epsilon, 1.0 - epsilon)
+    return -ops.sum(ops.cast(y_true, y_pred.dtype) * ops.log(y_pred), axis=-1)
+
+
+def sparse_categorical_crossentropy(y_true, y_pred):
+    """Keras 2's ``K.sparse_categorical_crossentropy`` on TensorFlow: the log of the clipped probabilities taken as
+    logits by ``sparse_softmax_cross_entropy_with_logits``."""
+    keras = import_keras()
+    ops, epsilon = keras.ops, keras.backend.epsilon()
+    y_pred, labels = ops.convert_to_tensor(y_pred), ops.convert_to_tensor(y_true)
+    if len(labels.shape) == len(y_pred.shape) and labels.shape[-1] == 1:
+        labels = ops.squeeze(labels, axis=-1)
+    logits = ops.log(clip(y_pred, epsilon, 1.0 - epsilon))
+    one_hot = ops.one_hot(ops.cast(labels, "int32"), y_pred.shape[-1], dtype=y_pred.dtype)
+    return -ops.sum(one_hot * ops.log_softmax(logits, axis=-1), axis=-1)
+
+
+def binary_crossentropy(y_true, y_pred):
+    """Keras 2's ``binary_crossentropy`` on TensorFlow: the clipped probabilities taken back to logits,
+    ``sigmoid_cross_entropy_with_logits``, the mean over the last axis."""
+    keras = import_keras()
+    ops, epsilon = keras.ops, keras.backend.epsilon()
+    y_pred = clip(ops.convert_to_tensor(y_pred), epsilon, 1.0 - epsilon)
+    logits, labels = ops.log(y_pred / (1.0 - y_pred)), ops.cast(y_true, y_pred.dtype)
+    losses = ops.relu(logits) - logits * labels + ops.log1p(ops.exp(-ops.abs(logits)))
+    return ops.mean(losses, axis=-1)

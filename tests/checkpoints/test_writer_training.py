@@ -14,6 +14,7 @@ from resume_rules import OPTIMIZERS, entries, loaded, stored_batches
 
 import mgpu_io
 from mgpu_io.keras.writer_batchnorm import moving_statistics_rule
+from mgpu_io.keras.writer_crossentropy import _writers_functions, clip, writers_loss
 
 keras = pytest.importorskip("keras")
 CONV_BN = {entry["file"]: entry for entry in entries() if entry.get("model") == "conv_bn"}
@@ -75,3 +76,40 @@ def test_each_writer_gets_its_own_rules(name, debiased, bessel, sample_variance,
     else:
         assert (rule.zero_debias, rule.fused(4, -1), rule.sample_variance) == (debiased, bessel, sample_variance)
     assert getattr(model.compute_loss, "mgpu_io_probabilities", False) == probabilities
+
+
+@pytest.mark.parametrize("name", ["categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy"])
+def test_the_writers_crossentropy_is_keras3s_to_rounding(name):
+    """Off TensorFlow, a writer that computed from the probabilities trains on these (writer_crossentropy.py)."""
+    rng = np.random.default_rng(0)
+    y_pred = rng.dirichlet(np.ones(3), size=16).astype("float32")
+    y_pred[0] = [1.0, 0.0, 0.0]  # on and past the clip's bounds
+    y_true = {"categorical_crossentropy": np.eye(3)[rng.integers(0, 3, 16)],
+              "sparse_categorical_crossentropy": rng.integers(0, 3, (16, 1)),
+              "binary_crossentropy": rng.integers(0, 2, (16, 3)).astype("float32")}[name]
+    ours, theirs = writers_loss(name)(y_true, y_pred), keras.losses.get(name)(y_true, y_pred)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5, atol=1e-6)
+
+
+def test_the_clip_hands_a_value_on_its_bound_the_whole_gradient_as_tensorflow_did():
+    tf = pytest.importorskip("tensorflow")
+    x = tf.constant([0.5, 1.0, 2.0, 0.0, -1.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(clip(x, 0.0, 1.0))
+    assert tape.gradient(y, x).numpy().tolist() == [1.0, 1.0, 0.0, 1.0, 0.0]
+
+
+def test_a_model_trained_on_the_writers_functions_saves_keras3s_loss(tmp_path):
+    """What the JAX backend gets (mgpu_io/keras/writer_crossentropy.py), run here on TensorFlow: the compiled losses
+    are the writer's functions under Keras' names, and the compile config, which a saved file holds, is Keras'."""
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="softmax", name="out")])
+    model.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    config = model.get_compile_config()
+    assert _writers_functions(model, keras)
+    logs = model.train_on_batch(np.zeros((4, 2)), np.eye(3)[[0, 1, 2, 0]], return_dict=True)
+    assert set(logs) == {"loss", "accuracy"}
+    assert model.get_compile_config() == config
+    model.save(tmp_path / "model.keras")
+    assert keras.models.load_model(tmp_path / "model.keras").get_compile_config()["loss"] == "categorical_crossentropy"
+    assert not _writers_functions(model, keras)  # built: Keras' losses stay as they are
