@@ -333,14 +333,14 @@ def renamed(error, local, url):
 def _structure_in_child(url, storage_options, size):
     """``(report, bytes fetched)`` of the remote HDF5 file, read in the door's child (time, memory and bytes
     bounded); ``(None, 0)`` for a Keras 3 weights file, which its own reader reads from a whole copy."""
-    from mgpu_io.format import sandbox
+    from mgpu_io.format.sandbox import probe
 
     try:
-        return sandbox.probed(_safe(url), lambda: _structure_report(url, storage_options, size))
+        return probe.probed(_safe(url), lambda: _structure_report(url, storage_options, size))
     except NotAModelFile as error:
-        if str(error) == str(sandbox.hang_error(_safe(url))):  # the child was ended at the limit
+        if str(error) == str(probe.hang_error(_safe(url))):  # the child was ended at the limit
             raise NotAModelFile(
-                problem=f"Reading the remote file's structure did not finish within {sandbox.TIMEOUT:g} s",
+                problem=f"Reading the remote file's structure did not finish within {probe.TIMEOUT:g} s",
                 parameter="filepath",
                 expected="a store that answers and a file that libhdf5 reads in well under a second",
                 received=_safe(url),

@@ -26,8 +26,9 @@ from mgpu_io.errors import (
     Param,
     Text,
 )
-from mgpu_io.format import limits, sandbox
+from mgpu_io.format import limits
 from mgpu_io.format.options import UnwrapOptions
+from mgpu_io.format.sandbox import inside, probe, programs
 from mgpu_io.format.text import columns, first_sentence, plural, printable
 
 REPAIRED, CLEAN, SKIPPED, DONE, FAILED = "repaired", "already clean", "skipped", "done before", "failed"
@@ -287,7 +288,7 @@ def _run(tasks, workers, finished, work):
     it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked (or with
     ``MGPU_IO_PROBE=0``), the files are repaired here, one by one.
     """
-    if not sandbox.forking() or "fork" not in multiprocessing.get_all_start_methods():
+    if not probe.forking() or "fork" not in multiprocessing.get_all_start_methods():
         for index, task in enumerate(tasks):
             finished(index, work(*task))
         return
@@ -311,11 +312,11 @@ def _run(tasks, workers, finished, work):
                 result = worker.collect()
                 if result is None and not worker.process.is_alive():
                     result = worker.failed(
-                        sandbox.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read)
+                        probe.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read)
                     )
                 elif result is None and worker.deadline is not None and time.monotonic() > worker.deadline:
                     worker.stop()
-                    result = worker.failed(sandbox.hang_error(worker.source))
+                    result = worker.failed(probe.hang_error(worker.source))
                 if result is None:
                     continue
                 index = worker.index
@@ -370,7 +371,7 @@ class _Worker:
 
     def __init__(self, context, work):
         self.connection, theirs = context.Pipe()
-        self.process = sandbox.start_worker(context, _serve, theirs, work)  # tied to this process's life, Ctrl-C ours
+        self.process = programs.start_worker(context, _serve, theirs, work)  # tied to this process's life, Ctrl-C ours
         theirs.close()
         self.index = self.source = self.output = self.deadline = None
         self.structure_read = False
@@ -378,7 +379,7 @@ class _Worker:
     def give(self, index, task):
         self.index, self.source, self.structure_read = index, task[0], False
         self.output = task[1]
-        self.deadline = time.monotonic() + sandbox.TIMEOUT
+        self.deadline = time.monotonic() + probe.TIMEOUT
         self.connection.send(task)
 
     def collect(self):
@@ -387,7 +388,7 @@ class _Worker:
             while self.connection.poll():
                 kind, value = self.connection.recv()
                 if kind == "start":
-                    self.deadline, self.structure_read = time.monotonic() + sandbox.TIMEOUT, False
+                    self.deadline, self.structure_read = time.monotonic() + probe.TIMEOUT, False
                 elif kind == "read":
                     self.deadline, self.structure_read = None, True
                 else:
@@ -418,8 +419,8 @@ class _Worker:
                     leftover.unlink()
 
 
-def _serve(connection, work):  # pragma: no cover - runs in a worker process (sandbox.start_worker set its signals)
-    sandbox.supervise(connection.send)
+def _serve(connection, work):  # pragma: no cover - runs in a worker process (programs.start_worker set its signals)
+    inside.supervise(connection.send)
     try:
         while True:
             task = connection.recv()

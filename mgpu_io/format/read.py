@@ -405,10 +405,11 @@ def reading(path, doing):
 def limit_reached(error, path, doing):
     """Raise :class:`~mgpu_io.errors.LimitReached` when ``error`` comes from a limit the user set (``ulimit -n``
     for no file descriptor left, ``ulimit -v`` for memory that ran out under it), not from the file."""
-    from mgpu_io.format import limits, sandbox
+    from mgpu_io.format import limits
+    from mgpu_io.format.sandbox.inside import user_memory_problem
 
     if isinstance(error, MemoryError) or upstream.said(upstream.H5_NO_MEMORY, error):
-        problem, flag = sandbox.user_memory_problem(), "-v"
+        problem, flag = user_memory_problem(), "-v"
     else:
         problem, flag = limits.descriptor_problem(error), "-n"
     if problem is None:

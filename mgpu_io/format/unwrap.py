@@ -34,7 +34,7 @@ def unwrap_file(source, output, options: UnwrapOptions, *, progress=None, folder
         inputs=(config,) if config is not None else (),
         folder_made_later=folder_made_later,
     )
-    # One child reads the file once, plans and writes (see sandbox.py): libhdf5 hangs and crashes become errors.
+    # One child reads the file once, plans and writes (see format/sandbox/): libhdf5 hangs and crashes become errors.
     work = functools.partial(_unwrap_relayed, source, output, options, progress, in_folder)
     return probed(source, work, progress=progress)
 

@@ -5,8 +5,8 @@ request on standard input: ``{"path": [...], "seconds": N, "memory": BYTES, "fun
 and writes one JSON answer on standard output: a list, one entry per function (see :func:`recover`).
 
 It runs under the limits its parent set between the fork and the exec
-(:func:`mgpu_io.format.sandbox.run_program`; never raising one the environment set): address space to ``memory``
-bytes, CPU time to ``seconds``, no file written, no core dumped, and a wall-clock limit past which it is killed.
+(:func:`mgpu_io.format.sandbox.programs.run_program`; never raising one the environment set): address space to
+``memory`` bytes, CPU time to ``seconds``, no file written, no core dumped, and a wall-clock limit past which it is killed.
 
 The bytecode is read by xdis' own unmarshaller, a pure-Python reader of any Python version's marshal format
 (it builds xdis' data objects, never a code object of this interpreter), for each candidate writer's Python in

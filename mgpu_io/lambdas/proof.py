@@ -2,8 +2,8 @@
 
 The writer's Python (the version :mod:`mgpu_io.lambdas.recovery` proved from the bytes, e.g. ``"3.10"``) is looked
 for among pyenv's (``$PYENV_ROOT/versions/3.10.*``) and on ``PATH`` (``python3.10``). It runs the separate program
-``lambdas/_recompile.py`` under lowered limits (started by :func:`~mgpu_io.format.sandbox.run_program`, as the
-decompiler is), which compiles the recovered source, unmarshals the stored bytes (on the
+``lambdas/_recompile.py`` under lowered limits (started by :func:`~mgpu_io.format.sandbox.programs.run_program`,
+as the decompiler is), which compiles the recovered source, unmarshals the stored bytes (on the
 Python that wrote them, as data: never run) and compares the two code objects: instructions, constants, names,
 argument counts and flags (not line numbers). Nothing is compiled or unmarshalled in this process.
 
@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from mgpu_io.format.sandbox import run_program
+from mgpu_io.format.sandbox.programs import run_program
 
 _PROGRAM = Path(__file__).with_name("_recompile.py")
 #: Seconds (wall clock) the check may take for one file's functions.

@@ -3,7 +3,8 @@
 A Lambda's function is stored as CPython bytecode of the writer's Python (2.7, 3.5-3.8), which no other Python
 loads ("bad marshal data"). The decompilers made for it, uncompyle6 and decompyle3 on xdis (GPL-3.0; the optional
 extra ``pip install "mgpu-io[lambdas]"``), turn it back into source without running it. They run as a separate
-program (``lambdas/_decompile.py``, started with ``python -I`` by :func:`~mgpu_io.format.sandbox.run_program`) under lowered limits: CPU time, address space
+program (``lambdas/_decompile.py``, started with ``python -I`` by
+:func:`~mgpu_io.format.sandbox.programs.run_program`) under lowered limits: CPU time, address space
 (:data:`MEMORY`), no file written, and a wall-clock limit (:data:`TIMEOUT`) after which it is killed. A crafted
 code object gives an ``error`` for its Lambda, never a hang or an exhausted parent. Nothing recovered is compiled or
 run here: :mod:`mgpu_io.lambdas.trusted` does that, and only when the caller trusts the file (``safe_mode=False``).
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 
 from mgpu_io.errors import InvalidArgument, Param
-from mgpu_io.format.sandbox import run_program
+from mgpu_io.format.sandbox.programs import run_program
 from mgpu_io.lambdas.stored import SCAN_LIMIT, decode_payload
 from mgpu_io.lambdas.writer_pythons import writer_pythons
 

@@ -76,7 +76,7 @@ def probed_tf(path, what, work):
 
     The probe's own wording names libhdf5, which these files never reach; the messages are restated for TF files.
     """
-    from mgpu_io.format.sandbox import TIMEOUT, probed
+    from mgpu_io.format.sandbox.probe import TIMEOUT, probed
 
     try:
         return probed(path, work)

@@ -80,8 +80,8 @@ def profile(frame, event, arg):
         note(f"module {os.getpid()} {filename[len(package):]}")
 
 h5py.File.__init__ = counting
-from mgpu_io.format import sandbox
-sandbox.SERVER_FROM = 1 << 62  # children forked here, which inherit the counting: the fork server's do the same
+from mgpu_io.format.sandbox import fork_server
+fork_server.SERVER_FROM = 1 << 62  # children forked here, which inherit the counting: the fork server's do the same
 parent = os.getpid()
 sys.setprofile(profile)
 exec(CALL)

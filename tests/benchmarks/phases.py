@@ -37,7 +37,7 @@ INTRO = (
 
 #: The functions each phase is, by module and name (wrapped wherever the name is bound, so from-imports count too).
 TIMED = {
-    "sandbox (parent: fork, wait, answer)": ("mgpu_io.format.sandbox", "probed"),
+    "sandbox (parent: fork, wait, answer)": ("mgpu_io.format.sandbox.probe", "probed"),
     "reading the structure": ("mgpu_io.format.read", "_read_hdf5"),
     "planning": ("mgpu_io.format.plan", "make_plan"),
     "writing": ("mgpu_io.format.write", "write_plan"),
@@ -79,12 +79,12 @@ def timed(module_name, attribute, label):
 for label, (module_name, attribute) in json.loads(os.environ["PHASES_TIMED"]).items():
     timed(module_name, attribute, label)
 
-import mgpu_io.format.sandbox as sandbox
-child = sandbox._child
+import mgpu_io.format.sandbox.inside as inside
+child = inside._child
 def started(*args, **kwargs):  # the forked child's first step
     note("child started", time.perf_counter(), time.perf_counter())
     return child(*args, **kwargs)
-sandbox._child = started
+inside._child = started
 atexit.register(lambda: note("command", IMPORTED, time.perf_counter()))
 sys.argv = ["mgpu-io"] + json.loads(os.environ["PHASES_ARGV"])
 from mgpu_io.cli import run

@@ -1,10 +1,11 @@
 """What one sandboxed read costs a large process: forked from itself, or from its fork server (issue 34).
 
-A probe's child is forked to read a possibly hostile file (format/sandbox.py). A fork copies the page tables of all
-that the forking process maps, and the child's exit tears them down: in a process that has imported TensorFlow
-(about 550 MB resident) that is kernel time on every file. A process with :data:`~mgpu_io.format.sandbox.SERVER_FROM`
-or more resident forks from its fork server instead (once it has read SERVER_AFTER files: the server's start,
-about half a CPU-second, is not part of these figures), a small process that holds the reading floor only.
+A probe's child is forked to read a possibly hostile file (format/sandbox/probe.py). A fork copies the page tables
+of all that the forking process maps, and the child's exit tears them down: in a process that has imported
+TensorFlow (about 550 MB resident) that is kernel time on every file. A process with
+:data:`~mgpu_io.format.sandbox.fork_server.SERVER_FROM` or more resident forks from its fork server instead (once it
+has read SERVER_AFTER files: the server's start, about half a CPU-second, is not part of these figures), a small
+process that holds the reading floor only (format/sandbox/fork_server.py).
 
 This script imports Keras (TensorFlow) in a fresh process, then runs ``door.describe`` and ``load_model`` of FILE
 ROUNDS times each way, interleaved, and prints per call: the wall-clock time and the CPU time of this process, of
@@ -25,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "fixtures" / "files" / "k224_functional_bn_x2_full.h5"
 
 
-def _server_cpu(sandbox):
-    current = sandbox._ForkServer._current
+def _server_cpu(fork_server):
+    current = fork_server._ForkServer._current
     if not current or not current[1]:
         return 0.0
     with open(f"/proc/{current[1].process.pid}/stat") as stat:
@@ -34,13 +35,13 @@ def _server_cpu(sandbox):
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
 
 
-def _measure(call, sandbox, server, rounds):
-    sandbox.SERVER_FROM = 0 if server else 1 << 62
+def _measure(call, fork_server, server, rounds):
+    fork_server.SERVER_FROM = 0 if server else 1 << 62
     if server:
-        sandbox._ForkServer.start_now()  # as after SERVER_AFTER reads: its start is not measured here
+        fork_server._ForkServer.start_now()  # as after SERVER_AFTER reads: its start is not measured here
     call()  # the modules imported
     before = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
-        resource.RUSAGE_CHILDREN), _server_cpu(sandbox)
+        resource.RUSAGE_CHILDREN), _server_cpu(fork_server)
     for _ in range(rounds):
         call()
     wall, own, children, served = before
@@ -51,7 +52,7 @@ def _measure(call, sandbox, server, rounds):
         "process_cpu_ms": (own_after.ru_utime + own_after.ru_stime - own.ru_utime - own.ru_stime) * per,
         "children_cpu_ms": (children_after.ru_utime + children_after.ru_stime - children.ru_utime - children.ru_stime)
         * per,
-        "server_cpu_ms": (_server_cpu(sandbox) - served) * per,
+        "server_cpu_ms": (_server_cpu(fork_server) - served) * per,
     }
 
 
@@ -65,7 +66,8 @@ def main():
     import keras  # noqa: F401 - what makes the process large
 
     import mgpu_io
-    from mgpu_io.format import door, sandbox
+    from mgpu_io.format import door
+    from mgpu_io.format.sandbox import fork_server
 
     with open("/proc/self/statm") as statm:
         resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -76,7 +78,7 @@ def main():
         runs = {"forked here": [], "fork server": []}
         for _ in range(3):  # interleaved
             for way in runs:
-                runs[way].append(_measure(call, sandbox, way == "fork server", args.rounds))
+                runs[way].append(_measure(call, fork_server, way == "fork server", args.rounds))
         results["calls"][name] = {way: {key: sorted(r[key] for r in found)[1] for key in found[0]}
                                   for way, found in runs.items()}  # the median of 3
     if args.json:

@@ -257,7 +257,7 @@ def test_a_hanging_decompiler_is_stopped_by_the_wall_clock_limit(monkeypatch, tm
 
 LIMITS = r"""
 import resource, sys
-from mgpu_io.format.sandbox import run_program
+from mgpu_io.format.sandbox.programs import run_program
 resource.setrlimit(resource.RLIMIT_CPU, (5, resource.getrlimit(resource.RLIMIT_CPU)[1]))
 shown = "import resource as r; print(*(r.getrlimit(getattr(r, 'RLIMIT_' + n))[0] for n in ('CPU', 'AS', 'FSIZE')))"
 status, output = run_program([sys.executable, "-I", "-c", shown], b"", seconds=30, memory=1 << 40, timeout=30)

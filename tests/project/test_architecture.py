@@ -355,23 +355,31 @@ def test_the_programs_that_read_stored_code_are_run_never_imported():
         assert not {n for n in found if n in programs or n.rsplit(".", 1)[0] in programs}, path
 
 
+#: The modules of format/sandbox/ that start a process: the probe's child, the fork server (and its children), a
+#: folder's workers and the programs. The package's other modules (what every child does first, what runs inside the
+#: probe's child, what crosses the pipe) start none.
+STARTERS = {PACKAGE / "format" / "sandbox" / name for name in ("probe.py", "fork_server.py", "programs.py")}
+
+
 def test_every_child_process_is_started_by_the_one_mechanism():
     """The sandbox's child, a folder's workers, and the programs that read stored code (the decompiler, the
-    recompiler) are all started by format/sandbox.py, which limits them and ties them to their parent's life: no other
-    module forks, spawns or runs a program. (The folder repair picks the ``multiprocessing`` start method the sandbox
-    starts its workers with.)"""
+    recompiler) are all started by format/sandbox/ (its STARTERS above), which limits them and ties them to their
+    parent's life: no other module forks, spawns or runs a program. (The folder repair picks the ``multiprocessing``
+    start method the sandbox starts its workers with.)"""
     starting = {("os", "fork"), ("os", "forkpty"), ("os", "execv"), ("os", "execve"), ("os", "posix_spawn"),
                 ("os", "system"), ("os", "popen"), ("subprocess", "run"), ("subprocess", "Popen"),
                 ("subprocess", "call"), ("subprocess", "check_call"), ("subprocess", "check_output")}
-    found = []
+    found, starters = [], set()
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "format" / "sandbox.py":
-            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                     and ((node.value.id, node.attr) in starting or node.attr == "Process"):
-                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value.id}.{node.attr}")
+                if path in STARTERS:
+                    starters.add(path)
+                else:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value.id}.{node.attr}")
     assert found == []
+    assert starters == STARTERS, "a module of STARTERS starts no process any more: take it off the list"
 
 
 def test_no_module_can_unmarshal_or_run_stored_code():

@@ -1,5 +1,5 @@
 """Child processes die with the command (issue 34): the sandbox's child, a folder's worker and the decompiler
-program are tied to their parent's life by the one mechanism (``format/sandbox.py``). A ``kill -9`` of the command
+program are tied to their parent's life by the one mechanism (``format/sandbox/``). A ``kill -9`` of the command
 (an out-of-memory killer, a batch system's hard stop) leaves no child reading a possibly hostile file on.
 
 Each test starts a parent process whose child writes its pid and then waits a minute, kills the parent with SIGKILL
@@ -18,6 +18,7 @@ import pytest
 from helpers import ROOT
 
 from mgpu_io.format import sandbox
+from mgpu_io.format.sandbox import probe, programs, shared
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="children are forked where os.fork exists")
 
@@ -39,22 +40,23 @@ PARENTS = {
         sys.path.insert(0, "TESTS_SUPPORT")
         import sandbox_works
         from mgpu_io.format import sandbox
-        sandbox.SERVER_FROM, sandbox._CROSSES = 0, sandbox._CROSSES | {"sandbox_works"}  # as in a large process
-        assert sandbox._ForkServer.start_now()
+        from mgpu_io.format.sandbox import fork_server
+        fork_server.SERVER_FROM, fork_server._CROSSES = 0, fork_server._CROSSES | {"sandbox_works"}  # a large process
+        assert fork_server._ForkServer.start_now()
         sandbox.probed("hostile.h5", functools.partial(sandbox_works.write_pid_and_wait, sys.argv[2]))
     """.replace("TESTS_SUPPORT", str(ROOT / "tests" / "support")),
     "a folder's worker": f"""
         import multiprocessing, sys, time
-        from mgpu_io.format import sandbox
+        from mgpu_io.format.sandbox import programs
         def serve(path):
             {WAIT.replace("sys.argv[1]", "path")}
-        sandbox.start_worker(multiprocessing.get_context("fork"), serve, sys.argv[2])
+        programs.start_worker(multiprocessing.get_context("fork"), serve, sys.argv[2])
         time.sleep(60)
     """,
     "the decompiler program": f"""
         import sys
-        from mgpu_io.format import sandbox
-        sandbox.run_program([sys.executable, "-c", {PROGRAM_WAIT!r}], b"", seconds=60, memory=1 << 32, timeout=60)
+        from mgpu_io.format.sandbox import programs
+        programs.run_program([sys.executable, "-c", {PROGRAM_WAIT!r}], b"", seconds=60, memory=1 << 32, timeout=60)
     """,
 }
 
@@ -142,7 +144,7 @@ def test_arrays_handed_over_by_the_sandbox_are_the_childs_own_values_in_memory_s
         np.testing.assert_array_equal(got, want)
         assert got.dtype == want.dtype and got.ctypes.data % 64 == 0
     np.testing.assert_array_equal(handed[-1], np.arange(5.0) * 2)
-    if hasattr(os, "memfd_create") and sandbox.forking() and os.path.exists("/proc/self/maps"):
+    if hasattr(os, "memfd_create") and probe.forking() and os.path.exists("/proc/self/maps"):
         with open("/proc/self/maps") as maps:  # the child's memfd, mapped here: nothing was copied through the pipe
             shared = [[int(x, 16) for x in line.split()[0].split("-")] for line in maps if "mgpu-io-arrays" in line]
         assert all(any(start <= a.ctypes.data < end for start, end in shared) for a in handed if a.size)
@@ -192,7 +194,7 @@ def _collect_in_child():
 def test_a_folders_worker_leaves_the_parents_garbage_to_the_parent(tensorflows_garbage):
     import multiprocessing
 
-    worker = sandbox.start_worker(multiprocessing.get_context("fork"), _collect_in_child)
+    worker = programs.start_worker(multiprocessing.get_context("fork"), _collect_in_child)
     worker.join(60)
     assert worker.exitcode == 0
 
@@ -219,17 +221,15 @@ def test_a_large_answer_from_the_child_is_read_in_few_reads_not_copied_per_chunk
     on each read: 53 s before load_model's refusal. The reader now asks for what the frame still needs."""
     import threading
 
-    from mgpu_io.format import sandbox
-
-    data = sandbox._dumps(("value", b"x" * (32 << 20)))
+    data = shared._dumps(("value", b"x" * (32 << 20)))
     read_end, write_end = os.pipe()
-    writer = threading.Thread(target=lambda: (os.write(write_end, sandbox._FRAME.pack(len(data)) + data),
+    writer = threading.Thread(target=lambda: (os.write(write_end, shared._FRAME.pack(len(data)) + data),
                                               os.close(write_end)))
     reads = []
     real_read = os.read
-    monkeypatch.setattr(sandbox.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    monkeypatch.setattr(shared.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
     writer.start()
-    [(kind, value)] = list(sandbox._messages(read_end, lambda: None))
+    [(kind, value)] = list(shared._messages(read_end, lambda: None))
     writer.join()
     os.close(read_end)
     assert (kind, len(value)) == ("value", 32 << 20)

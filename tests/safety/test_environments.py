@@ -22,7 +22,8 @@ import pytest
 from helpers import FIXTURES, ROOT
 
 import mgpu_io
-from mgpu_io.format import limits, sandbox
+from mgpu_io.format import limits
+from mgpu_io.format.sandbox import fork_server, probe
 
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 LIMITS = {"-v": resource.RLIMIT_AS, "-f": resource.RLIMIT_FSIZE, "-n": resource.RLIMIT_NOFILE,
@@ -431,7 +432,7 @@ def assert_same_weights(path, reference):
 
 def test_without_fork_the_work_runs_in_this_process(monkeypatch, tmp_path, folder, reference):
     monkeypatch.delattr(os, "fork")
-    assert not sandbox.forking()
+    assert not probe.forking()
     mgpu_io.unwrap(WRAPPER, tmp_path / "model.h5")
     assert_same_weights(tmp_path / "model.h5", reference)
     report = mgpu_io.unwrap(folder, tmp_path / "repaired", jobs=2)  # one by one, here
@@ -442,8 +443,8 @@ def test_when_fork_fails_the_work_runs_in_this_process(monkeypatch, tmp_path, re
     def refused():
         raise BlockingIOError(11, "Resource temporarily unavailable")  # ulimit -u
 
-    monkeypatch.setattr(sandbox, "_fork", refused)
-    monkeypatch.setattr(sandbox, "SERVER_FROM", 1 << 62)  # a small process forks itself (not its fork server)
+    monkeypatch.setattr(probe, "_fork", refused)
+    monkeypatch.setattr(fork_server, "SERVER_FROM", 1 << 62)  # a small process forks itself (not its fork server)
     mgpu_io.unwrap(WRAPPER, tmp_path / "model.h5")
     assert_same_weights(tmp_path / "model.h5", reference)
 

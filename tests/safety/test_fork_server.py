@@ -1,4 +1,4 @@
-"""A large process forks its probes' children from a small one (format/sandbox.py's fork server, issue 34): a fork
+"""A large process forks its probes' children from a small one (format/sandbox/fork_server.py, issue 34): a fork
 copies the page tables of all the forking process maps, so in a process with TensorFlow each file's sandbox cost
 about 25 ms of kernel time before the file was read. The child the server forks does what a child forked here
 does: the same answer, the same arrays in shared memory, the same errors for a hang or a crash, in the caller's
@@ -17,8 +17,9 @@ from helpers import FIXTURES
 
 from mgpu_io.errors import NotAModelFile
 from mgpu_io.format import door, sandbox
+from mgpu_io.format.sandbox import fork_server, probe, shared
 
-pytestmark = pytest.mark.skipif(not (sandbox.forking() and os.path.exists("/proc/self/statm")),
+pytestmark = pytest.mark.skipif(not (probe.forking() and os.path.exists("/proc/self/statm")),
                                 reason="the fork server serves where os.fork and /proc exist")
 
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
@@ -27,19 +28,19 @@ WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 @pytest.fixture
 def server(monkeypatch):
     """This process as a large one (every process is, from 0 bytes), with a server of its own for the test."""
-    monkeypatch.setattr(sandbox, "SERVER_FROM", 0)
-    monkeypatch.setattr(sandbox, "_CROSSES", sandbox._CROSSES | {"sandbox_works"})
-    monkeypatch.setattr(sandbox._ForkServer, "_current", None)
-    monkeypatch.setattr(sandbox._ForkServer, "_counted", (None, 0))
-    sandbox._ForkServer.start_now()
+    monkeypatch.setattr(fork_server, "SERVER_FROM", 0)
+    monkeypatch.setattr(fork_server, "_CROSSES", fork_server._CROSSES | {"sandbox_works"})
+    monkeypatch.setattr(fork_server._ForkServer, "_current", None)
+    monkeypatch.setattr(fork_server._ForkServer, "_counted", (None, 0))
+    fork_server._ForkServer.start_now()
     yield
-    current = sandbox._ForkServer._current
+    current = fork_server._ForkServer._current
     if current and current[1]:
         current[1].end()
 
 
 def _server_pid():
-    owner, server = sandbox._ForkServer._current
+    owner, server = fork_server._ForkServer._current
     assert owner == os.getpid() and server, "no fork server was started"
     return server.process.pid
 
@@ -57,7 +58,7 @@ def test_the_child_is_the_servers_and_works_in_the_callers_folder_and_environmen
 def test_the_door_describes_through_the_server_as_through_a_child_forked_here(server, monkeypatch):
     served = door.describe(WRAPPER)
     _server_pid()
-    monkeypatch.setattr(sandbox, "SERVER_FROM", 1 << 62)
+    monkeypatch.setattr(fork_server, "SERVER_FROM", 1 << 62)
     assert served == door.describe(WRAPPER)
 
 
@@ -72,7 +73,7 @@ def test_arrays_come_back_through_the_shared_memory_as_from_a_child_forked_here(
 
 
 def test_a_hang_and_a_crash_are_the_same_errors_and_the_server_serves_on(server, monkeypatch):
-    monkeypatch.setattr(sandbox, "TIMEOUT", 1.0)
+    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
     with pytest.raises(NotAModelFile, match=r"^Reading the file's structure did not finish within 1 s\. "):
         sandbox.probed("hangs.h5", sandbox_works.hang)
     with pytest.raises(NotAModelFile, match=r"^Reading the file's structure crashed the HDF5 library \(signal 6\)\. "):
@@ -95,29 +96,29 @@ def test_work_that_cannot_cross_and_other_threads_fork_here(server):
 
 
 def test_without_a_server_the_child_is_forked_here(monkeypatch):
-    monkeypatch.setattr(sandbox, "SERVER_FROM", 0)
-    monkeypatch.setattr(sandbox, "_CROSSES", sandbox._CROSSES | {"sandbox_works"})
-    monkeypatch.setattr(sandbox._ForkServer, "_current", None)
-    monkeypatch.setattr(sandbox.sys, "executable", "/nonexistent/python")
-    assert sandbox._ForkServer.start_now() is None
+    monkeypatch.setattr(fork_server, "SERVER_FROM", 0)
+    monkeypatch.setattr(fork_server, "_CROSSES", fork_server._CROSSES | {"sandbox_works"})
+    monkeypatch.setattr(fork_server._ForkServer, "_current", None)
+    monkeypatch.setattr(fork_server.sys, "executable", "/nonexistent/python")
+    assert fork_server._ForkServer.start_now() is None
     assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == os.getpid()
-    assert sandbox._ForkServer._current == (os.getpid(), False)  # not tried again in this process
+    assert fork_server._ForkServer._current == (os.getpid(), False)  # not tried again in this process
 
 
 def test_a_process_that_reads_a_few_files_starts_no_server_and_a_later_read_starts_it_in_the_background(
         monkeypatch):
-    monkeypatch.setattr(sandbox, "SERVER_FROM", 0)
-    monkeypatch.setattr(sandbox, "_CROSSES", sandbox._CROSSES | {"sandbox_works"})
-    monkeypatch.setattr(sandbox._ForkServer, "_current", None)
-    monkeypatch.setattr(sandbox._ForkServer, "_counted", (None, 0))
+    monkeypatch.setattr(fork_server, "SERVER_FROM", 0)
+    monkeypatch.setattr(fork_server, "_CROSSES", fork_server._CROSSES | {"sandbox_works"})
+    monkeypatch.setattr(fork_server._ForkServer, "_current", None)
+    monkeypatch.setattr(fork_server._ForkServer, "_counted", (None, 0))
     here = os.getpid()
-    for _ in range(sandbox.SERVER_AFTER - 1):
+    for _ in range(fork_server.SERVER_AFTER - 1):
         assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == here
-    assert sandbox._ForkServer._current is None  # no server for a process that reads a few files
+    assert fork_server._ForkServer._current is None  # no server for a process that reads a few files
     assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == here  # this read starts it, and forks here
-    started = sandbox._ForkServer._current[1]
+    started = fork_server._ForkServer._current[1]
     try:
-        assert started and sandbox._ForkServer.start_now() is started
+        assert started and fork_server._ForkServer.start_now() is started
         assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == _server_pid()
     finally:
         started.end()
@@ -145,14 +146,15 @@ def test_a_server_whose_process_ended_meanwhile_ends_without_a_word(tmp_path):
     import sys
 
     here, there = socket.socketpair()
-    boot = f"import sys; sys.path[:] = {sys.path!r}; from mgpu_io.format import sandbox; sandbox._serve({there.fileno()})"
+    boot = (f"import sys; sys.path[:] = {sys.path!r}; from mgpu_io.format.sandbox import fork_server;"
+            f" fork_server._serve({there.fileno()})")
     server = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, pass_fds=(there.fileno(),))
     there.close()
-    sandbox._read_number(here)  # it serves
+    fork_server._read_number(here)  # it serves
     request = pickle.dumps((str(WRAPPER), sandbox_works.nap, dict(os.environ), str(tmp_path)))
     read_end, write_end = os.pipe()
-    socket.send_fds(here, [sandbox._FRAME.pack(len(request))], [write_end])
+    socket.send_fds(here, [shared._FRAME.pack(len(request))], [write_end])
     here.sendall(request)
     os.close(write_end)
     here.shutdown(socket.SHUT_RDWR)  # the process it serves is gone before the child ends

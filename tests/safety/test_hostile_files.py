@@ -148,12 +148,12 @@ def test_a_huge_file_that_is_not_hdf5_is_refused_without_reading_it(tmp_path):
 def test_a_reader_that_hangs_becomes_a_clear_error_within_the_time_limit(monkeypatch):
     import time
 
-    from mgpu_io.format import sandbox
+    from mgpu_io.format.sandbox import probe
 
-    monkeypatch.setattr(sandbox, "TIMEOUT", 1.0)
+    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
     started = time.monotonic()
     with pytest.raises(NotAModelFile, match="did not finish within 1 s"):
-        sandbox.probed("hanging.h5", lambda: time.sleep(30))
+        probe.probed("hanging.h5", lambda: time.sleep(30))
     assert time.monotonic() - started < 10
 
 

@@ -191,10 +191,10 @@ def run_python(code):
 
 def fork_here(monkeypatch):
     """The sandbox's children forked from this process (a small one's way), so that they see what the test changed
-    here (a module's setting, a function replaced): a fork server's child would not (format/sandbox.py)."""
-    from mgpu_io.format import sandbox
+    here (a module's setting, a function replaced): a fork server's child would not (format/sandbox/fork_server.py)."""
+    from mgpu_io.format.sandbox import fork_server
 
-    monkeypatch.setattr(sandbox, "SERVER_FROM", 1 << 62)
+    monkeypatch.setattr(fork_server, "SERVER_FROM", 1 << 62)
 
 
 def _runner():

@@ -139,11 +139,11 @@ def test_a_file_that_crashes_its_worker_fails_alone(checkpoints, tmp_path, monke
 
 
 def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints, tmp_path, monkeypatch):
-    from mgpu_io.format import sandbox
+    from mgpu_io.format.sandbox import probe
 
     # The limit holds for every file: 3 s, not 1, so that a loaded machine never stretches a good file's reading
     # past it (the hanging file is ended at 3 s all the same).
-    monkeypatch.setattr(sandbox, "TIMEOUT", 3.0)
+    monkeypatch.setattr(probe, "TIMEOUT", 3.0)
     _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(900))  # the first file, in one worker
     started = time.monotonic()
     report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
@@ -157,8 +157,9 @@ def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints,
 
 def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, monkeypatch):
     from mgpu_io.format import sandbox
+    from mgpu_io.format.sandbox import probe
 
-    monkeypatch.setattr(sandbox, "TIMEOUT", 3.0)  # not 1 s: every file's reading must fit in it, on a loaded machine too
+    monkeypatch.setattr(probe, "TIMEOUT", 3.0)  # not 1 s: every file's reading must fit in it, on a loaded machine too
 
     def slow_copy():  # a large file: its structure is read at once, its bytes take longer than the limit
         sandbox.structure_read()

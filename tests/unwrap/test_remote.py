@@ -349,9 +349,9 @@ def test_a_store_that_stops_answering_is_an_error_within_the_time_limit(monkeypa
     import time
 
     pytest.importorskip("aiohttp")
-    from mgpu_io.format import sandbox
+    from mgpu_io.format.sandbox import probe
 
-    monkeypatch.setattr(sandbox, "TIMEOUT", 3.0)
+    monkeypatch.setattr(probe, "TIMEOUT", 3.0)
     store = _StallingStore(BIG.read_bytes(), answered=4096)
     try:
         started = time.monotonic()

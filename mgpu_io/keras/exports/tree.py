@@ -168,16 +168,16 @@ def _in_worker(options):
     from the fork (a user's functions, ``lambdas=``, need not pickle)."""
 
     def work(source, output):  # pragma: no cover - runs in a worker process
-        from mgpu_io.format import sandbox
+        from mgpu_io.format.sandbox import inside
 
         # The supervisor's time limit is for a legacy repair's reading of the structure; here each reading of the
         # file runs in its own probe's child, under the same limit, and Keras' export after it takes what it takes.
-        sandbox.structure_read()
-        supervisor = getattr(sandbox, "_supervisor", None)
-        sandbox.supervise(None)
+        inside.structure_read()
+        supervisor = inside._supervisor
+        inside.supervise(None)
         try:
             return export_one(source, output, options)
         finally:
-            sandbox.supervise(supervisor)
+            inside.supervise(supervisor)
 
     return work

@@ -1,0 +1,326 @@
+"""A small process to fork from: the fork server of a large process.
+
+A large process (one that has imported TensorFlow) forks its probes' children from its **fork server**
+(:class:`_ForkServer`) instead of itself: a fork copies the page tables of all the forking process maps, which cost
+such a process more kernel time per file than the reading itself. The server is a small Python process of its own,
+started in the background once the process has read :data:`SERVER_AFTER` files; its child runs the same work
+(:func:`~mgpu_io.format.sandbox.inside._child`), in the caller's folder and environment, with the same pipe, shared
+memory, limits and errors. The server is tied to its parent's life, and ends silently when its parent has gone.
+"""
+
+import contextlib
+import io
+import mmap
+import os
+import pickle
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import types
+
+from mgpu_io.format.sandbox import inside
+from mgpu_io.format.sandbox.child import _death_signal_ready, become_child
+from mgpu_io.format.sandbox.shared import _FRAME, _close
+
+_NUMBER = struct.Struct("<q")  # what the fork server says: a pid, a wait status
+
+#: A process that has at least this much memory resident forks its probes' children from its fork server: a fork
+#: copies the page tables of what the forking process maps, and the child's exit tears them down, which costs a
+#: process with TensorFlow (550 MB) about 25 ms of kernel time per child, the server (the reading floor alone:
+#: h5py, numpy, ``format/``) about 1 ms. ``tests/benchmarks/probe_cost.py`` measures both.
+SERVER_FROM = 256 << 20
+#: Seconds the fork server may take to start, or to answer once started.
+SERVER_WAIT = 60.0
+#: The read (of a large process) on which the fork server is started, in the background; the reads before it, and
+#: those until it serves, fork here. Starting it costs about half a CPU-second (an interpreter importing h5py, numpy
+#: and ``format/``), which the saving pays back after a few dozen reads: a process that reads a file or two (a
+#: script's ``load_model``) does not start it, one that reads a folder or many files does.
+SERVER_AFTER = 8
+#: The modules whose classes and functions the work may hold to cross to the server (each is imported there).
+_CROSSES = frozenset({"mgpu_io", "builtins", "pathlib", "functools", "collections", "copyreg", "numpy"})
+
+
+class _ForkServer:
+    """A Python process of this process's own (its interpreter and ``sys.path``, tied to its life) that forks a
+    probe's child when asked. The child runs the work as a child forked here would
+    (:func:`~mgpu_io.format.sandbox.inside._child`), in this process's folder and environment, and writes to the same
+    pipe and shared memory (their descriptors cross the socket); the server says its pid and, once it has ended, its
+    wait status.
+
+    The work crosses as a pickle. Work that does not (a closure, or a function outside mgpu-io), a call from
+    another thread than the main one (the server is tied to the thread that started it) or while another call
+    uses the server, an HDF5 file open in this process (:func:`_hdf5_open_here`), or a server that cannot start:
+    the child is forked here, as in a small process. What the work reads of this process's state is what it is
+    given: a module's setting changed here at run time is not the server's (tests that change one fork here).
+    """
+
+    _current = None  # (the pid of the process it serves, the server or False where none could start)
+    _counted = (None, 0)  # (a process's pid, how many of its reads wanted the server)
+
+    def __init__(self, process, sock):
+        self.process, self.sock, self.lock = process, sock, threading.Lock()
+        self.started, self.ready = time.monotonic(), False
+
+    @classmethod
+    def start_child(cls, path, work, write_end, shared):
+        """The child running ``work()``, started by the server: a :class:`_Served`, or ``None`` (fork here)."""
+        if not _large() or threading.current_thread() is not threading.main_thread() or _hdf5_open_here():
+            return None
+        try:
+            request = _crossing((str(path), work, dict(os.environ), os.getcwd()))
+        except Exception:
+            return None
+        server = cls._for_this_process()
+        if server is None or not server.lock.acquire(blocking=False):
+            return None
+        try:
+            socket.send_fds(server.sock, [_FRAME.pack(len(request))], [write_end] + [shared] * (shared is not None))
+            server.sock.sendall(request)
+            pid = _read_number(server.sock)
+        except (OSError, EOFError):
+            server.lock.release()
+            server.end()
+            return None
+        if pid < 0:  # it could not fork (ulimit -u): nor will this process, as a rule, but it tries
+            server.lock.release()
+            return None
+        return _Served(server, pid)
+
+    @classmethod
+    def start_now(cls):
+        """Start this process's server and wait until it serves (its own tests, a caller about to read many
+        files); the server, or ``None`` where it cannot start."""
+        cls._for_this_process(count=False)  # started, if it was not
+        server = cls._current[1]
+        # Waited for until SERVER_WAIT has passed since its start: then it serves, or it was ended (False above).
+        if server and server.serving(max(0.0, server.started + SERVER_WAIT - time.monotonic())):
+            return server
+        return None
+
+    @classmethod
+    def _for_this_process(cls, count=True):
+        """The server, once it serves; ``None`` until then. It is started (without waiting for it) on the
+        :data:`SERVER_AFTER`-th read that wanted it: a process that reads one file does not pay for its start."""
+        pid = os.getpid()
+        owner, server = cls._current or (None, None)
+        if owner == pid and server is False:
+            return None
+        if owner == pid and server is not None and server.process.poll() is None:
+            return server if server.serving() else None
+        if count:
+            counted, reads = cls._counted
+            cls._counted = (pid, reads + 1 if counted == pid else 1)
+            if cls._counted[1] < SERVER_AFTER:
+                return None
+        cls._current = (pid, cls._start() or False)
+        return None
+
+    @classmethod
+    def _start(cls):
+        """The server process, started; it says once it serves (:meth:`serving`). ``None`` where none can start."""
+        import atexit
+        import subprocess
+
+        here, there = socket.socketpair()
+        boot = (
+            f"import sys; sys.path[:] = {sys.path!r}; from mgpu_io.format.sandbox import fork_server;"
+            f" fork_server._serve({there.fileno()})"
+        )
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", boot],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                pass_fds=(there.fileno(),),
+            )
+        except (OSError, ValueError):  # no interpreter to start (an embedded Python), no process allowed
+            here.close()
+            return None
+        finally:
+            there.close()
+        here.settimeout(SERVER_WAIT)
+        server = cls(process, here)
+        atexit.register(server.end)
+        return server
+
+    def serving(self, wait=0.0):
+        """Whether the server has said it serves (waiting up to ``wait`` seconds); one that ended, or has not said
+        so within :data:`SERVER_WAIT`, is ended and not started again in this process."""
+        if self.ready:
+            return True
+        try:
+            if select.select([self.sock], [], [], wait)[0]:
+                _read_number(self.sock)
+                self.ready = True
+                return True
+            if time.monotonic() - self.started < SERVER_WAIT:
+                return False
+        except (OSError, EOFError, ValueError):
+            pass
+        self.end()
+        type(self)._current = (os.getpid(), False)
+        return False
+
+    def end(self):
+        """Close the socket (the server ends when it sees it closed) and wait for the server to end."""
+        self.sock.close()
+        try:
+            self.process.wait(timeout=5)
+        except Exception:
+            self.process.kill()
+            self.process.wait()
+
+
+class _Served:
+    """A child that the fork server started."""
+
+    def __init__(self, server, pid):
+        self.server, self.pid = server, pid
+
+    def kill(self):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.wait()
+
+    def wait(self):
+        """Its wait status, once it has ended; ``None`` if the server ended first."""
+        try:
+            return _read_number(self.server.sock)
+        except (OSError, EOFError):
+            self.server.end()
+            return None
+        finally:
+            self.server.lock.release()
+
+
+def _large():
+    """Whether this process has :data:`SERVER_FROM` or more resident (where ``/proc`` says so)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * mmap.PAGESIZE >= SERVER_FROM
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _hdf5_open_here():
+    """Whether this process has an HDF5 file open (one the caller opened with h5py, say): a child forked here
+    shares libhdf5's state, so the same file opened there is the one open here; a server's child would open it
+    anew and meet the lock the caller's handle holds."""
+    h5py = sys.modules.get("h5py")
+    if h5py is None:
+        return False
+    try:
+        return h5py.h5f.get_obj_count(h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_FILE) > 0
+    except Exception:  # an h5py that cannot say: as if one were open
+        return True
+
+
+class _CrossingPickler(pickle.Pickler):
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+            module = getattr(obj, "__module__", None) or ""
+            if module.split(".")[0] not in _CROSSES:
+                raise pickle.PicklingError(f"{module}.{getattr(obj, '__qualname__', obj)} stays in this process")
+        return NotImplemented
+
+
+def _crossing(value):
+    """``value`` pickled for the fork server, which imports no module outside :data:`_CROSSES` for it."""
+    buffer = io.BytesIO()
+    _CrossingPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
+
+
+def _receive(sock, size):
+    """Exactly ``size`` bytes from ``sock``; :class:`EOFError` if it closes first."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(min(size - len(data), 1 << 20))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return bytes(data)
+
+
+def _read_number(sock):
+    return _NUMBER.unpack(_receive(sock, _NUMBER.size))[0]
+
+
+def _serve(fd):  # pragma: no cover - runs in the fork server
+    """The fork server's life: take a request (the work, the pipe and the shared memory), fork the child that runs
+    it, say its pid, wait for it, say its wait status; until the socket closes."""
+    sock = socket.socket(fileno=fd)
+    become_child(os.getppid(), interrupt=signal.SIG_IGN)  # Ctrl-C reaches its children, not it
+    _death_signal_ready()
+    _preload()
+    sock.sendall(_NUMBER.pack(os.getpid()))
+    while True:
+        try:
+            header, fds, _, _ = socket.recv_fds(sock, _FRAME.size, 2)
+            if not header:
+                break
+            header += _receive(sock, _FRAME.size - len(header))
+            (size,) = _FRAME.unpack(header)
+            request = _receive(sock, size)
+        except (OSError, EOFError, struct.error):
+            break
+        write_end, shared = fds[0], (fds[1] if len(fds) > 1 else None)
+        try:
+            path, work, environment, folder = pickle.loads(request)  # from the process it serves, over its socket
+        except BaseException as error:
+            path, work, environment, folder = "", _raising(error), None, None
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            try:
+                sock.close()
+                _as_asked(environment, folder)
+            except BaseException as error:
+                work = _raising(error)
+            inside._child(path, work, write_end, os.getppid(), shared)  # never returns
+        os.close(write_end)
+        _close(shared)
+        try:  # the process it serves may have ended meanwhile: then so does the server, silently
+            sock.sendall(_NUMBER.pack(pid))
+            if pid > 0:
+                sock.sendall(_NUMBER.pack(os.waitpid(pid, 0)[1]))
+        except OSError:
+            if pid > 0:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+            break
+    os._exit(0)
+
+
+def _preload():  # pragma: no cover - runs in the fork server
+    """Import what the children read with, once, here: each child starts with it (h5py alone takes a third of a
+    second to import)."""
+    import importlib
+    import pkgutil
+
+    import mgpu_io.format
+
+    for module in pkgutil.walk_packages(mgpu_io.format.__path__, "mgpu_io.format."):
+        with contextlib.suppress(Exception):
+            importlib.import_module(module.name)
+
+
+def _as_asked(environment, folder):  # pragma: no cover - runs in the fork server's child
+    if environment is not None:
+        os.environ.clear()
+        os.environ.update(environment)
+    if folder is not None:
+        os.chdir(folder)
+
+
+def _raising(error):
+    def work():
+        raise error
+
+    return work
