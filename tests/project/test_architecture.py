@@ -263,6 +263,8 @@ def test_the_architecture_page_names_every_floor_writer_and_family():
         assert f"`conversions/{family.name}.py`" in ARCHITECTURE, family.name
     for module in ("door.py", "keras3.py", "read.py", "detect.py", "plan.py", "write.py", "wrapper_writers.py"):
         assert f"`format/{module}`" in ARCHITECTURE and (PACKAGE / "format" / module).is_file(), module
+    for path in files("format/sandbox"):  # one module per job of the sandbox, each named on the page
+        assert f"`format/sandbox/{path.name}`" in ARCHITECTURE or path.name == "__init__.py", path.name
 
 
 def test_the_tf_floor_imports_tensorflow_only_inside_functions_and_nothing_above_it():
