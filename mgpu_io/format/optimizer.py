@@ -135,6 +135,46 @@ def _named_roles(names, optimizer=None):
     return roles
 
 
+@dataclass(frozen=True)
+class SlotName:
+    """What a stored slot's name says: its Keras 3 role, and the weight it belongs to, as a path (``("bn_1",
+    "gamma")``) or, where Keras 3 wrote the weight's path with its ``/`` made ``_``, as that string (``flat``)."""
+
+    role: str
+    weight: tuple = ()
+    flat: Optional[str] = None
+
+
+def slot_name(name, optimizer=None) -> Optional[SlotName]:
+    """The role and weight a stored optimizer array's name says, where it names a weight: tf.keras' legacy
+    optimizers (``[training/]Adam/bn_1/gamma/m:0``), the optimizers of TF 2.11+ and tf_keras (``Adam/m/bn_1/gamma:0``),
+    Keras 3 (``[adam/]bn_1_gamma_momentum``); ``None`` for any other (a step counter, a learning rate, Keras 1/2's
+    ``Variable_3:0``).
+
+    Example:
+        >>> slot_name("training/Adam/bn_1/gamma/m:0")
+        SlotName(role='momentum', weight=('bn_1', 'gamma'), flat=None)
+        >>> slot_name("Adam/v/bigru/forward_gru/kernel:0")
+        SlotName(role='velocity', weight=('bigru', 'forward_gru', 'kernel'), flat=None)
+        >>> slot_name("adam/bn_1_gamma_velocity_hat")
+        SlotName(role='velocity_hat', weight=(), flat='bn_1_gamma')
+        >>> [slot_name(n) for n in ("training/Adam/Variable_3:0", "adam/iteration", "Adam/iter:0")]
+        [None, None, None]
+    """
+    named = {**_NAMED, **_NAMED_BY_OPTIMIZER.get(optimizer, {})}
+    parts = re.sub(r":\d+$", "", str(name)).split("/")
+    parts = parts[1:] if parts[0] == "training" else parts
+    if len(parts) >= 4 and parts[-1] in named:  # OPTIMIZER/LAYER/.../WEIGHT/SLOT
+        return SlotName(named[parts[-1]], tuple(parts[1:-1]))
+    if len(parts) >= 4 and parts[1] in named:  # OPTIMIZER/SLOT/LAYER/.../WEIGHT
+        return SlotName(named[parts[1]], tuple(parts[2:]))
+    leaf = parts[-1]
+    role = next((r for r in _SUFFIXES if leaf.endswith("_" + r) and len(leaf) > len(r) + 1), None)
+    if role is None or len(parts) > 2:
+        return None
+    return SlotName(role, flat=leaf[: -len(role) - 1])
+
+
 def slot_layout(optimizer, shapes, trainable_shapes, names=None, trainable_names=None):
     """Lay out a stored optimizer state (the shapes of its arrays, and their names where they say it) onto Keras 3
     roles, checking every slot's shape against the model's trainable weights (``trainable_names``: theirs, for the

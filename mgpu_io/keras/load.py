@@ -11,7 +11,6 @@ import contextlib
 import copy
 import functools
 import mmap
-import re
 import warnings
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from mgpu_io.errors import (
 )
 from mgpu_io.format import door
 from mgpu_io.format.door import sharing
-from mgpu_io.format.optimizer import KERAS2_RULES, TRANSLATED_OPTIMIZERS, read_optimizer_state
+from mgpu_io.format.optimizer import KERAS2_RULES, TRANSLATED_OPTIMIZERS, read_optimizer_state, slot_name
 from mgpu_io.format.plan_data import PlanData, plan_data, source_keras_version
 from mgpu_io.format.read import CONFIG, WEIGHTS, file_of, in_memory, on_disk, open_stored, reading
 from mgpu_io.format.sandbox import probed
@@ -607,16 +606,15 @@ def _writer_order(model, config, keras_version=None, stored_names=None):
     return order if sorted(order, key=lambda i: -1 if i is None else i) == list(range(len(position))) else None
 
 
-#: A slot that tf.keras named after its weight: ``[training/]OPTIMIZER/LAYER/.../WEIGHT/SLOT:0``.
-_SLOT_NAME = re.compile(r"^(?:training/)?[^/]+/(?P<weight>[^/]+/.+)/(?P<slot>[^/]+):\d+$")
-
-
-def _order_by_name(model, stored):
+def _order_by_name(model, stored, optimizer=None):
     """Where the weight of each of the writer's slots is in ``model.trainable_variables``, where the writer named
-    each slot after its weight (tf.keras: ``training/Adam/conv_1/kernel/m:0``): the first role's slots, in their
-    stored order, each matched to the one variable whose path has the slot's layer first, its weight last and
-    the rest in order (``bigru/forward_gru/kernel`` is ``bigru/forward_gru/gru_cell/kernel`` in Keras 3). ``None``
-    where the names do not say (Keras 1/2's ``Variable_3:0``) or any slot names no weight, or two the same one.
+    each slot after its weight (:func:`~mgpu_io.format.optimizer.slot_name`): tf.keras'
+    ``training/Adam/conv_1/kernel/m:0``, TF 2.11+'s and tf_keras' ``Adam/m/conv_1/kernel:0``, Keras 3's
+    ``adam/conv_1_kernel_momentum``. Each role's slots, in their stored order, are matched each to the one variable
+    whose path has the slot's layer first, its weight last and the rest in order (``bigru/forward_gru/kernel`` is
+    ``bigru/forward_gru/gru_cell/kernel`` in Keras 3), or for Keras 3's names to the one whose path, its ``/`` made
+    ``_``, is the slot's. ``None`` where the names do not say (Keras 1/2's ``Variable_3:0``), any slot names no weight
+    or two the same one, or the roles' orders differ.
 
     Example:
         >>> class V:
@@ -624,24 +622,31 @@ def _order_by_name(model, stored):
         >>> class M: trainable_variables = [V("out/kernel"), V("conv_1/kernel"), V("enc/lstm_cell/kernel")]
         >>> _order_by_name(M, [("training/Adam/iter:0", 0), ("training/Adam/conv_1/kernel/m:0", 0),
         ...                    ("training/Adam/enc/kernel/m:0", 0), ("training/Adam/out/kernel/m:0", 0),
-        ...                    ("training/Adam/conv_1/kernel/v:0", 0)])
+        ...                    ("training/Adam/conv_1/kernel/v:0", 0), ("training/Adam/enc/kernel/v:0", 0),
+        ...                    ("training/Adam/out/kernel/v:0", 0)])
         [1, 2, 0]
+        >>> _order_by_name(M, [("adam/iteration", 0), ("adam/conv_1_kernel_momentum", 0),
+        ...                    ("adam/out_kernel_momentum", 0), ("adam/enc_lstm_cell_kernel_momentum", 0)])
+        [1, 0, 2]
     """
-    paths = [str(getattr(variable, "path", "")).split("/") for variable in model.trainable_variables]
-    first, order = None, []
+    paths = [str(getattr(variable, "path", "")) for variable in model.trainable_variables]
+    flat = [path.replace("/", "_") for path in paths]
+    by_role = {}
     for name, _ in stored:
-        found = _SLOT_NAME.match(str(name))
-        if found is None:
-            continue  # the iteration counter, a scalar
-        first = first or found["slot"]
-        if found["slot"] != first:
-            continue
-        wanted = found["weight"].split("/")
-        matches = [i for i, path in enumerate(paths) if _names_weight(wanted, path)]
+        slot = slot_name(name, optimizer)
+        if slot is None:
+            continue  # the step counter, the learning rate, a scalar
+        if slot.flat is not None:
+            matches = [i for i, path in enumerate(flat) if path == slot.flat]
+        else:
+            matches = [i for i, path in enumerate(paths) if _names_weight(list(slot.weight), path.split("/"))]
         if len(matches) != 1:
             return None
-        order.append(matches[0])
-    return order if sorted(order) == list(range(len(paths))) else None
+        by_role.setdefault(slot.role, []).append(matches[0])
+    orders = list(by_role.values())
+    if not orders or any(order != orders[0] for order in orders):
+        return None
+    return orders[0] if sorted(orders[0]) == list(range(len(paths))) else None
 
 
 def _names_weight(wanted, path):
@@ -654,7 +659,8 @@ def _names_weight(wanted, path):
 
 def _restore_optimizer_state(model, optimizer_name, stored, order=None):
     variables = model.trainable_variables
-    order = _order_by_name(model, stored) or order or list(range(len(variables)))  # by what each slot is, first
+    by_name = _order_by_name(model, stored, optimizer_name)  # by what each slot is, where its name says
+    order = by_name or order or list(range(len(variables)))
     state = read_optimizer_state(
         _translated_class(model.optimizer, optimizer_name),
         [array for _, array in stored],

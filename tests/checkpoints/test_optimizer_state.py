@@ -8,6 +8,7 @@ own ``BaseModelCheckpoint`` writes (Keras 3 and tf_keras layouts) resume in ``mg
 
 import gc
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -195,3 +196,83 @@ def test_a_slot_that_does_not_fit_its_weight_is_refused_by_the_weights_name(tmp_
                       r"momentum slot of weight 'bn_2/gamma' has shape \(\d+,\), but the weight has \(\d+,\)"):
         model = mgpu_io.load_model(source)
     assert int(model.optimizer.iterations) == 0  # a fresh state, said so
+
+
+KERAS3 = Path(__file__).resolve().parents[2] / "fixtures" / "keras3_optimizer"
+
+
+def _reordered(source, target, first, second):
+    """A copy of ``source`` whose config lists layer ``first`` where ``second`` was and the other way round."""
+    import json
+    import shutil
+
+    import h5py
+
+    shutil.copy(source, target)
+    with h5py.File(target, "r+") as h5:
+        config = json.loads(h5.attrs["model_config"])
+        layers = config["config"]["layers"]
+        names = [layer["config"]["name"] for layer in layers]
+        i, j = names.index(first), names.index(second)
+        layers[i], layers[j] = layers[j], layers[i]
+        h5.attrs["model_config"] = json.dumps(config).encode()
+    return target
+
+
+def _stored_slots(path):
+    import h5py
+
+    with h5py.File(path, "r") as h5:
+        group = h5["optimizer_weights"]
+        return {str(name.decode() if isinstance(name, bytes) else name): group[name][()]
+                for name in group.attrs["weight_names"]}
+
+
+@pytest.mark.parametrize("reorder", [False, True], ids=["as-written", "bn-2-listed-first"])
+def test_a_keras3_slot_goes_to_the_weight_its_flattened_path_names(reorder, tmp_path):
+    """Keras 3 (3.1 to 3.15) saves each slot in a .h5 named after its weight's path with '/' made '_'
+    (`adam/bn_1_gamma_momentum`; fixtures/keras3_optimizer, written by the real Keras 3.15). Each weight gets the
+    slot its name says, whatever order the config lists the layers in: by the config's order, bn_1 and bn_2 (same
+    shapes) silently took each other's Adam state."""
+    source = KERAS3 / "k315_conv_bn_adam.h5"
+    path = _reordered(source, tmp_path / "reordered.h5", "bn_1", "bn_2") if reorder else source
+    stored = _stored_slots(source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mgpu_io.MgpuIOWarning)
+        model = mgpu_io.load_model(path)
+    assert int(model.optimizer.iterations) == int(stored["adam/iteration"])
+    for i, variable in enumerate(model.trainable_variables):
+        flat = variable.path.replace("/", "_")
+        np.testing.assert_array_equal(np.asarray(model.optimizer._momentums[i]), stored[f"adam/{flat}_momentum"])
+        np.testing.assert_array_equal(np.asarray(model.optimizer._velocities[i]), stored[f"adam/{flat}_velocity"])
+
+
+def test_a_tf_keras_2_11_slot_goes_to_the_weight_its_name_says_whatever_the_configs_order(tmp_path):
+    """TF 2.11+'s optimizers (and tf_keras') name a slot role first, `Adam/m/tiny/kernel:0`. The config lists `out`
+    before `tiny` here: by its order the state fitted no weight and was dropped with a warning."""
+    source = OPTIMIZERS / "tfk215_adam.h5"
+    path = _reordered(source, tmp_path / "reordered.h5", "tiny", "out")
+    stored = {name.split(":")[0]: value for name, value in _stored_slots(source).items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mgpu_io.MgpuIOWarning)
+        model = mgpu_io.load_model(path)
+    for i, variable in enumerate(model.trainable_variables):
+        np.testing.assert_array_equal(np.asarray(model.optimizer._momentums[i]), stored[f"Adam/m/{variable.path}"])
+
+
+def test_a_keras3_slot_that_does_not_fit_its_weight_is_refused_by_the_weights_name(tmp_path):
+    import shutil
+
+    import h5py
+
+    source = tmp_path / "bad.h5"
+    shutil.copy(KERAS3 / "k315_conv_bn_adam.h5", source)
+    with h5py.File(source, "r+") as h5:
+        group = h5["optimizer_weights"]
+        data = group["adam/bn_2_gamma_momentum"][()]
+        del group["adam/bn_2_gamma_momentum"]
+        group["adam/bn_2_gamma_momentum"] = np.concatenate([data, data])
+    with pytest.warns(mgpu_io.MgpuIOWarning, match=r"The saved optimizer state is not restored: the stored Adam "
+                      r"momentum slot of weight 'bn_2/gamma' has shape \(16,\), but the weight has \(8,\)"):
+        model = mgpu_io.load_model(source)
+    assert int(model.optimizer.iterations) == 0
