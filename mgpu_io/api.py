@@ -120,9 +120,9 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
 def _checkpoint_outline(path):
     """A TF checkpoint inspected without its architecture: what its object graph alone says."""
     from mgpu_io.format.inspect import Finding, InspectReport
-    from mgpu_io.tf.checkpoint import describe
+    from mgpu_io.tf.checkpoint import describe_checkpoint
 
-    held = describe(path)
+    held = describe_checkpoint(path)
     nested = [model for model in held["models"] if model["where"] != "root"]
     depth = held["template"].count("/layer-") if held["template"] else 0
     shown = ", ".join(f"{v['name']} {tuple(v['shape'])}" for v in held["variables"][:8])

@@ -204,10 +204,10 @@ def _hdf5_later(handle, size):
 
 def _tensorflow_kind(path):
     """:data:`SAVEDMODEL`, :data:`TF_CHECKPOINT` or ``None``, from the standard library alone (no HDF5 read):
-    :func:`mgpu_io.tf.detect.detect` reads a checkpoint's index table, which only tf/ knows."""
-    from mgpu_io.tf.detect import detect  # the standard library only
+    :func:`mgpu_io.tf.recognise.tf_format` reads a checkpoint's index table, which only tf/ knows."""
+    from mgpu_io.tf.recognise import tf_format  # the standard library only
 
-    return detect(path)
+    return tf_format(path)
 
 
 def describe_then(path, then, *, progress=None):

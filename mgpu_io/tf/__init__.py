@@ -8,7 +8,7 @@ wrapper file.
 
 Nothing stored is ever run: the protocol buffers are parsed, the variable values are read with TensorFlow's
 ``CheckpointReader``, and neither ``tf.saved_model.load`` nor any ``load_model`` is called (docs/tf2-writers.md
-§4–5 describe what is read). The package's two entries never import each other: :mod:`mgpu_io.tf.detect`, what the
+§4–5 describe what is read). The package's two entries never import each other: :mod:`mgpu_io.tf.recognise`, what the
 door asks (the standard library only), and :mod:`mgpu_io.tf.convert`, the rewrite (TensorFlow, inside functions),
 which reads the legacy copy back through the door.
 """

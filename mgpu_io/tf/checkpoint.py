@@ -17,13 +17,13 @@ read, so a damaged or hostile bundle becomes a typed error, never a hang, a cras
 
 The module is in three parts, by what a reader looks for: :mod:`mgpu_io.tf.bundle` reads the bundle and its object
 graph (shared with :mod:`mgpu_io.tf.savedmodel`: a SavedModel's ``variables/`` folder is a bundle of the same kind),
-this module matches it to a model (a config saved beside it, a freshly built model, or none: :func:`describe`), and
+this module matches it to a model (a config saved beside it, a freshly built model, or none: :func:`describe_checkpoint`), and
 :mod:`mgpu_io.tf.legacy` writes the legacy layout. The names of the first and last are re-exported here.
 
 Example:
     >>> import tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "weights.h5"
-    >>> summary = to_legacy_h5("fixtures/tf2/tf22_functional_bn_x2_ckpt.index", out,
+    >>> summary = checkpoint_to_h5("fixtures/tf2/tf22_functional_bn_x2_ckpt.index", out,
     ...                        config="fixtures/tf2/tf22_functional_bn_x2_config.json")
     >>> summary["layers"], summary["optimizer_found"], summary["optimizer"]
     (['inp', 'lambda', 'lambda_1', 'template', 'out_a', 'out_b'], True, False)
@@ -41,7 +41,15 @@ from mgpu_io.errors import (
 )
 from mgpu_io.format.kinds import TF_CHECKPOINT
 from mgpu_io.tf.bundle import checkpoint_prefix, guarded, import_tensorflow, probed_tf, read_graph, weight_of
-from mgpu_io.tf.legacy import Plan, Weight, ascii_attr, check_output, provenance, unique_names, write_plan
+from mgpu_io.tf.legacy import (
+    ConversionPlan,
+    Weight,
+    ascii_attr,
+    check_h5_output,
+    provenance,
+    unique_names,
+    write_conversion,
+)
 
 #: The model classes whose config lists nested layers (the template, a nested wrapper).
 MODEL_CLASSES = frozenset({"Model", "Functional", "Sequential"})
@@ -54,7 +62,7 @@ NON_TRAINABLE = {
 # --- a TF-format checkpoint --------------------------------------------------------------------------------------
 
 
-def to_legacy_h5(path, output, *, config=None):
+def checkpoint_to_h5(path, output, *, config=None):
     """Write the TF-format checkpoint at ``path`` as a legacy Keras weights-only HDF5 file at ``output``.
 
     Args:
@@ -102,7 +110,7 @@ def to_legacy_h5(path, output, *, config=None):
             fix="Check the path",
         )
     tf = import_tensorflow("Reading a TF checkpoint")
-    check_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
+    check_h5_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
 
     def work():
         stored = _read_config(config)
@@ -111,7 +119,7 @@ def to_legacy_h5(path, output, *, config=None):
             return _plan(graph, stored, path)
 
     plan = probed_tf(path, "TF checkpoint", work)
-    write_plan(tf, plan, output, path)
+    write_conversion(tf, plan, output, path)
     return dict(plan.summary, output=str(output))
 
 
@@ -162,7 +170,7 @@ def _plan(graph, stored, path):
     model_node, pairs = _pairs_somewhere(graph, layers_config, model_config, path)
     layers, used = [], set()
     for layer, node in pairs:
-        trainable, frozen = layer_weights(graph, node, layer, path, slotted)
+        trainable, frozen = checkpoint_layer_weights(graph, node, layer, path, slotted)
         nodes = trainable + frozen
         used.update(nodes)
         weights = []
@@ -207,7 +215,7 @@ def _plan(graph, stored, path):
         "notes": notes,
     }
     root_attrs = dict(versions, mgpu_io=provenance(TF_CHECKPOINT, None))
-    return Plan(
+    return ConversionPlan(
         prefix=graph.prefix, full_model=False, layers=layers, root_attrs=root_attrs, weights_attrs={}, summary=summary
     )
 
@@ -222,7 +230,7 @@ def _pairs_somewhere(graph, layers_config, model_config, path):
             try:
                 pairs = pair_layers(graph, node, layers_config, model_config, path)
                 for layer, layer_node in pairs:
-                    layer_weights(graph, layer_node, layer, path)  # the names must fit too
+                    checkpoint_layer_weights(graph, layer_node, layer, path)  # the names must fit too
                 return node, pairs
             except (WeightsMismatch, UnsupportedModel):
                 continue
@@ -284,7 +292,7 @@ def pair_layers(graph, node, layers_config, model_config, path):
     return list(zip(layers_config, nodes))
 
 
-def layer_weights(graph, node, layer, path, slotted=frozenset()):
+def checkpoint_layer_weights(graph, node, layer, path, slotted=frozenset()):
     """The variable nodes of one layer as its legacy ``weights``: ``(trainable, non-trainable)``.
 
     A nested model gathers its layers' trainable weights in layer order, then their non-trainable ones (Keras'
@@ -301,7 +309,7 @@ def layer_weights(graph, node, layer, path, slotted=frozenset()):
         trainable, frozen = [], []
         pairs = pair_layers(graph, node, model_layers_of(layer, path), layer, path)
         for sub, sub_node in pairs:
-            t, n = layer_weights(graph, sub_node, sub, path, slotted)
+            t, n = checkpoint_layer_weights(graph, sub_node, sub, path, slotted)
             trainable += t
             frozen += n
         check_layers_with_weights(graph, node, [n for _, n in pairs], path)
@@ -415,7 +423,7 @@ def _optimizer_variables(graph):
 # --- a TF-format checkpoint into a freshly built model -----------------------------------------------------------
 
 
-def to_legacy_h5_for(path, output, targets):
+def checkpoint_to_h5_for(path, output, targets):
     """Write the weights of the TF checkpoint at ``path`` that belong to a freshly built model as a legacy
     weights-only ``.h5`` at ``output``, with no config: the model *is* the architecture.
 
@@ -429,7 +437,7 @@ def to_legacy_h5_for(path, output, targets):
             (plain data: it crosses the probe's pipe).
 
     Returns:
-        The summary dict of :func:`to_legacy_h5`, with ``model`` the node found (``"root"`` or its path of
+        The summary dict of :func:`checkpoint_to_h5`, with ``model`` the node found (``"root"`` or its path of
         ``layer-K`` edges).
 
     Raises:
@@ -446,7 +454,7 @@ def to_legacy_h5_for(path, output, targets):
             fix="Check the path; pass the .index file or the prefix given to save_weights",
         )
     tf = import_tensorflow("Reading a TF checkpoint")
-    check_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
+    check_h5_output(output, [prefix + ".index", *Path(prefix).parent.glob(Path(prefix).name + ".data-*")])
     targets = [(cls, [tuple(shape) for shape in shapes]) for cls, shapes in targets]
 
     def work():
@@ -455,7 +463,7 @@ def to_legacy_h5_for(path, output, targets):
             return _plan_for(graph, targets, path)
 
     plan = probed_tf(path, "TF checkpoint", work)
-    write_plan(tf, plan, output, path)
+    write_conversion(tf, plan, output, path)
     return dict(plan.summary, output=str(output))
 
 
@@ -560,7 +568,7 @@ def _layers_plan(graph, layers, where, path):
         "notes": notes,
     }
     root_attrs = {"keras_version": None, "backend": None, "mgpu_io": provenance(TF_CHECKPOINT, None)}
-    return Plan(
+    return ConversionPlan(
         prefix=graph.prefix, full_model=False, layers=planned, root_attrs=root_attrs, weights_attrs={}, summary=summary
     )
 
@@ -568,7 +576,7 @@ def _layers_plan(graph, layers, where, path):
 # --- what a TF-format checkpoint holds, without its architecture ---------------------------------------------------
 
 
-def describe(path):
+def describe_checkpoint(path):
     """What the TF checkpoint at ``path`` holds, read from its object graph alone (no config): the models in it
     (the root and those inside it: a wrapper's template), each with its number of layers and of layers with
     weights, the variables of the innermost model with weights (names and shapes), and the optimizer's variables.

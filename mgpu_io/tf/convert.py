@@ -33,8 +33,8 @@ def to_legacy_h5(path, output, *, config=None):
         A dict describing what was read and written: ``kind``, ``input``, ``output``, ``output_type``
         (``"model"`` or ``"weights"``), ``tensorflow_version`` (``None`` where unknown), ``keras_version``,
         ``backend``, ``model``, ``layers``, ``weights``, ``optimizer_found``, ``optimizer`` (written or not) and
-        ``notes`` (what was left out, and why); see :func:`mgpu_io.tf.savedmodel.to_legacy_h5` and
-        :func:`mgpu_io.tf.checkpoint.to_legacy_h5`.
+        ``notes`` (what was left out, and why); see :func:`mgpu_io.tf.savedmodel.savedmodel_to_h5` and
+        :func:`mgpu_io.tf.checkpoint.checkpoint_to_h5`.
 
     Raises:
         NotAModelFile: ``path`` is neither, or is damaged.
@@ -65,12 +65,12 @@ def to_legacy_h5(path, output, *, config=None):
                 received=(f"filepath={path}, ", Param("config", config, text=f"config={config}")),
                 fix=("Leave out ", Param("config")),
             )
-        return savedmodel.to_legacy_h5(path, output)
+        return savedmodel.savedmodel_to_h5(path, output)
     prefix = checkpoint.checkpoint_prefix(path)
     if path.name == "saved_model.pb":
         return to_legacy_h5(path.parent, output, config=config)
     if Path(prefix + ".index").exists() or str(path).endswith(".index"):
-        return checkpoint.to_legacy_h5(path, output, config=config)
+        return checkpoint.checkpoint_to_h5(path, output, config=config)
     what = "nothing is there" if not path.exists() else "a file that is neither"
     raise NotAModelFile(
         problem="The input is neither a SavedModel folder nor a TF checkpoint",
@@ -134,13 +134,13 @@ def _legacy_copy(path, config=None):
 def checkpoint_copy_for(path, targets):
     """Yield a private temporary legacy weights-only ``.h5`` of the TF checkpoint at ``path``, holding the weights
     of the model inside it that matches ``targets`` (a freshly built model's weighted layers: see
-    :func:`mgpu_io.tf.checkpoint.to_legacy_h5_for`), and what was converted; removed afterwards."""
+    :func:`mgpu_io.tf.checkpoint.checkpoint_to_h5_for`), and what was converted; removed afterwards."""
     from mgpu_io.tf import checkpoint
 
     folder = Path(tempfile.mkdtemp(prefix="mgpu-io-tf-"))
     try:
         output = folder / (Path(path).name.replace(".index", "") + ".h5")
-        converted = checkpoint.to_legacy_h5_for(path, output, targets)
+        converted = checkpoint.checkpoint_to_h5_for(path, output, targets)
         yield output, converted
     finally:
         shutil.rmtree(folder, ignore_errors=True)

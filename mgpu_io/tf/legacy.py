@@ -1,4 +1,4 @@
-"""Write what a checkpoint or SavedModel holds as a legacy Keras HDF5 file: the :class:`Plan` worked out without
+"""Write what a checkpoint or SavedModel holds as a legacy Keras HDF5 file: the :class:`ConversionPlan` worked out without
 reading any value, then each value read from the bundle and written, atomically."""
 
 import contextlib
@@ -23,7 +23,7 @@ class Weight:
 
 
 @dataclass
-class Plan:
+class ConversionPlan:
     """A legacy HDF5 file to write, worked out from a SavedModel or checkpoint without reading any weight value.
 
     ``root_attrs`` and ``weights_attrs`` values are written as given: ``str`` as variable-length UTF-8, ``bytes`` as
@@ -46,7 +46,7 @@ def provenance(kind, tensorflow_version):
     ).encode("utf8")
 
 
-def check_output(output, inputs=()):
+def check_h5_output(output, inputs=()):
     """Refuse an output that is a folder, one of the input's own files, or in a folder that does not exist."""
     output = Path(output)
     if output.is_dir():
@@ -77,7 +77,7 @@ def check_output(output, inputs=()):
             )
 
 
-def write_plan(tf, plan, output, path, what="TF checkpoint"):
+def write_conversion(tf, plan, output, path, what="TF checkpoint"):
     """Read each planned value from the bundle and write the legacy HDF5 file at ``output``, atomically.
 
     Every value is checked against its planned shape and dtype once more as it is read.

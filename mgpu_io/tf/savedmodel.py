@@ -26,7 +26,7 @@ memory limit (:mod:`mgpu_io.format.sandbox`), so a damaged or hostile folder bec
 Example:
     >>> import tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "model.h5"
-    >>> summary = to_legacy_h5("fixtures/tf2/tf23_nested_depth2_savedmodel", out)
+    >>> summary = savedmodel_to_h5("fixtures/tf2/tf23_nested_depth2_savedmodel", out)
     >>> summary["tensorflow_version"], summary["layers"][3], summary["optimizer"]
     ('2.3.3', 'functional_1', True)
 """
@@ -48,7 +48,15 @@ from mgpu_io.tf.bundle import (
     weight_of,
 )
 from mgpu_io.tf.checkpoint import check_layers_with_weights, model_layers_of, pair_layers
-from mgpu_io.tf.legacy import Plan, Weight, ascii_attr, check_output, provenance, unique_names, write_plan
+from mgpu_io.tf.legacy import (
+    ConversionPlan,
+    Weight,
+    ascii_attr,
+    check_h5_output,
+    provenance,
+    unique_names,
+    write_conversion,
+)
 
 #: Largest ``saved_model.pb`` read (protocol buffers cannot exceed 2 GiB).
 MAX_PB_BYTES = 2 << 30
@@ -68,7 +76,7 @@ SLOT_ORDER = {
 WHAT, VARIABLES = "SavedModel", "SavedModel's variables checkpoint"
 
 
-def to_legacy_h5(path, output):
+def savedmodel_to_h5(path, output):
     """Write the SavedModel folder ``path`` as the legacy full-model HDF5 file ``output`` (replaced if it exists).
 
     Returns:
@@ -91,14 +99,14 @@ def to_legacy_h5(path, output):
     check_folder(folder)
     tf = import_tensorflow("Reading a SavedModel")
     variables = folder / "variables"
-    check_output(output, [folder / "saved_model.pb", *variables.glob("variables.*")])
+    check_h5_output(output, [folder / "saved_model.pb", *variables.glob("variables.*")])
 
     def work():
         with guarded(folder, WHAT):
             return _plan(tf, folder)
 
     plan = probed_tf(folder, WHAT, work)
-    write_plan(tf, plan, output, folder, what=VARIABLES)
+    write_conversion(tf, plan, output, folder, what=VARIABLES)
     return dict(plan.summary, output=str(output))
 
 
@@ -324,7 +332,7 @@ def _list(graph, node, name, folder):
     return graph.numbered(target, "", folder) if target is not None else None
 
 
-def layer_weights(graph, node, folder):
+def savedmodel_layer_weights(graph, node, folder):
     """A layer node's legacy ``weights``: its ``trainable_variables``, then its non-trainable variables.
 
     Raises:
@@ -428,7 +436,7 @@ def _plan(tf, folder):
         used.update(nodes)
         layers.append((name, weights))
     check_layers_with_weights(
-        graph, 0, [node for _, node in pairs], folder, holds=lambda n: layer_weights(graph, n, folder)
+        graph, 0, [node for _, node in pairs], folder, holds=lambda n: savedmodel_layer_weights(graph, n, folder)
     )
 
     trainable = _list(graph, 0, "trainable_variables", folder) or []
@@ -447,7 +455,7 @@ def _plan(tf, folder):
     summary = _summary(
         folder, model_config, training, layers, (tensorflow_version, keras_version, backend), graph, optimizer, notes
     )
-    return Plan(
+    return ConversionPlan(
         prefix=graph.prefix,
         full_model=True,
         layers=layers,
@@ -475,7 +483,7 @@ def _layer(graph, meta, layer, node, index, folder):
             received=f"filepath={folder}",
             fix="Restore the folder from its source",
         )
-    nodes = layer_weights(graph, node, folder)
+    nodes = savedmodel_layer_weights(graph, node, folder)
     unnamed = [n for n in nodes if not graph.variables[n].full_name]
     if unnamed:
         raise UnsupportedModel(

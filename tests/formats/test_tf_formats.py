@@ -5,7 +5,7 @@ nothing stored should run anyway. mgpu_io.tf reads them as data and writes the l
 `model.save("x.h5")` / `save_weights("x.h5")` would have written (compared here, byte for byte in every attribute and
 array, with the files that writer did write beside them); from there mgpu-io's own pipeline repairs and loads it.
 
-The story, in order: she finds out what she has (`detect`), converts the SavedModel and gets her model back with
+The story, in order: she finds out what she has (`tf_format`), converts the SavedModel and gets her model back with
 its optimizer state, converts the checkpoint with the JSON saved beside it, and learns exactly what went wrong when
 a folder is not a SavedModel or a file is damaged.
 """
@@ -34,7 +34,7 @@ from mgpu_io.errors import (  # noqa: E402
 from mgpu_io.format.string_attrs import read_str, read_str_list  # noqa: E402
 from mgpu_io.format.kinds import SAVEDMODEL, TF_CHECKPOINT  # noqa: E402
 from mgpu_io.tf.convert import to_legacy_h5  # noqa: E402
-from mgpu_io.tf.detect import detect  # noqa: E402
+from mgpu_io.tf.recognise import tf_format  # noqa: E402
 
 SAVEDMODELS = fixtures("savedmodel", manifest=TF2_MANIFEST)
 CHECKPOINTS = fixtures("tf_checkpoint", manifest=TF2_MANIFEST)
@@ -101,17 +101,17 @@ def string_kind(attrs, name):
 
 
 @pytest.mark.parametrize("entry", SAVEDMODELS + CHECKPOINTS)
-def test_detect_names_each_savedmodel_and_checkpoint(entry):
+def test_tf_format_names_each_savedmodel_and_checkpoint(entry):
     path = fixture_path(entry)
-    assert detect(path) == KIND_OF_MANIFEST_TYPE[entry["file_type"]]
+    assert tf_format(path) == KIND_OF_MANIFEST_TYPE[entry["file_type"]]
     if entry["file_type"] == "tf_checkpoint":  # the prefix given to save_weights, and each data file, say the same
         prefix = str(path)[: -len(".index")]
-        assert detect(prefix) == TF_CHECKPOINT
+        assert tf_format(prefix) == TF_CHECKPOINT
         for data in entry.get("checkpoint_files", []):
-            assert detect(TF2 / data) == TF_CHECKPOINT
+            assert tf_format(TF2 / data) == TF_CHECKPOINT
 
 
-def test_detect_says_none_for_ordinary_files_folders_and_damaged_indexes(tmp_path):
+def test_tf_format_says_none_for_ordinary_files_folders_and_damaged_indexes(tmp_path):
     garbage = tmp_path / "garbage.index"
     garbage.write_bytes(bytes(range(256)) * 8)
     plain_folder = tmp_path / "folder"
@@ -120,12 +120,12 @@ def test_detect_says_none_for_ordinary_files_folders_and_damaged_indexes(tmp_pat
                  TF2 / "tf22_functional_bn_x2_config.json", TF2 / "tf22_functional_bn_x2_config.yaml",
                  TF2 / "tf22_functional_bn_x2.npz", TF2 / "manifest.json", TF2, plain_folder, garbage,
                  tmp_path / "garbage", tmp_path / "missing.index", tmp_path / "missing"]:
-        assert detect(path) is None, path
+        assert tf_format(path) is None, path
 
 
-def test_detect_and_import_need_no_tensorflow():
-    code = ("import sys, mgpu_io.tf.detect as t; "
-            "print(t.detect('fixtures/tf2/tf20_functional_bn_x2_savedmodel'), 'tensorflow' in sys.modules)")
+def test_tf_format_and_import_need_no_tensorflow():
+    code = ("import sys, mgpu_io.tf.recognise as t; "
+            "print(t.tf_format('fixtures/tf2/tf20_functional_bn_x2_savedmodel'), 'tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["savedmodel", "False"]
@@ -306,7 +306,7 @@ def test_a_savedmodel_whose_saved_model_pb_is_not_a_file_is_refused_not_read_as_
     pb = folder / "saved_model.pb"
     pb.unlink()
     pb.mkdir() if damage == "a folder" else pb.symlink_to(tmp_path / "missing.pb")
-    assert detect(folder) == "savedmodel"
+    assert tf_format(folder) == "savedmodel"
     with pytest.raises(NotAModelFile, match=rf"^The SavedModel folder is damaged: its saved_model\.pb is {damage}\. "):
         mgpu_io.unwrap(folder, tmp_path / "out.h5")
     assert not (tmp_path / "out.h5").exists()

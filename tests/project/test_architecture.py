@@ -104,7 +104,7 @@ def test_the_callback_and_what_it_shares_use_the_standard_library_only():
 
 def test_imports_have_no_cycles_at_module_level_or_inside_functions():
     """No module imports, at any depth, a module that imports it back (through any chain): a function-level import
-    is a dependency too. (`tf/` keeps the door's question, `detect`, apart from its converter; `remote` is handed
+    is a dependency too. (`tf/` keeps the door's question, `tf_format`, apart from its converter; `remote` is handed
     the local repair and inspect rather than importing the API that calls it.)"""
     graph = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -269,12 +269,12 @@ def test_the_architecture_page_names_every_floor_writer_and_family():
 
 def test_the_tf_floor_imports_tensorflow_only_inside_functions_and_nothing_above_it():
     """tf/ reads TensorFlow's formats as data: TensorFlow is imported only where a SavedModel or checkpoint is read,
-    and `detect` (which the door asks) needs the standard library only."""
+    and `tf_format` (which the door asks) needs the standard library only."""
     for path in files("tf"):
         top = imports(path, top_level_only=True)
         assert not [n for n in top if n.split(".")[0] in ("tensorflow", "keras", "tf_keras", "h5py", "numpy")], path
         assert not [n for n in imports(path) if n.startswith(("mgpu_io.keras", "mgpu_io.cli", "keras", "tf_keras"))]
-    for leaf in ("__init__.py", "detect.py"):  # what the door asks, and the package it is in: no TensorFlow, no h5py
+    for leaf in ("__init__.py", "recognise.py"):  # what the door asks, and the package it is in: no TensorFlow, no h5py
         found = imports(PACKAGE / "tf" / leaf)
         assert {n.split(".")[0] for n in found if not n.startswith("mgpu_io")} <= set(sys.stdlib_module_names)
         assert {n for n in found if n.startswith("mgpu_io")} <= {"mgpu_io.format.kinds", "mgpu_io.tf.bundle"} | {
@@ -283,7 +283,7 @@ def test_the_tf_floor_imports_tensorflow_only_inside_functions_and_nothing_above
     for path in files("format"):  # the format core asks tf/ only what a path is, from inside a function
         assert not [n for n in imports(path, top_level_only=True) if n.startswith("mgpu_io.tf")], path
         assert {n for n in imports(path) if n.startswith("mgpu_io.tf")} <= (
-            {"mgpu_io.tf.detect", "mgpu_io.tf.detect.detect"} if path.name == "door.py" else set()), path
+            {"mgpu_io.tf.recognise", "mgpu_io.tf.recognise.tf_format"} if path.name == "door.py" else set()), path
 
 
 def test_every_entry_point_asks_the_one_door_what_its_input_is():
@@ -319,7 +319,7 @@ def test_the_command_line_asks_the_library_what_its_inputs_are():
 
 #: What tells an input's kind by itself, outside the door: each names a rule that format/door.py holds.
 _OWN_DECISIONS = {
-    "mgpu_io.tf.detect": "asks tf/ whether a path is a TensorFlow format",
+    "mgpu_io.tf.recognise.tf_format": "asks tf/ whether a path is a TensorFlow format",
     "h5py.is_hdf5": "tells HDF5 files apart",
     "tensorflow_kind": "maps tf/'s kinds into the door's",
 }
@@ -327,14 +327,14 @@ _OWN_DECISIONS = {
 
 def test_what_an_input_is_is_decided_in_one_place_with_one_vocabulary():
     """format/door.py is the only module that decides what an input is (the kinds themselves are one table,
-    format/kinds.py): no other module asks tf/'s `detect`, calls `h5py.is_hdf5`, sniffs YAML or spells a kind its
+    format/kinds.py): no other module asks tf/'s `tf_format`, calls `h5py.is_hdf5`, sniffs YAML or spells a kind its
     own way (the TF checkpoint once had two spellings, mapped into each other)."""
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.relative_to(PACKAGE).as_posix() in ("format/door.py", "tf/detect.py"):
+        if path.relative_to(PACKAGE).as_posix() in ("format/door.py", "tf/recognise.py"):
             continue
         text, found = path.read_text(), imports(path)
         for name, what in _OWN_DECISIONS.items():
-            assert name not in found and f"{name.rsplit('.', 1)[-1]}(" not in text.replace("def detect(", ""), (
+            assert name not in found and f"{name.rsplit('.', 1)[-1]}(" not in text.replace("def tf_format(", ""), (
                 f"{path.relative_to(ROOT)} {what} itself"
             )
         assert "tf_checkpoint" not in text, f"{path.relative_to(ROOT)} spells a kind its own way"

@@ -2,12 +2,12 @@
 
 The door (:mod:`mgpu_io.format.door`) asks this leaf and nothing else of ``tf/``: it needs the standard library and
 :mod:`mgpu_io.tf.bundle`'s constants only, so that the door's question never imports the converter, which reads
-legacy files back through the door (:mod:`mgpu_io.tf.convert`).
+legacy files back through the door (:mod:`mgpu_io.tf.convert`). Named apart from :mod:`mgpu_io.format.detect`, which recognises wrappers.
 
 Example:
-    >>> detect("fixtures/tf2/tf22_functional_bn_x2_savedmodel"), detect("fixtures/tf2/tf22_functional_bn_x2_ckpt")
+    >>> tf_format("fixtures/tf2/tf22_functional_bn_x2_savedmodel"), tf_format("fixtures/tf2/tf22_functional_bn_x2_ckpt")
     ('savedmodel', 'tf-checkpoint')
-    >>> detect("fixtures/tf2/tf22_functional_bn_x2_full.h5") is None
+    >>> tf_format("fixtures/tf2/tf22_functional_bn_x2_full.h5") is None
     True
 """
 
@@ -18,10 +18,10 @@ from mgpu_io.format.kinds import SAVEDMODEL, TF_CHECKPOINT  # the one vocabulary
 #: Most bytes of an ``.index`` file searched for the object graph's key (index files of huge models are a few MB).
 _INDEX_SCAN_BYTES = 64 << 20
 
-__all__ = ["detect"]
+__all__ = ["tf_format"]
 
 
-def detect(path):
+def tf_format(path):
     """Say whether ``path`` is a SavedModel folder or a TF-format (object-based) checkpoint, without TensorFlow.
 
     Only the door (:func:`mgpu_io.format.door.describe` and :func:`~mgpu_io.format.door.sniff`) asks this: every
@@ -37,7 +37,7 @@ def detect(path):
         else (HDF5 and JSON files, name-based TF 1 checkpoints, damaged indexes, missing paths).
 
     Example:
-        >>> detect("fixtures/tf2/tf20_nested_depth2_ckpt.index"), detect("fixtures/tf2") is None
+        >>> tf_format("fixtures/tf2/tf20_nested_depth2_ckpt.index"), tf_format("fixtures/tf2") is None
         ('tf-checkpoint', True)
     """
     path = Path(path)
