@@ -99,9 +99,12 @@ def _stem(weight_name):
     return re.sub(r":\d+$", "", weight_name)
 
 
-def _owner(weight_name, candidates: dict[str, str]):
+def _owner(weight_name, candidates: dict[str, str], scoped_names=None):
+    """The top-level layer that owns ``weight_name`` among ``candidates`` (layer name -> its top-level layer);
+    ``scoped_names``: those of the candidates with a ``/`` (all of them are looked through where not given)."""
     stem = _stem(weight_name)
-    scoped = [name for name in candidates if "/" in name and stem.startswith(name + "/")]
+    scoped_names = [name for name in candidates if "/" in name] if scoped_names is None else scoped_names
+    scoped = [name for name in scoped_names if stem.startswith(name + "/")]
     if scoped:  # a layer name with a scope in it (DenseNet's `conv1/conv`)
         return candidates[max(scoped, key=len)]
     if "/" in stem:
@@ -142,9 +145,9 @@ def split_by_layer(template_config, weight_names, where="template") -> list[Laye
             candidates.update({layer_name(sub): layer_name(layer) for sub in walk_layers(layer)})
     candidates.update({name: name for name in order})
 
-    owners = []
+    owners, scoped_names = [], [name for name in candidates if "/" in name]
     for weight in weight_names:
-        owner = _owner(weight, candidates)
+        owner = _owner(weight, candidates, scoped_names)
         if owner is None:
             raise WeightsMismatch(
                 problem="A stored weight belongs to no layer of the template",

@@ -609,3 +609,23 @@ def test_a_merge_whose_mode_is_a_named_function_becomes_a_lambda_referring_to_th
     lam = config["config"]["layers"][-1]
     assert lam["class_name"] == "Lambda" and lam["config"]["function"]["config"] == "euclidean"
     assert {"merge-function-as-lambda", "lambda-function-name"} <= set(changes)
+
+
+def test_a_config_converted_before_comes_back_as_a_copy_of_the_same_conversion():
+    """convert_config reuses a conversion of the same config and context (a folder's checkpoints of one model):
+    equal to the first, and the caller's own copy, so that changing one answer changes no later one."""
+    from mgpu_io.format import conversions
+
+    config = {"class_name": "Sequential", "config": [{"class_name": "Dense", "config": {
+        "name": "reused", "units": 3, "batch_input_shape": [None, 7], "init": "glorot_uniform"}}]}
+    conversions._CONVERTED.clear()
+    first, first_changes = conversions.convert_config(config, conversions.Context(keras1=True))
+    assert conversions.converted_before(config, conversions.Context(keras1=True))
+    assert not conversions.converted_before(config, conversions.Context())  # another context converts anew
+    first["config"]["layers"][1]["config"]["units"] = 99
+    first_changes.append("changed by the caller")
+    again, again_changes = conversions.convert_config(config, conversions.Context(keras1=True))
+    assert again["config"]["layers"][1]["config"]["units"] == 3
+    assert "changed by the caller" not in again_changes
+    conversions._CONVERTED.clear()
+    assert (again, again_changes) == conversions.convert_config(config, conversions.Context(keras1=True))

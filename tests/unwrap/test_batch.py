@@ -1,5 +1,6 @@
 """A user with a folder of two hundred epoch checkpoints repairs them all at once."""
 
+import collections
 import json
 import os
 import shutil
@@ -223,3 +224,36 @@ def test_a_folder_repair_opens_each_file_once(tmp_path, monkeypatch, allow_plain
                         "plain.h5": "already clean" if allow_plain else "skipped"}, str(report)
     assert sorted(opens) == ["k224_functional_bn_x2_full.h5", "k224_siamese_x2_weights.h5", "plain.h5"]
     assert (tmp_path / "out" / "plain.h5").exists() == allow_plain
+
+
+def test_a_folder_of_one_models_checkpoints_converts_its_config_once(tmp_path, monkeypatch):
+    """A training run's checkpoints share one model config: a worker converts it for the first and reuses the
+    conversion for the rest (each file's weights still read and checked on their own). Six checkpoints of one model
+    and two of another: two conversions, and every output the same as a repair that converted afresh."""
+    from mgpu_io.format import conversions
+
+    source = tmp_path / "in"
+    source.mkdir()
+    for index in range(6):
+        shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", source / f"epoch{index:02d}.h5")
+    for index in range(2):
+        shutil.copyfile(FIXTURES / "k224_shared_layers_x2_full.h5", source / f"shared{index}.h5")
+    conversions_run = []
+
+    class Counted(collections.OrderedDict):  # a conversion is stored once it has run
+        def __setitem__(self, key, value):
+            conversions_run.append(json.loads(key[0])["config"]["name"])
+            super().__setitem__(key, value)
+
+    monkeypatch.setattr(conversions, "_CONVERTED", Counted())
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")  # in this process, where the conversions can be counted
+    report = mgpu_io.unwrap(source, tmp_path / "out")
+    assert report.counts() == {"repaired": 8, "failed": 0}, str(report)
+    assert sorted(conversions_run) == ["shared_net", "template"]
+    conversions._CONVERTED.clear()
+    for name in ("epoch05.h5", "shared1.h5"):
+        mgpu_io.unwrap(source / name, tmp_path / f"fresh-{name}")
+        conversions._CONVERTED.clear()
+        with h5py.File(tmp_path / "out" / name, "r") as reused, h5py.File(tmp_path / f"fresh-{name}", "r") as new:
+            assert reused.attrs["model_config"] == new.attrs["model_config"]
+            assert reused.attrs["training_config"] == new.attrs["training_config"]

@@ -8,6 +8,9 @@ and the tests walk :data:`FAMILIES`. To add a conversion, add a file with a ``FA
 (docs/architecture.md).
 """
 
+import collections
+import json
+
 from mgpu_io.format.config import copy_config
 from mgpu_io.format.conversions import (
     arguments,
@@ -53,6 +56,7 @@ __all__ = [
     "checks",
     "convert_config",
     "convert_training",
+    "converted_before",
     "weight_conversion",
 ]
 
@@ -78,6 +82,10 @@ def _active(context):
 def convert_config(model_config, context):
     """Return ``(config, changes)``: a converted copy of ``model_config`` and the names of the rules applied.
 
+    A config converted before in this process, in the same context, is not converted again: a folder's files (one
+    training run's checkpoints) share one model config, and each worker converts it once (:func:`converted_before`).
+    The copy handed back is the caller's to change.
+
     Raises:
         UnsupportedModel: a layer has no known conversion (named in the message).
 
@@ -88,11 +96,56 @@ def convert_config(model_config, context):
         >>> [layer["class_name"] for layer in config["config"]["layers"]], changes
         (['InputLayer', 'Dense'], ['sequential-list-config', 'sequential-explicit-input'])
     """
+    key = _key(model_config, context)
+    found = _CONVERTED.get(key) if key is not None else None
+    if found is not None:
+        _CONVERTED.move_to_end(key)
+        config, changes = found
+        return copy_config(config), list(changes)
     config, changes = copy_config(model_config), []
     for family in _active(context):
         if family.rewrite_config is not None:
             changes += family.rewrite_config(config, context)
-    return config, list(dict.fromkeys(changes))
+    changes = list(dict.fromkeys(changes))
+    if key is not None:
+        _CONVERTED[key] = (copy_config(config), tuple(changes))
+        while len(_CONVERTED) > _CONVERTED_ENTRIES:
+            _CONVERTED.popitem(last=False)
+    return config, changes
+
+
+#: The configs this process converted, by :func:`_key`, the latest last: ``(converted config, changes)``.
+_CONVERTED: collections.OrderedDict = collections.OrderedDict()
+#: How many distinct configs :data:`_CONVERTED` keeps (a folder holds few models; a config is kilobytes to a few MB).
+_CONVERTED_ENTRIES = 8
+#: A config whose JSON is longer is converted each time, not kept: what the cache holds stays bounded whatever the
+#: files (NASNet's config is 166 KB).
+_CONVERTED_MAX_CHARACTERS = 4 << 20
+
+
+def _key(model_config, context):
+    """What decides a conversion: the config's JSON text and the context; ``None`` for a config that is not JSON or
+    longer than :data:`_CONVERTED_MAX_CHARACTERS`."""
+    try:
+        text = json.dumps(model_config, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+    return (text, context) if len(text) <= _CONVERTED_MAX_CHARACTERS else None
+
+
+def converted_before(model_config, context):
+    """Whether :func:`convert_config` holds this config's conversion in this context already (a folder's later
+    checkpoints of one model).
+
+    Example:
+        >>> config = {"class_name": "Sequential", "config": [{"class_name": "Dense", "config": {"name": "d2",
+        ...           "units": 2, "batch_input_shape": [None, 5]}}]}
+        >>> before = converted_before(config, Context()); _ = convert_config(config, Context())
+        >>> before, converted_before(config, Context()), converted_before(config, Context(keras1=True))
+        (False, True, False)
+    """
+    key = _key(model_config, context)
+    return key is not None and key in _CONVERTED
 
 
 def convert_training(training_config, context):
