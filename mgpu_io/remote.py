@@ -272,9 +272,10 @@ def _kind(fs, path, size):
         return sniff(local), fetched
 
 
-def _write_head(fs, path, size, sink):
-    """Write into ``sink`` (at their offsets) the bytes the door reads to tell a file's kind; the bytes fetched."""
-    head = fs.cat_file(path, start=0, end=min(size, 4096))
+def _write_head(fs, path, size, sink, head_bytes=4096):
+    """Write into ``sink`` (at their offsets) the bytes the door reads to tell a file's kind (the first
+    ``head_bytes``, and the places of an HDF5 signature after a user block); the bytes fetched."""
+    head = fs.cat_file(path, start=0, end=min(size, head_bytes))
     sink.seek(0)
     sink.write(head)
     fetched, offset = len(head), 512
@@ -510,22 +511,24 @@ def _place(where, storage_options):
     return _Place(str(where), fs, path)
 
 
-def _mtime(fs, path):
-    """The modification time of ``path`` on ``fs`` as a POSIX timestamp, or ``None``."""
+def _mtime_ns(fs, path):
+    """The modification time of ``path`` on ``fs`` in nanoseconds since the epoch, as fsspec gives it (a
+    ``datetime``, to its microseconds; a number of seconds; an ISO 8601 text), ``0`` for an object that records
+    none, or ``None`` when it is not there."""
     try:
         info = fs.info(path)
     except (FileNotFoundError, OSError):
         return None
     for key in ("LastModified", "mtime", "last_modified", "updated", "created"):
         value = info.get(key)
-        if isinstance(value, datetime.datetime):
-            return value.timestamp()
-        if isinstance(value, (int, float)):
-            return float(value)
         if isinstance(value, str):
             with contextlib.suppress(ValueError):
-                return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    return 0.0 if info else None
+                value = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if isinstance(value, datetime.datetime):
+            return round(value.timestamp() * 1_000_000) * 1000
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return round(value * 1_000_000_000)
+    return 0 if info else None
 
 
 def unwrap(source, output, *, repair, storage_options=None, progress=None, overwrite=False, jobs=None, **options):
@@ -644,15 +647,37 @@ def _store(local, out):
             out.fs.put_file(str(local), out.path)
 
 
+#: Bytes of each remote file read for the listing: the 4,096 characters a JSON model config is recognised by, in
+#: UTF-8 at most 4 bytes each (:func:`mgpu_io.format.batch.model_files`).
+_LISTING_HEAD = 16 << 10
+
+
 def _listing(src):
-    """``(relative name, full path)`` of the files under the prefix, sorted."""
+    """``(relative name, full path)`` of the files under the prefix that may hold a legacy Keras model, chosen by
+    their content as a local folder's are (:func:`mgpu_io.format.batch.model_files`: HDF5, also after a user block,
+    or JSON that looks like a model config), whatever their names; sorted. A remote prefix's files are asked of
+    sparse local stand-ins of the same names and sizes that hold the bytes that rule reads (:func:`_write_head`), so
+    that a local folder and a bucket holding the same tree yield the same files."""
+    from mgpu_io.format.batch import model_files
+
     if not src.remote:
         base = Path(src.text)
-        return [(p.relative_to(base).as_posix(), str(p)) for p in sorted(base.rglob("*")) if p.is_file()]
+        return [(p.relative_to(base).as_posix(), str(p)) for p in model_files(base)]
     with access(src.text, "listing the input"):
-        found = src.fs.find(src.path.rstrip("/"))
+        found = src.fs.find(src.path.rstrip("/"), detail=True)
     base = src.path.rstrip("/") + "/"
-    return sorted((p[len(base) :], p) for p in found if p.startswith(base))
+    names = {p[len(base) :]: p for p, info in found.items() if p.startswith(base) and info.get("type") != "directory"}
+    with tempfile.TemporaryDirectory(prefix="mgpu-io-remote-") as folder:
+        for name, path in names.items():
+            local = Path(folder, *PurePosixPath(name).parts)
+            local.parent.mkdir(parents=True, exist_ok=True)
+            with access(_join(src.text, name), "reading the input's first bytes"), open(local, "wb") as sink:
+                size = found[path].get("size") or 0
+                sink.truncate(size)
+                if size:
+                    _write_head(src.fs, path, size, sink, _LISTING_HEAD)
+        chosen = [p.relative_to(folder).as_posix() for p in model_files(folder)]
+    return [(name, names[name]) for name in chosen]
 
 
 def _output_name(relative, format):
@@ -667,18 +692,13 @@ def _unwrap_prefix(
     src, out, repair, *, progress=None, overwrite=False, format=None, allow_plain=False, jobs=None, **options
 ):
     from mgpu_io.format.batch import DONE, DONE_REASON, FAILED, STOPPED, BatchReport, FileResult
-    from mgpu_io.format.door import HDF5_SUFFIXES, JSON_SUFFIX
 
-    files = [
-        (name, path)
-        for name, path in _listing(src)
-        if PurePosixPath(name).suffix.lower() in (*HDF5_SUFFIXES, JSON_SUFFIX)
-    ]
+    files = _listing(src)
     if not files:
         raise NotAModelFile(
             problem="The prefix holds no Keras file",
             parameter="filepath",
-            expected=".h5, .hdf5 or .json files under it",
+            expected="legacy Keras HDF5 files or JSON model configs under it",
             received=_safe(src.text),
             fix="Check the prefix",
         )
@@ -798,66 +818,96 @@ def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrit
 
 def _repair(name, local_in, local_out, shown, how):
     """Repair one local copy of a prefix's file: ``(FileResult, whether an output was written)``. ``how``: ``(repair,
-    format, allow_plain, options)``, the call's."""
+    format, allow_plain, options)``, the call's. Without ``format``, the output keeps the input's name, as a local
+    folder's does, whatever that name says: a model saved as ``config_model_weights`` is written under a name of its
+    kind (:func:`_named_by_kind`) and then renamed."""
     from mgpu_io.errors import NotAWrapper
     from mgpu_io.format.batch import CLEAN, FAILED, PLAIN_REASON, REPAIRED, SKIPPED, FileResult
 
     repair, format, allow_plain, options = how
     local_out.parent.mkdir(parents=True, exist_ok=True)
+    written = local_out if format is not None else _named_by_kind(local_in, local_out)
     status = REPAIRED
     try:
         try:
-            report = repair(local_in, local_out, overwrite=True, format=format, **options)
+            report = repair(local_in, written, overwrite=True, format=format, **options)
         except NotAWrapper:
             if not allow_plain:
                 return FileResult(name, SKIPPED, reason=PLAIN_REASON), False
-            report = repair(local_in, local_out, overwrite=True, format=format, allow_plain=True, **options)
+            report = repair(local_in, written, overwrite=True, format=format, allow_plain=True, **options)
             status = CLEAN
     except RemoteAccessError:
         raise
     except MgpuIOError as error:
         return FileResult(name, FAILED, reason=error.text()), False
+    finally:
+        if written != local_out and os.path.lexists(written):
+            os.replace(written, local_out)  # the same folder: whole, as the repair wrote it
     return FileResult(name, status, output=shown, depth=report.depth), True
+
+
+def _named_by_kind(local_in, local_out):
+    """``local_out``, or a hidden name beside it whose extension says the input's kind (``.json`` for a JSON config,
+    else ``.h5``) where its own name does not say it."""
+    from mgpu_io.format.door import HDF5_SUFFIXES, JSON_CONFIG, JSON_SUFFIX, sniff
+
+    suffix = JSON_SUFFIX if sniff(local_in) == JSON_CONFIG else ".h5"
+    if local_out.suffix.lower() in ((JSON_SUFFIX,) if suffix == JSON_SUFFIX else HDF5_SUFFIXES):
+        return local_out
+    return local_out.with_name(f".{local_out.name}.mgpu-io{suffix}")
 
 
 def _join(base, name):
     return base.rstrip("/") + "/" + name
 
 
-def completed(source, output, *, storage_options=None):
-    """Whether ``output`` (a URL or a local path) is what an earlier run completed from ``source``: it exists (an
-    upload is whole or absent) and is no older than ``source``. The resumption rule of a prefix, for recipes that
-    map :func:`mgpu_io.unwrap` over a listing themselves (docs/scale.md).
+def done_before(source, output, *, storage_options=None):
+    """Whether ``output`` (a URL or a local path) is what an earlier run completed from ``source`` (each a URL or a
+    local path): the status ``done before`` of a folder's and a prefix's report, by the one rule of every folder run
+    (:func:`mgpu_io.format.batch.completed`: it exists, an upload being whole or absent, and its modification time
+    is no older than the source's, in nanoseconds where the filesystem gives them). For recipes that map
+    :func:`mgpu_io.unwrap` over a :func:`listing` themselves (docs/scale.md).
 
     Example:
-        >>> completed("fixtures/files/k224_siamese_x2_full.h5", "memory://nothing/here.h5")
+        >>> done_before("fixtures/files/k224_siamese_x2_full.h5", "memory://nothing/here.h5")
         False
     """
     src, out = _place(source, storage_options), _place(output, storage_options)
     return _done(src, src.path if src.remote else src.text, out, out.path if out.remote else out.text)
 
 
-def listing(prefix, *, suffixes=(".h5", ".hdf5"), storage_options=None):
-    """The names of the files under ``prefix`` (a URL or a local folder) whose names end in ``suffixes``, relative
-    to it and sorted: what a recipe maps over.
+def listing(prefix, *, storage_options=None):
+    """The names of the files under ``prefix`` (a URL or a local folder) that may hold a legacy Keras model, chosen
+    by their content as a folder's repair chooses them (HDF5, or JSON that looks like a model config; whatever
+    their names), relative to it and sorted: what a recipe maps over.
 
     Example:
         >>> listing("fixtures/files")[:2]
         ['k122_kuza55_conv_x2_full.h5', 'k122_kuza55_conv_x2_weights.h5']
     """
-    found = _listing(_place(prefix, storage_options))
-    return [name for name, _ in found if PurePosixPath(name).suffix.lower() in suffixes]
+    return [name for name, _ in _listing(_place(prefix, storage_options))]
+
+
+def _stamp(place, path):
+    """The modification time of ``path`` in nanoseconds: ``os.stat``'s ``st_mtime_ns`` for a local path, what fsspec
+    gives for a remote one (:func:`_mtime_ns`); ``None`` when it is not there."""
+    if place.remote:
+        return _mtime_ns(place.fs, path)
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _done(src, path, out, out_path):
-    if out.remote:
-        written = _mtime(out.fs, out_path)
-    else:
-        written = os.stat(out_path).st_mtime if os.path.exists(out_path) else None
-    if written is None:
-        return False
-    read = _mtime(src.fs, path) if src.remote else os.stat(path).st_mtime
-    return read is None or written >= read
+    """:func:`mgpu_io.format.batch.completed`, the one rule, for a source and an output each local or remote: that
+    function itself where both are local, its comparison of the two stamps (:func:`_stamp`) where either is not."""
+    if not src.remote and not out.remote:
+        from mgpu_io.format.batch import completed
+
+        return completed(path, out_path)
+    written, read = _stamp(out, out_path), _stamp(src, path)
+    return written is not None and read is not None and written >= read
 
 
 def _one_of_prefix(src, path, out, out_path, names, how):

@@ -28,10 +28,10 @@ SOURCES = ["k224_functional_bn_x2_full.h5", "k216_kuza55_x2_full.h5", "k224_sequ
 
 def repair(name, source, output, format):
     import mgpu_io
-    from mgpu_io.remote import completed
+    from mgpu_io.remote import done_before
 
     target = output + (name.rsplit(".", 1)[0] + {"onnx": ".onnx"}[format] if format else name)
-    if completed(source + name, target):
+    if done_before(source + name, target):
         return "done before"
     try:
         mgpu_io.unwrap(source + name, target, overwrite=True)

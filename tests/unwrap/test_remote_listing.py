@@ -1,0 +1,92 @@
+"""One folder, two storages: a local folder and a bucket holding the same tree yield the same files (chosen by
+content, whatever their names) and the same `done before` rule. The bucket is fsspec's `memory://`, in this process."""
+
+import json
+import os
+import shutil
+import time
+import uuid
+
+import h5py
+import numpy as np
+import pytest
+from helpers import FIXTURES
+
+import mgpu_io
+from mgpu_io import remote
+from mgpu_io.format.batch import DONE, REPAIRED, completed, model_files
+
+fsspec = pytest.importorskip("fsspec")
+
+
+def _tree(folder):
+    """A run folder as users keep them: models with and without a suffix, and files that only look like models."""
+    (folder / "epochs").mkdir(parents=True)
+    shutil.copy(FIXTURES / "k224_siamese_x2_full.h5", folder / "epochs" / "siamese.h5")
+    shutil.copy(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "config_model_weights")  # HDF5, no suffix
+    with h5py.File(folder / "with_user_block.hdf5", "w", userblock_size=512) as handle:  # signature at 512
+        handle.create_dataset("x", data=np.zeros(3))
+    (folder / "notes.h5").write_text("not HDF5: the suffix lies\n")
+    (folder / "history.json").write_text(json.dumps({"loss": [1.0, 0.5]}))  # JSON, no model config
+    (folder / "model.txt").write_text(json.dumps({"class_name": "Sequential", "config": {"layers": []}}))
+    (folder / "double.json").write_text(json.dumps(json.dumps({"class_name": "Model", "config": {}})))
+    (folder / "README").write_text("epoch checkpoints\n")
+    return folder
+
+
+def _upload(folder):
+    prefix = f"memory://listing-{uuid.uuid4().hex}/run/"
+    fs = fsspec.filesystem("memory")
+    for path in folder.rglob("*"):
+        if path.is_file():
+            fs.pipe(prefix[len("memory:/") :] + path.relative_to(folder).as_posix(), path.read_bytes())
+    return prefix
+
+
+def test_a_local_folder_and_the_same_tree_in_a_bucket_list_the_same_files(tmp_path):
+    folder = _tree(tmp_path / "run")
+    local = [path.relative_to(folder).as_posix() for path in model_files(folder)]
+    assert local == [
+        "config_model_weights", "double.json", "epochs/siamese.h5", "model.txt", "with_user_block.hdf5",
+    ]
+    assert remote.listing(folder) == local
+    assert remote.listing(_upload(folder)) == local  # by content there too: not notes.h5, but config_model_weights
+
+
+def test_done_before_is_the_folders_rule_for_every_pair_of_storages(tmp_path):
+    source, output = tmp_path / "a.h5", tmp_path / "b.h5"
+    source.write_bytes(b"x")
+    assert remote.done_before(source, output) is completed(source, output) is False
+    output.write_bytes(b"y")
+    os.utime(source, ns=(10**18, 10**18 + 1))  # one nanosecond newer than the output: not done
+    os.utime(output, ns=(10**18, 10**18))
+    assert remote.done_before(source, output) is completed(source, output) is False
+    os.utime(output, ns=(10**18, 10**18 + 1))
+    assert remote.done_before(source, output) is completed(source, output) is True
+
+    bucket = f"memory://done-{uuid.uuid4().hex}/"
+    assert not remote.done_before(source, bucket + "b.h5")
+    time.sleep(0.01)
+    fsspec.filesystem("memory").pipe(bucket[len("memory:/") :] + "b.h5", b"y")  # written after the source
+    assert remote.done_before(source, bucket + "b.h5")
+    assert not remote.done_before(bucket + "b.h5", source)  # the local file is older than the object
+    assert not remote.done_before(bucket + "missing.h5", source)  # no source: nothing was completed from it
+
+
+def test_a_bucket_prefix_repairs_what_the_same_local_folder_repairs_and_resumes(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "k224_siamese_x2_full.h5", folder / "config_model_weights")  # HDF5, no suffix
+    shutil.copy(FIXTURES / "k224_siamese_x2_config.json", folder / "model.txt")  # a JSON config, another suffix
+    (folder / "notes.h5").write_text("not HDF5\n")
+    here = mgpu_io.unwrap(folder, tmp_path / "local")
+    prefix = _upload(folder)
+    there = mgpu_io.unwrap(prefix, tmp_path / "out")
+    assert [(f.path, f.status) for f in there.files] == [(f.path, f.status) for f in here.files] == [
+        ("config_model_weights", REPAIRED), ("model.txt", REPAIRED)]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["config_model_weights", "model.txt"]
+    assert mgpu_io.inspect(tmp_path / "out" / "config_model_weights").depth == 0
+    assert json.loads((tmp_path / "out" / "model.txt").read_text()) == json.loads(
+        (tmp_path / "local" / "model.txt").read_text())
+    again = mgpu_io.unwrap(prefix, tmp_path / "out")
+    assert [(f.path, f.status) for f in again.files] == [("config_model_weights", DONE), ("model.txt", DONE)]
