@@ -17,7 +17,7 @@ def legacy_weights(layer):
     return list(layer.trainable_weights) + list(layer.non_trainable_weights)
 
 
-def is_model(layer):
+def is_keras_model(layer):
     return hasattr(layer, "layers") and hasattr(layer, "save")
 
 
@@ -30,7 +30,7 @@ def wrapper_template(model):
         AmbiguousTemplate: several nested models hold weights, so which one is the template is not clear.
     """
     layers = list(model.layers)
-    nested = [layer for layer in layers if is_model(layer) and legacy_weights(layer)]
+    nested = [layer for layer in layers if is_keras_model(layer) and legacy_weights(layer)]
     slices = [layer for layer in layers if type(layer).__name__ == "Lambda"]
     merges = [layer for layer in layers if type(layer).__name__ in _MERGES]
     weighted = [layer for layer in layers if legacy_weights(layer)]
@@ -74,7 +74,7 @@ def all_layers(model):
     while stack:
         layer = stack.pop()
         yield layer
-        if is_model(layer):
+        if is_keras_model(layer):
             stack.extend(reversed(list(layer.layers)))
 
 
@@ -84,7 +84,7 @@ def non_finite_weights(model):
 
     broken, seen = [], set()
     for layer in all_layers(model):
-        if is_model(layer):
+        if is_keras_model(layer):
             continue
         for variable in legacy_weights(layer):
             if id(variable) in seen:

@@ -242,10 +242,10 @@ def _layout_config(template, keras1):
 
         return branches_unfolded(template)
     from mgpu_io.errors import UnsupportedModel
-    from mgpu_io.format.conversions.keras1 import convert_config
+    from mgpu_io.format.conversions.keras1 import convert_keras1_config
 
     try:
-        return convert_config(template)
+        return convert_keras1_config(template)
     except UnsupportedModel:
         return template
 

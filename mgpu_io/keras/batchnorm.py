@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mgpu_io.anykeras.wrapper import is_model
+from mgpu_io.anykeras.wrapper import is_keras_model
 from mgpu_io.format.text import names, plural, printable
 from mgpu_io.keras._compat import import_keras
 
@@ -81,7 +81,7 @@ def _needs(layer, keras, only_non_finite):
         return not only_non_finite or not all(
             np.isfinite(np.asarray(v)).all() for v in (layer.moving_mean, layer.moving_variance)
         )
-    if is_model(layer):
+    if is_keras_model(layer):
         return any(_needs(inner, keras, only_non_finite) for inner in layer.layers)
     return False
 
@@ -96,7 +96,7 @@ def _recalibrate(keras, model, data, batch_size, only_non_finite, report, prefix
         except (ValueError, AttributeError) as error:  # a layer called more than once has no single input
             report.skipped.append(f"{prefix}{layer.name} ({error})")
             continue
-        if is_model(layer):
+        if is_keras_model(layer):
             outputs = [probe.predict_on_batch(batch) for batch in _batches(data, batch_size, len(model.inputs))]
             if isinstance(outputs[0], (list, tuple)):  # a nested model with several inputs
                 inner = [np.concatenate([np.asarray(o[k]) for o in outputs]) for k in range(len(outputs[0]))]

@@ -106,7 +106,14 @@ def _verify_artifact(a, b, tolerance, batch, seed, lambdas, safe_mode, custom_ob
     """A model file ``a`` against a deployable artifact ``b`` (``.onnx``, ``.tflite``, an exported SavedModel folder):
     predictions only, the artifact run by its own runtime (it holds no Keras weights to compare)."""
     from mgpu_io.errors import InvalidArgument
-    from mgpu_io.keras.exports import artifact_format, difference, input_names, predict, run_artifact, sample_inputs
+    from mgpu_io.keras.exports import (
+        artifact_format,
+        difference,
+        model_input_names,
+        predict,
+        run_artifact,
+        sample_inputs,
+    )
 
     if artifact_format(a) is not None:
         raise InvalidArgument(
@@ -120,7 +127,7 @@ def _verify_artifact(a, b, tolerance, batch, seed, lambdas, safe_mode, custom_ob
     report = VerifyReport(a=str(a), b=str(b), tolerance=tolerance)
     inputs = sample_inputs(model, batch=batch, seed=seed)
     try:
-        got = run_artifact(b, inputs, input_names(model))
+        got = run_artifact(b, inputs, model_input_names(model))
     except Exception as error:  # each runtime raises its own kinds: its first line is the problem
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         report.problems.append(f"{artifact_format(b)} runtime cannot run {b}: {first[:300]}")

@@ -43,7 +43,7 @@ def find_python(version):
     return found
 
 
-def check(items, python, *, timeout=None):
+def compare_recompiled(items, python, *, timeout=None):
     """Compare each of ``items`` (``{"code": bytes, "source": str, "freevars": [...]}``) recompiled on ``python``.
 
     Returns one dict per item: ``{"same": True}``, ``{"same": False, "difference": "..."}`` or ``{"error": "..."}``.
@@ -135,7 +135,7 @@ def check_recovered(path, lambdas):
             by_python.setdefault(found, []).append((id(recovered), item))
     results = {}
     for (version, python), items in by_python.items():
-        for (key, _), answer in zip(items, check([item for _, item in items], python)):
+        for (key, _), answer in zip(items, compare_recompiled([item for _, item in items], python)):
             results.setdefault(key, []).append(dict(answer, python=version))
     for recovered, _ in todo:
         answers = results.get(id(recovered), [])

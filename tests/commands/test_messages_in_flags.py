@@ -59,9 +59,9 @@ def test_an_f_string_is_plain_words_and_the_command_line_reads_none_of_them():
 
 
 def test_a_keras1_refusal_names_keep_config_in_each_readers_terms():
-    from mgpu_io.format.conversions._keras1_layers import refusal
+    from mgpu_io.format.conversions._keras1_layers import keras1_refusal
 
-    error = refusal("h", "Highway", "cannot be converted: gone", "a Keras 1 layer that Keras 3 has", "class_name='Highway'")
+    error = keras1_refusal("h", "Highway", "cannot be converted: gone", "a Keras 1 layer that Keras 3 has", "class_name='Highway'")
     head = ("The Keras 1 layer 'h' (Highway) cannot be converted: gone. Expected a Keras 1 layer that Keras 3 has. "
             "Received: class_name='Highway'. ")
     assert both(error) == (head + KERAS1_FIX.format("keep_config=True"), head + KERAS1_FIX.format("--keep-config"))

@@ -23,7 +23,7 @@ pytest.importorskip("tf2onnx")
 if keras.backend.backend() != "tensorflow":
     pytest.skip("the deployable formats are measured here on the TensorFlow backend", allow_module_level=True)
 
-from mgpu_io.keras.exports import input_names, run_artifact  # noqa: E402
+from mgpu_io.keras.exports import model_input_names, run_artifact  # noqa: E402
 
 TFOPS = FIXTURES.parent / "tfops"
 OUTPUTS = {"onnx": "model.onnx", "litert": "model.tflite", "saved_model": "serving"}
@@ -82,7 +82,7 @@ def test_the_artifact_run_by_its_own_runtime_predicts_what_the_old_writer_predic
     assert report.written and report.export["format"] == name and report.export["inputs"] == "given"
     assert report.export["difference"] <= report.export["bound"]
     model = mgpu_io.load_model(folder / file, compile=False)
-    got, ys = run_on_fixture(out, fixture, input_names(model), folder)
+    got, ys = run_on_fixture(out, fixture, model_input_names(model), folder)
     assert_predictions_match(got, ys)
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # nothing left beside it
 
@@ -93,7 +93,7 @@ def test_converted_cudnn_layers_and_keras2s_exact_hard_sigmoid_export(tmp_path, 
     fixture = entry("k224_cudnn_x2_full.h5")
     out, report = write(FIXTURES / fixture["file"], tmp_path, name)
     model = mgpu_io.load_model(FIXTURES / fixture["file"], compile=False)
-    got, ys = run_on_fixture(out, fixture, input_names(model))
+    got, ys = run_on_fixture(out, fixture, model_input_names(model))
     assert_predictions_match(got, ys)
 
 
@@ -108,7 +108,7 @@ def test_keras2s_hard_sigmoid_function_layer_exports(tmp_path, name):
     ys = [data[f"Activation/y{i}"] for i in range(sum(k.startswith("Activation/y") for k in data.files))]
     out, _ = write(source, tmp_path, name, allow_plain=True, inputs=xs)
     model = mgpu_io.load_model(source, compile=False)
-    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+    assert_predictions_match(run_artifact(out, xs, model_input_names(model)), ys)
 
 
 @pytest.mark.parametrize("name", ["onnx", "litert", "saved_model"])
@@ -117,7 +117,7 @@ def test_a_lambda_written_by_reference_exports_with_the_users_function(tmp_path,
     double = lambda t: t * 2.0  # noqa: E731 - the user's own function, as the old code defined it
     out, _ = write(FIXTURES / fixture["file"], tmp_path, name, lambdas={"double": double})
     model = mgpu_io.load_model(FIXTURES / fixture["file"], compile=False, lambdas={"double": double})
-    got, ys = run_on_fixture(out, fixture, input_names(model))
+    got, ys = run_on_fixture(out, fixture, model_input_names(model))
     assert_predictions_match(got, ys)
 
 
@@ -271,7 +271,7 @@ def test_a_folder_exports_with_workers_and_each_artifact_predicts_like_the_old_k
     for name in ("k224_multi_io_x4", "k224_functional_bn_x2"):
         fixture = entry(f"{name}_full.h5")
         got, ys = run_on_fixture(tmp_path / "out" / f"{name}_full.onnx", fixture,
-                                 input_names(mgpu_io.load_model(FIXTURES / fixture["file"], compile=False)))
+                                 model_input_names(mgpu_io.load_model(FIXTURES / fixture["file"], compile=False)))
         assert_predictions_match(got, ys)
 
 
@@ -358,7 +358,7 @@ def test_an_empty_crop_that_onnx_runtime_cannot_run_is_refused_naming_mgpu_ios_c
     for name in ("litert", "saved_model"):
         out, report = write(habits / "tf115_empty_crop.h5", tmp_path, name, allow_plain=True)
         assert report.export["difference"] <= report.export["bound"]
-        got, ys = run_on_fixture(out, fixture, input_names(mgpu_io.load_model(habits / "tf115_empty_crop.h5")), habits)
+        got, ys = run_on_fixture(out, fixture, model_input_names(mgpu_io.load_model(habits / "tf115_empty_crop.h5")), habits)
         assert_predictions_match(got, ys)
 
 
@@ -374,7 +374,7 @@ def test_a_stateful_lstm_exports_from_the_states_keras_starts_from(tmp_path, nam
     out, report = write(sweep / "LSTM.h5", tmp_path, name, inputs=xs, allow_plain=True)
     assert report.export["difference"] <= report.export["bound"]
     model = mgpu_io.load_model(sweep / "LSTM.h5", compile=False)
-    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+    assert_predictions_match(run_artifact(out, xs, model_input_names(model)), ys)
 
 
 def _sweep_case_exports_like_its_writer(tmp_path, writer, case, name):
@@ -387,7 +387,7 @@ def _sweep_case_exports_like_its_writer(tmp_path, writer, case, name):
     out, report = write(sweep / f"{case}.h5", tmp_path, name, inputs=xs, allow_plain=True)
     assert report.export["difference"] <= report.export["bound"]
     model = mgpu_io.load_model(sweep / f"{case}.h5", compile=False)
-    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+    assert_predictions_match(run_artifact(out, xs, model_input_names(model)), ys)
 
 
 @pytest.mark.parametrize("name", ["onnx", "saved_model"])
@@ -418,4 +418,4 @@ def test_a_normalization_given_its_mean_and_variance_exports_to_onnx(tmp_path):
     out, report = write(sweep / f"{case}.h5", tmp_path, "onnx", inputs=xs, allow_plain=True)
     assert report.export["difference"] <= report.export["bound"]
     model = mgpu_io.load_model(sweep / f"{case}.h5", compile=False)
-    assert_predictions_match(run_artifact(out, xs, input_names(model)), ys)
+    assert_predictions_match(run_artifact(out, xs, model_input_names(model)), ys)

@@ -59,7 +59,7 @@ def _marshalled(python, sources):
 def _prove(python, payloads, answers):
     items = [{"code": data, "source": recover.function_source(answer), "freevars": answer.get("freevars")}
              for data, answer in zip(payloads, answers)]  # fmt: skip
-    return proof.check(items, python)
+    return proof.compare_recompiled(items, python)
 
 
 #: A function with no jump (the padding shifts no target): the bytes the tests below damage.
@@ -95,7 +95,7 @@ def test_a_body_padded_with_extended_args_is_refused_and_not_proven(version):
     [answer] = recover.decompile([padded])
     assert "body" not in answer
     assert f"{version}: EXTENDED_ARG at offset " in answer["error"], answer["error"]
-    [check] = proof.check([{"code": padded, "source": "lambda x: x * 2.0", "freevars": []}], python)
+    [check] = proof.compare_recompiled([{"code": padded, "source": "lambda x: x * 2.0", "freevars": []}], python)
     assert check["same"] is False
     assert check["difference"].startswith("the function: its bytecode is not the recompiled bytes ("), check
     assert "EXTENDED_ARG 0 stored" in check["difference"] or "EXTENDED_ARG stored" in check["difference"]
@@ -116,7 +116,7 @@ def test_an_instrumented_opcode_is_refused_and_not_proven_never_unmarshalled(ver
     crafted = bytes(crafted)
     [answer] = recover.decompile([crafted])
     assert f"{version}: opcode {opname} at offset {at}, which marshal never stores," in answer["error"], answer
-    [check] = proof.check([{"code": crafted, "source": "lambda x: x * 2.0", "freevars": []}], python)
+    [check] = proof.compare_recompiled([{"code": crafted, "source": "lambda x: x * 2.0", "freevars": []}], python)
     assert check == {"same": False, "difference": f"the function: its bytecode is not the recompiled bytes "
                      f"({len(code)} bytes stored, {len(code)} recompiled; at offset {at}: {opname} 0 stored, "
                      f"RETURN_VALUE 0 recompiled)"}  # fmt: skip
@@ -127,7 +127,7 @@ def test_bytes_after_the_stored_code_or_a_damaged_one_are_not_proven(version):
     python = _python(version)
     [payload], _, _ = _marshalled(python, [PLAIN])
     item = {"source": "lambda x: x * 2.0", "freevars": []}
-    same, longer, short = proof.check([dict(item, code=payload), dict(item, code=payload + b"N"),
+    same, longer, short = proof.compare_recompiled([dict(item, code=payload), dict(item, code=payload + b"N"),
                                        dict(item, code=payload[:-3])], python)  # fmt: skip
     assert same == {"same": True}
     assert longer == {"same": False, "difference": "the stored bytes are not this Python's marshalled code (1 bytes "
@@ -140,7 +140,7 @@ def test_a_nested_functions_bytes_are_compared_too():
     where only they differ, the difference names the comprehension."""
     python = _python("3.10")
     [payload], _, _ = _marshalled(python, ["f = lambda x: [v * 2 for v in x]"])
-    [check] = proof.check([{"code": payload, "source": "lambda x: [v + 2 for v in x]", "freevars": []}], python)
+    [check] = proof.compare_recompiled([{"code": payload, "source": "lambda x: [v + 2 for v in x]", "freevars": []}], python)
     assert check["same"] is False
     assert check["difference"].startswith("the function's <listcomp>: its bytecode is not the recompiled bytes ")
     assert "BINARY_MULTIPLY 0 stored, BINARY_ADD 0 recompiled" in check["difference"], check
@@ -182,5 +182,5 @@ def test_a_call_of_an_imported_modules_attribute_is_proven_in_a_module_that_impo
     answers = recover.decompile(payloads)
     assert [a.get("body") for a in answers] == ["return ops.sum(x) + np.mean(x) + K.max(x)\n"] * 2
     assert _prove(python, payloads, answers) == [{"same": True, "imported": ["ops", "np"]}, {"same": True}]
-    [other] = proof.check([{"code": payloads[0], "source": "lambda x: ops.sum(x) + np.mean(x) + K.min(x)"}], python)
+    [other] = proof.compare_recompiled([{"code": payloads[0], "source": "lambda x: ops.sum(x) + np.mean(x) + K.min(x)"}], python)
     assert other["same"] is False and "difference" in other  # what differs otherwise is still a difference

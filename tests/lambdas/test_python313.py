@@ -107,7 +107,7 @@ def _same_code(a, b):
 def _prove(python, payloads, answers):
     items = [{"code": data, "source": recover.function_source(answer), "freevars": answer.get("freevars")}
              for data, answer in zip(payloads, answers)]  # fmt: skip
-    return proof.check(items, python)
+    return proof.compare_recompiled(items, python)
 
 
 # --- Python 3.13 ----------------------------------------------------------------------------------------------------

@@ -277,12 +277,12 @@ def test_the_merge_function_runs_only_with_the_callers_function():
 def test_keras1_batchnormalization_mode_2_stays_refused():
     """Keras 1's BatchNormalization(mode=2) normalises with each batch's statistics at prediction too: no Keras 3
     layer computes that, so it is refused by name rather than converted."""
-    from mgpu_io.format.conversions.keras1 import convert_config
+    from mgpu_io.format.conversions.keras1 import convert_keras1_config
 
     config = {"class_name": "Sequential", "config": [{"class_name": "BatchNormalization", "config": {
         "name": "bn", "mode": 2, "axis": -1, "epsilon": 1e-3, "momentum": 0.99, "batch_input_shape": [None, 3]}}]}
     with pytest.raises(UnsupportedModel, match=r"uses mode=2, which normalises with the statistics of each batch"):
-        convert_config(config)
+        convert_keras1_config(config)
 
 
 CUSTOM = next(e for e in HABITS_MANIFEST if e["habit"] == "custom-class")

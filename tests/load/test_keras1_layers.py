@@ -11,7 +11,7 @@ import pytest
 from mgpu_io.errors import UnsupportedModel
 from mgpu_io.format.conversions import RULES, Context, weight_conversion
 from mgpu_io.format.conversions import keras1, keras1_weights
-from mgpu_io.format.conversions.keras1 import MERGE_MODES, convert_config
+from mgpu_io.format.conversions.keras1 import MERGE_MODES, convert_keras1_config
 
 KERAS1 = Context(keras1=True)
 
@@ -52,7 +52,7 @@ def steps(cls, config, arrays):
 
 
 def test_convolution1d_gets_keras2_arguments_and_its_kernel_loses_the_dummy_axis():
-    config = convert_config(functional(("c", "Convolution1D", {
+    config = convert_keras1_config(functional(("c", "Convolution1D", {
         "nb_filter": 4, "filter_length": 3, "init": "glorot_uniform", "activation": "relu", "border_mode": "same",
         "subsample_length": 2, "W_regularizer": None, "b_regularizer": None, "activity_regularizer": None,
         "W_constraint": None, "b_constraint": None, "bias": True, "input_dim": None, "input_length": None}, ["x"])))
@@ -72,7 +72,7 @@ def test_convolution1d_gets_keras2_arguments_and_its_kernel_loses_the_dummy_axis
 
 
 def test_atrous_convolutions_become_dilated_ones():
-    config = convert_config(functional(
+    config = convert_keras1_config(functional(
         ("a1", "AtrousConvolution1D", {"nb_filter": 2, "filter_length": 2, "atrous_rate": 2, "border_mode": "valid",
                                        "subsample_length": 1}, ["x"]),
         ("a2", "AtrousConvolution2D", {"nb_filter": 2, "nb_row": 2, "nb_col": 3, "atrous_rate": [2, 2],
@@ -106,7 +106,7 @@ def test_tf_convolution_kernels_are_kept_as_stored():
 
 
 def test_separable_th_kernels_are_both_transposed_and_init_sets_both_initializers():
-    config = convert_config(functional(("s", "SeparableConvolution2D", {
+    config = convert_keras1_config(functional(("s", "SeparableConvolution2D", {
         "nb_filter": 4, "nb_row": 3, "nb_col": 3, "init": "he_normal", "border_mode": "valid", "subsample": [1, 1],
         "depth_multiplier": 1, "dim_ordering": "th", "depthwise_regularizer": None, "pointwise_regularizer": None,
         "b_regularizer": None, "bias": True}, ["x"])))
@@ -137,7 +137,7 @@ def test_deconvolution_kernels_swap_their_channel_axes():
     ([None, 11, 12, 3], "same", [2, 2], [0, 1]),  # 11 rows from 6: output_padding 0 (and 1 for the 12 columns)
 ])
 def test_deconvolution_output_shape_becomes_output_padding(output, border, subsample, padding):
-    config = convert_config(functional(("d", "Deconvolution2D", {
+    config = convert_keras1_config(functional(("d", "Deconvolution2D", {
         "nb_filter": 3, "nb_row": 3, "nb_col": 3, "border_mode": border, "subsample": subsample,
         "dim_ordering": "tf", "output_shape": output}, ["x"])))
     settings = layer(config, "d")["config"]
@@ -146,7 +146,7 @@ def test_deconvolution_output_shape_becomes_output_padding(output, border, subsa
 
 def test_full_border_mode_is_refused_by_name():
     with pytest.raises(UnsupportedModel, match=r"'c' \(Convolution2D\) pads with border_mode='full'"):
-        convert_config(functional(("c", "Convolution2D", {"nb_filter": 1, "nb_row": 1, "nb_col": 1,
+        convert_keras1_config(functional(("c", "Convolution2D", {"nb_filter": 1, "nb_row": 1, "nb_col": 1,
                                                           "border_mode": "full", "dim_ordering": "tf"}, ["x"])))
 
 
@@ -164,7 +164,7 @@ def test_a_missing_dim_ordering_is_the_one_the_other_layers_state():
 
 def test_a_missing_dim_ordering_with_none_stated_is_refused_by_name():
     with pytest.raises(UnsupportedModel) as error:
-        convert_config(functional(("up", "UpSampling2D", {"size": [2, 2]}, ["x"])))
+        convert_keras1_config(functional(("up", "UpSampling2D", {"size": [2, 2]}, ["x"])))
     assert str(error.value) == (
         "The Keras 1 layer 'up' (UpSampling2D) has no dim_ordering in its config: Keras 1.2.2 did not save it for "
         "this class, and the layer used the image_dim_ordering of the keras.json on the machine that built it "
@@ -176,7 +176,7 @@ def test_a_missing_dim_ordering_with_none_stated_is_refused_by_name():
 
 
 def test_spatial_dropout_without_dim_ordering_loads_since_it_only_changes_training():
-    config = convert_config(functional(("d", "SpatialDropout2D", {"p": 0.5}, ["x"])))
+    config = convert_keras1_config(functional(("d", "SpatialDropout2D", {"p": 0.5}, ["x"])))
     assert layer(config, "d")["config"] == {"name": "d", "rate": 0.5}
 
 
@@ -195,25 +195,25 @@ def test_each_merge_mode_becomes_its_keras2_layer(mode):
 
 def test_dot_merges_of_rank_2_or_3_become_dot():
     merge = {"mode": "dot", "mode_type": "raw", "dot_axes": [1, 1]}
-    config = convert_config(functional(("m", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
+    config = convert_keras1_config(functional(("m", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
     assert layer(config, "m")["class_name"] == "Dot"
     assert layer(config, "m")["config"] == {"name": "m", "axes": [1, 1], "normalize": False}
     sequences = functional(("rx", "RepeatVector", {"n": 4}, ["x"]), ("ry", "RepeatVector", {"n": 4}, ["y"]),
                            ("m", "Merge", dict(merge, dot_axes=[2, 2]), ["rx", "ry"]), inputs=("x", "y"))
-    assert layer(convert_config(sequences), "m")["config"]["axes"] == [2, 2]
+    assert layer(convert_keras1_config(sequences), "m")["config"]["axes"] == [2, 2]
 
 
 def test_a_dot_merge_of_inputs_of_unknown_rank_is_refused():
     config = functional(("l", "Lambda", {"function": ["code", None, None], "function_type": "lambda"}, ["x"]),
                         ("m", "Merge", {"mode": "dot", "mode_type": "raw", "dot_axes": [1, 1]}, ["l", "x"]))
     with pytest.raises(UnsupportedModel, match=r"'m' \(Merge\) merges with mode='dot'.*input ranks unknown"):
-        convert_config(config)
+        convert_keras1_config(config)
 
 
 def test_a_cos_merge_is_refused_with_the_reason_and_the_fix():
     merge = {"mode": "cos", "mode_type": "raw", "dot_axes": [1, 1]}
     with pytest.raises(UnsupportedModel) as error:
-        convert_config(functional(("cos", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
+        convert_keras1_config(functional(("cos", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
     assert str(error.value) == (
         "The Keras 1 layer 'cos' (Merge) merges with mode='cos', which divides by max(sqrt(dot(a, a) * dot(b, b)), "
         "1e-7) where Keras 3's Dot(normalize=True) l2-normalises each input first: the results differ. Expected a "
@@ -237,7 +237,7 @@ def test_a_merge_with_a_function_and_an_output_mask_of_its_own_is_refused_by_nam
              "output_mask_type": "lambda"}
     with pytest.raises(UnsupportedModel, match=r"'f' \(Merge\) merges with a Python function and computes its own "
                                                r"output mask.*Received: output_mask_type='lambda'"):
-        convert_config(functional(("f", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
+        convert_keras1_config(functional(("f", "Merge", merge, ["x", "y"]), inputs=("x", "y")))
 
 
 def test_a_sequential_that_merges_sequential_branches_becomes_the_functional_model_keras1_built():
@@ -281,7 +281,7 @@ def test_an_input_recorded_as_a_layer_that_computes_something_is_refused():
     config = functional(("dense", "Dense", {"output_dim": 2}, ["x"]))
     config["config"]["input_layers"] = [["dense", 0, 0]]
     with pytest.raises(UnsupportedModel, match=r"'dense' \(Dense\) is recorded as a model input"):
-        convert_config(config)
+        convert_keras1_config(config)
 
 
 # --- other layers --------------------------------------------------------------------------------------------
@@ -303,7 +303,7 @@ def test_keras1_regularizers_and_constraints_get_keras2_configs():
 def test_an_unknown_keras1_regularizer_is_refused_by_name():
     with pytest.raises(UnsupportedModel, match=r"'d' \(Dense\) has a kernel_regularizer that Keras 3 does not "
                                                r"have.*EigenvalueRegularizer"):
-        convert_config(functional(("d", "Dense", {"output_dim": 4, "W_regularizer": {
+        convert_keras1_config(functional(("d", "Dense", {"output_dim": 4, "W_regularizer": {
             "name": "EigenvalueRegularizer", "k": 0.1}}, ["x"])))
 
 
@@ -311,7 +311,7 @@ def test_an_unknown_keras1_regularizer_is_refused_by_name():
                                  "LocallyConnected2D"])
 def test_layers_without_a_keras3_equivalent_are_refused_by_name(cls):
     with pytest.raises(UnsupportedModel) as error:
-        convert_config(functional(("h", cls, {}, ["x"])))
+        convert_keras1_config(functional(("h", cls, {}, ["x"])))
     message = str(error.value)
     assert message.startswith(f"The Keras 1 layer 'h' ({cls}) cannot be converted: Keras 3 has no {cls} layer")
     assert f"Received: class_name='{cls}'" in message and "mgpu_io.transfer_weights" in message
@@ -319,7 +319,7 @@ def test_layers_without_a_keras3_equivalent_are_refused_by_name(cls):
 
 def test_highways_refusal_reads_as_the_keras_idiom():
     with pytest.raises(UnsupportedModel) as error:
-        convert_config(functional(("highway_1", "Highway", {"activation": "tanh"}, ["x"])))
+        convert_keras1_config(functional(("highway_1", "Highway", {"activation": "tanh"}, ["x"])))
     assert str(error.value) == (
         "The Keras 1 layer 'highway_1' (Highway) cannot be converted: Keras 3 has no Highway layer (Keras 2.2 "
         "removed it). Expected a Keras 1 layer that Keras 3 has. Received: class_name='Highway'. Rebuild that "
@@ -331,11 +331,11 @@ def test_highways_refusal_reads_as_the_keras_idiom():
 def test_batchnormalization_modes_1_and_2_are_refused(mode):
     with pytest.raises(UnsupportedModel, match=rf"'bn' \(BatchNormalization\) uses mode={mode}.*Received: "
                                                rf"mode={mode}"):
-        convert_config(functional(("bn", "BatchNormalization", {"mode": mode, "axis": -1}, ["x"])))
+        convert_keras1_config(functional(("bn", "BatchNormalization", {"mode": mode, "axis": -1}, ["x"])))
 
 
 def test_embedding_recurrent_and_activation_layers_get_keras2_arguments():
-    config = convert_config(functional(
+    config = convert_keras1_config(functional(
         ("e", "Embedding", {"input_dim": 10, "output_dim": 3, "init": "uniform", "input_length": 5,
                             "mask_zero": True, "W_regularizer": None, "W_constraint": None, "dropout": 0.0,
                             "batch_input_shape": [None, 5], "input_dtype": "int32"}, ["x"]),
@@ -361,7 +361,7 @@ def test_embedding_recurrent_and_activation_layers_get_keras2_arguments():
 
 
 def test_time_distributed_dense_is_dense_and_wrapped_layers_are_converted_too():
-    config = convert_config(functional(
+    config = convert_keras1_config(functional(
         ("tdd", "TimeDistributedDense", {"output_dim": 4, "bias": False, "input_dim": None, "input_length": None},
          ["x"]),
         ("td", "TimeDistributed", {"layer": {"class_name": "Convolution2D", "config": {
@@ -394,7 +394,7 @@ def test_a_bidirectionals_two_copies_keep_distinct_weight_names():
 
 
 def test_convlstm2d_gates_merge_in_keras2_order_and_th_kernels_are_transposed():
-    config = convert_config(functional(("c", "ConvLSTM2D", {
+    config = convert_keras1_config(functional(("c", "ConvLSTM2D", {
         "nb_filter": 3, "nb_row": 3, "nb_col": 3, "init": "glorot_uniform", "inner_init": "orthogonal",
         "forget_bias_init": "one", "activation": "tanh", "inner_activation": "sigmoid", "dim_ordering": "th",
         "border_mode": "same", "return_sequences": False, "go_backwards": False, "stateful": False}, ["x"])))
@@ -414,7 +414,7 @@ def test_convlstm2d_gates_merge_in_keras2_order_and_th_kernels_are_transposed():
 
 
 def test_prelu_gets_the_shared_axes_its_alphas_have():
-    settings = convert_config(functional(("p", "PReLU", {"init": "zero"}, ["x"])))["config"]["layers"][1]
+    settings = convert_keras1_config(functional(("p", "PReLU", {"init": "zero"}, ["x"])))["config"]["layers"][1]
     assert settings["config"] == {"name": "p", "alpha_initializer": "zero"}
     conversion = weight_conversion(settings, [(1, 1, 2)], KERAS1)
     assert conversion.notes == ["keras1-prelu-shared-axes"] and settings["config"]["shared_axes"] == [1, 2]

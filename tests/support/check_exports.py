@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 warnings.simplefilter("ignore")
 
 import mgpu_io  # noqa: E402
-from mgpu_io.keras.exports import input_names, run_artifact  # noqa: E402
+from mgpu_io.keras.exports import model_input_names, run_artifact  # noqa: E402
 
 FILES, TFOPS, LAYERS = ROOT / "fixtures" / "files", ROOT / "fixtures" / "tfops", ROOT / "fixtures" / "layers"
 
@@ -36,7 +36,7 @@ def case(source, name, xs, ys, **options):
         except mgpu_io.MgpuIOError as error:
             return {"status": "refused", "type": type(error).__name__, "message": str(error)}
         model = mgpu_io.load_model(source, compile=False)
-        got = run_artifact(out, xs, input_names(model))
+        got = run_artifact(out, xs, model_input_names(model))
         got = got if isinstance(got, list) else [got]
         return {"status": "exported", "difference": max(float(np.max(np.abs(np.asarray(g) - y)))
                                                          for g, y in zip(got, ys))}

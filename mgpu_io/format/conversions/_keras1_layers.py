@@ -333,12 +333,12 @@ IDENTITY_AT_PREDICTION = (
 )
 
 
-def refusal(name, cls, problem, expected, received, fix=FIX):
+def keras1_refusal(name, cls, problem, expected, received, fix=FIX):
     """The :class:`UnsupportedModel` for one Keras 1 layer, in the Keras idiom, from its fields (``fix`` names
     its parameters as :class:`~mgpu_io.errors.Param`\\ s: the command line says them in flags).
 
     Example:
-        >>> print(refusal("h", "Highway", "is gone", "a layer Keras 3 has", "class_name='Highway'", "Rebuild it"))
+        >>> print(keras1_refusal("h", "Highway", "is gone", "a layer Keras 3 has", "class_name='Highway'", "Rebuild it"))
         The Keras 1 layer 'h' (Highway) is gone. Expected a layer Keras 3 has. Received: class_name='Highway'. ...
     """
     return UnsupportedModel(

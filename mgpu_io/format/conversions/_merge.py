@@ -4,7 +4,7 @@ No family: the conversion those two share.
 """
 
 from mgpu_io.format.config import layer_name, model_layers
-from mgpu_io.format.conversions._keras1_layers import MERGE_KEYS, MERGE_MODES, SAME_RANK, refusal
+from mgpu_io.format.conversions._keras1_layers import MERGE_KEYS, MERGE_MODES, SAME_RANK, keras1_refusal
 
 # --- the Merge layer ------------------------------------------------------------------------------------------------------
 
@@ -22,7 +22,7 @@ def merge_layer(name, config, scope, rule="keras1-merge"):
         scope.changes.append("merge-function-as-lambda")
         return "Lambda"
     if mode_type != "raw":
-        raise refusal(
+        raise keras1_refusal(
             name,
             "Merge",
             f"has an unknown mode_type {mode_type!r}",
@@ -38,7 +38,7 @@ def merge_layer(name, config, scope, rule="keras1-merge"):
             if mode == "cos"
             else "is not a Keras 1 mode"
         )
-        raise refusal(
+        raise keras1_refusal(
             name,
             "Merge",
             f"merges with mode={mode!r}, which {why}",
@@ -75,7 +75,7 @@ def merge_as_lambda(name, config):
 'output_shape_type': 'raw', 'arguments': {}}
     """
     if config.get("output_mask") is not None:
-        raise refusal(
+        raise keras1_refusal(
             name,
             "Merge",
             "merges with a Python function and computes its own output mask, which a Lambda does not store",
@@ -105,7 +105,7 @@ def _dot_axes(name, config, scope):
     axes = config.get("dot_axes", -1)
     ranks = scope.ranks.get(name)
     if not ranks or any(rank not in (2, 3) for rank in ranks) or len(set(ranks)) != 1:
-        raise refusal(
+        raise keras1_refusal(
             name,
             "Merge",
             "merges with mode='dot', which Keras 1 computed with tf.matmul: equal to "
@@ -199,7 +199,7 @@ def merged_sequential_as_functional(model, keras1=True):
             sources = []
             for branch in first["config"]["layers"]:
                 if branch.get("class_name") != "Sequential" or not model_layers(branch):
-                    raise refusal(
+                    raise keras1_refusal(
                         layer_name(first),
                         "Merge",
                         "merges a branch that is not a Sequential model",
@@ -218,7 +218,7 @@ def merged_sequential_as_functional(model, keras1=True):
         else:
             settings = first.get("config") or {}
             if "batch_input_shape" not in settings:
-                raise refusal(
+                raise keras1_refusal(
                     layer_name(first),
                     first.get("class_name"),
                     "starts a branch of a Merge without an input shape",
@@ -245,7 +245,7 @@ def merged_sequential_as_functional(model, keras1=True):
             rest = entries
         for entry in rest:
             if entry.get("class_name") in ("Merge", "Sequential", "Model"):
-                raise refusal(
+                raise keras1_refusal(
                     layer_name(entry),
                     entry.get("class_name"),
                     "follows the start of a merged Sequential branch",

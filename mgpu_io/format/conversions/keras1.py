@@ -36,7 +36,7 @@ from mgpu_io.format.conversions._keras1_layers import (
     MERGE_MODES,
     NO_EQUIVALENT,
     ORDERING_NOT_STORED,
-    refusal,
+    keras1_refusal,
 )
 from mgpu_io.format.conversions._merge import (
     dot_input_ranks,
@@ -46,7 +46,7 @@ from mgpu_io.format.conversions._merge import (
 )
 from mgpu_io.format.conversions.base import Family, Rule
 
-__all__ = ["MERGE_MODES", "convert_config", "is_keras1", "refusal"]
+__all__ = ["MERGE_MODES", "convert_keras1_config", "is_keras1", "keras1_refusal"]
 
 
 def is_keras1(keras_version, config=None):
@@ -76,14 +76,14 @@ def is_keras1(keras_version, config=None):
     return old and not new
 
 
-def convert_config(model_config):
+def convert_keras1_config(model_config):
     """Return a Keras 2 spelling of a Keras 1 model config.
 
     Raises:
         UnsupportedModel: a layer has no exact conversion (named in the message, with the reason and the fix).
 
     Example:
-        >>> config = convert_config({"class_name": "Sequential", "config": [{"class_name": "Dense",
+        >>> config = convert_keras1_config({"class_name": "Sequential", "config": [{"class_name": "Dense",
         ...     "config": {"name": "d", "output_dim": 2, "init": "glorot_uniform", "input_dim": 3}}]})
         >>> config["config"][0]["config"]
         {'name': 'd', 'units': 2, 'kernel_initializer': 'glorot_uniform'}
@@ -102,7 +102,7 @@ def _convert_model(config):
     for model in [config] + [layer for layer in walk_layers(config) if is_model(layer)]:
         if model.get("class_name") == "Sequential" and starts_with_merge(model):
             first = model_layers(model)[0]
-            raise refusal(
+            raise keras1_refusal(
                 layer_name(first),
                 "Merge",
                 "merges the branches of a nested Sequential",
@@ -141,7 +141,7 @@ def _convert_layer(layer, scope):
     name, cls = layer_name(layer), layer["class_name"]
     config = layer["config"]
     if cls in NO_EQUIVALENT:
-        raise refusal(
+        raise keras1_refusal(
             name,
             cls,
             f"cannot be converted: {NO_EQUIVALENT[cls]}",
@@ -211,7 +211,7 @@ def _check_modes(name, cls, config):
             if config["mode"] == 1
             else "normalises with the statistics of each batch, at prediction too: Keras 3 uses its moving averages"
         )
-        raise refusal(
+        raise keras1_refusal(
             name,
             cls,
             f"uses mode={config['mode']}, which {why}",
@@ -219,7 +219,7 @@ def _check_modes(name, cls, config):
             f"mode={config['mode']}",
         )
     if config.get("border_mode") == "full":
-        raise refusal(
+        raise keras1_refusal(
             name,
             cls,
             "pads with border_mode='full' (Theano only), which Keras 3 does not have",
@@ -227,7 +227,7 @@ def _check_modes(name, cls, config):
             "border_mode='full'",
         )
     if cls == "Bidirectional" and config.get("merge_mode") not in ("sum", "mul", "ave", "concat", None):
-        raise refusal(
+        raise keras1_refusal(
             name,
             cls,
             "has an unknown merge_mode",
@@ -249,7 +249,7 @@ def _ordering(name, cls, config, scope):
         saved = (
             "Keras 1.2.2 did not save it for this class" if cls in ORDERING_NOT_STORED else "the writer did not save it"
         )
-        raise refusal(
+        raise keras1_refusal(
             name,
             cls,
             f"has no dim_ordering in its config: {saved}, and the layer used the image_dim_ordering of "
@@ -299,7 +299,7 @@ def _keras2_objects(name, cls, config, scope):
         known = KERAS1_OBJECTS.get(value["name"])
         extra = set(value) - {"name"} - set(known[1] if known else ())
         if known is None or extra:
-            raise refusal(
+            raise keras1_refusal(
                 name,
                 cls,
                 f"has a {key} that Keras 3 does not have",
@@ -349,7 +349,7 @@ def _inputs_through_identity(model):
                 or len(nodes[current[1]]) != 1
                 or len(path) > len(layers)
             ):
-                raise refusal(
+                raise keras1_refusal(
                     current[0],
                     layer.get("class_name"),
                     "is recorded as a model input, which only an InputLayer can be in Keras 3",
@@ -389,7 +389,7 @@ def _deconvolution_output(name, config):
     padding, defaults, paddings = config.get("border_mode", "valid"), [], []
     for out, k, s in zip(spatial, kernel, strides):
         if out is None:
-            raise refusal(
+            raise keras1_refusal(
                 name,
                 "Deconvolution2D",
                 "has an output_shape without its spatial size",
@@ -407,7 +407,7 @@ def _deconvolution_output(name, config):
     if list(spatial) == defaults:
         return
     if not all(0 <= p < s for p, s in zip(paddings, strides)):
-        raise refusal(
+        raise keras1_refusal(
             name,
             "Deconvolution2D",
             "has an output_shape that Keras 3 cannot produce",

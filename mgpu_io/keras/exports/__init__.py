@@ -146,14 +146,14 @@ def bound(expected, tolerance=TOLERANCE):
     return tolerance * scale
 
 
-def input_names(model):
+def model_input_names(model):
     return [getattr(tensor, "name", None) or f"input_{i}" for i, tensor in enumerate(model.inputs)]
 
 
 def as_list(inputs, model):
     """``inputs`` (an array, a list of arrays, or ``{input name: array}``) as a list in the model's input order."""
     if isinstance(inputs, dict):
-        return [np.asarray(inputs[name]) for name in input_names(model)]
+        return [np.asarray(inputs[name]) for name in model_input_names(model)]
     if isinstance(inputs, (list, tuple)):
         return [np.asarray(x) for x in inputs]
     return [np.asarray(inputs)]
@@ -234,7 +234,7 @@ def export(model, output, name, *, inputs=None, tolerance=TOLERANCE, overwrite=F
         except Exception as error:  # the exporter's own refusal: its first line, and our layers in the model
             raise UnsupportedModel(**_refused(name, model, output, "Keras' exporter refused it", error)) from None
         try:
-            got = module.run(temporary, samples, input_names(model))
+            got = module.run(temporary, samples, model_input_names(model))
         except Exception as error:
             raise UnsupportedModel(**_refused(name, model, output, f"{module.RUNTIME} cannot run it", error)) from None
         found, allowed = difference(got, expected), bound(expected, tolerance)
