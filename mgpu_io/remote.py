@@ -21,6 +21,7 @@ Example:
 
 import contextlib
 import datetime
+import functools
 import os
 import re
 import shutil
@@ -889,25 +890,24 @@ def listing(prefix, *, storage_options=None):
 
 
 def _stamp(place, path):
-    """The modification time of ``path`` in nanoseconds: ``os.stat``'s ``st_mtime_ns`` for a local path, what fsspec
-    gives for a remote one (:func:`_mtime_ns`); ``None`` when it is not there."""
+    """The modification time of ``path`` in nanoseconds: ``os.stat``'s ``st_mtime_ns`` for a local path
+    (:func:`mgpu_io.format.batch.local_mtime_ns`), what fsspec gives for a remote one (:func:`_mtime_ns`); ``None``
+    when it is not there."""
     if place.remote:
         return _mtime_ns(place.fs, path)
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
+    from mgpu_io.format.batch import local_mtime_ns
+
+    return local_mtime_ns(path)
 
 
 def _done(src, path, out, out_path):
-    """:func:`mgpu_io.format.batch.completed`, the one rule, for a source and an output each local or remote: that
-    function itself where both are local, its comparison of the two stamps (:func:`_stamp`) where either is not."""
-    if not src.remote and not out.remote:
-        from mgpu_io.format.batch import completed
+    """:func:`mgpu_io.format.batch.completed`, the one rule, for a source and an output each local or remote: each
+    side's modification time read where it lies (:func:`_stamp`)."""
+    from mgpu_io.format.batch import completed
 
-        return completed(path, out_path)
-    written, read = _stamp(out, out_path), _stamp(src, path)
-    return written is not None and read is not None and written >= read
+    return completed(
+        path, out_path, source_mtime=functools.partial(_stamp, src), output_mtime=functools.partial(_stamp, out)
+    )
 
 
 def _one_of_prefix(src, path, out, out_path, names, how):

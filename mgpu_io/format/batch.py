@@ -136,14 +136,33 @@ def _looks_like_model_config(path):
     return '"class_name"' in head and '"config"' in head
 
 
-def completed(source, output):
+def local_mtime_ns(path):
+    """The modification time of the local ``path`` in nanoseconds (``os.stat``'s ``st_mtime_ns``); ``None`` when
+    nothing is there."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def completed(source, output, *, source_mtime=local_mtime_ns, output_mtime=local_mtime_ns):
     """Whether ``output`` is what an earlier run completed from ``source``: it exists (a file, or a SavedModel
     folder; outputs are written whole or not at all, so one that exists is complete) and is newer than ``source``.
-    The one rule of every folder run (:func:`run_tree`)."""
-    try:
-        return os.stat(output).st_mtime_ns >= os.stat(source).st_mtime_ns
-    except OSError:
+    The one rule of every folder run (:func:`run_tree`), whatever the storage: ``source_mtime`` and ``output_mtime``
+    give each side's modification time in nanoseconds, ``None`` where nothing is there (local files by default;
+    :func:`mgpu_io.remote.done_before` passes a bucket's).
+
+    Example:
+        >>> completed("in.h5", "out.h5", source_mtime=lambda path: 10, output_mtime=lambda path: 10)
+        True
+        >>> completed("in.h5", "out.h5", source_mtime=lambda path: 10, output_mtime=lambda path: None)
+        False
+    """
+    written = output_mtime(output)
+    if written is None:
         return False
+    read = source_mtime(source)
+    return read is not None and written >= read
 
 
 @dataclass(frozen=True)
