@@ -828,15 +828,10 @@ def _repair(name, local_in, local_out, shown, how):
     repair, format, allow_plain, options = how
     local_out.parent.mkdir(parents=True, exist_ok=True)
     written = local_out if format is not None else _named_by_kind(local_in, local_out)
-    status = REPAIRED
-    try:
-        try:
-            report = repair(local_in, written, overwrite=True, format=format, **options)
-        except NotAWrapper:
-            if not allow_plain:
-                return FileResult(name, SKIPPED, reason=PLAIN_REASON), False
-            report = repair(local_in, written, overwrite=True, format=format, allow_plain=True, **options)
-            status = CLEAN
+    try:  # opened once: with allow_plain a plain model is repaired as one, without it refused by its one plan
+        report = repair(local_in, written, overwrite=True, format=format, allow_plain=allow_plain, **options)
+    except NotAWrapper:
+        return FileResult(name, SKIPPED, reason=PLAIN_REASON), False
     except RemoteAccessError:
         raise
     except MgpuIOError as error:
@@ -844,7 +839,7 @@ def _repair(name, local_in, local_out, shown, how):
     finally:
         if written != local_out and os.path.lexists(written):
             os.replace(written, local_out)  # the same folder: whole, as the repair wrote it
-    return FileResult(name, status, output=shown, depth=report.depth), True
+    return FileResult(name, REPAIRED if report.was_wrapper else CLEAN, output=shown, depth=report.depth), True
 
 
 def _named_by_kind(local_in, local_out):

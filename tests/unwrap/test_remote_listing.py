@@ -90,3 +90,30 @@ def test_a_bucket_prefix_repairs_what_the_same_local_folder_repairs_and_resumes(
         (tmp_path / "local" / "model.txt").read_text())
     again = mgpu_io.unwrap(prefix, tmp_path / "out")
     assert [(f.path, f.status) for f in again.files] == [("config_model_weights", DONE), ("model.txt", DONE)]
+
+
+@pytest.mark.parametrize("allow_plain", [False, True])
+@pytest.mark.parametrize("jobs", [None, 2])
+def test_a_bucket_prefix_opens_each_file_once(tmp_path, monkeypatch, allow_plain, jobs):
+    """As a folder's repair (`test_a_folder_repair_opens_each_file_once`): a wrapper and a plain model in a bucket,
+    each local copy opened once (in this process, MGPU_IO_PROBE=0, where each open can be counted). The bucket's
+    repair once refused a plain model as no wrapper, then opened it again with allow_plain."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "wrapper.h5")
+    shutil.copy(FIXTURES.parent / "layers" / "k224" / "Dense.h5", folder / "plain.h5")
+    prefix = _upload(folder)
+    real, opens = h5py.File.__init__, []
+
+    def counting(self, path, *args, **kwargs):
+        if isinstance(path, (str, os.PathLike)) and os.path.basename(os.path.dirname(path)) == "in":
+            opens.append(os.path.basename(path))  # a local copy of the bucket's file (remote._fetch's folder)
+        real(self, path, *args, **kwargs)
+
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")
+    monkeypatch.setattr(h5py.File, "__init__", counting)
+    report = mgpu_io.unwrap(prefix, tmp_path / "out", allow_plain=allow_plain, jobs=jobs)
+    assert [(f.path, f.status) for f in report.files] == [
+        ("plain.h5", "already clean" if allow_plain else "skipped"), ("wrapper.h5", REPAIRED)], str(report)
+    assert sorted(opens) == ["plain.h5", "wrapper.h5"]
+    assert (tmp_path / "out" / "plain.h5").exists() == allow_plain
