@@ -513,13 +513,19 @@ def _place(where, storage_options):
 
 
 def _mtime_ns(fs, path):
-    """The modification time of ``path`` on ``fs`` in nanoseconds since the epoch, as fsspec gives it (a
-    ``datetime``, to its microseconds; a number of seconds; an ISO 8601 text), ``0`` for an object that records
-    none, or ``None`` when it is not there."""
+    """The modification time of ``path`` on ``fs`` in nanoseconds since the epoch (:func:`_info_mtime_ns`), or
+    ``None`` when it is not there."""
     try:
         info = fs.info(path)
     except (FileNotFoundError, OSError):
         return None
+    return _info_mtime_ns(info)
+
+
+def _info_mtime_ns(info):
+    """The modification time in an fsspec ``info`` in nanoseconds since the epoch, as fsspec gives it (a
+    ``datetime``, to its microseconds; a number of seconds; an ISO 8601 text), ``0`` for an object that records
+    none."""
     for key in ("LastModified", "mtime", "last_modified", "updated", "created"):
         value = info.get(key)
         if isinstance(value, str):
@@ -540,7 +546,7 @@ def unwrap(source, output, *, repair, storage_options=None, progress=None, overw
     ending in ``/``, or one that names no object): each file under it in turn, into the same place under ``output``,
     with the output's name as the format says (``format=``: ``.onnx``, ``.tflite``, a SavedModel folder; else the
     file's own name). An output newer than its input is ``done before``: a stopped run resumes. With ``jobs``, a
-    prefix's transfers overlap (:func:`_unwrap_pipelined`): ``jobs`` threads check, download and upload files while
+    prefix's transfers overlap (:func:`_transfers`): ``jobs`` threads download and upload files while
     this process repairs one after another.
 
     Args:
@@ -656,14 +662,20 @@ _LISTING_HEAD = 16 << 10
 def _listing(src):
     """``(relative name, full path)`` of the files under the prefix that may hold a legacy Keras model, chosen by
     their content as a local folder's are (:func:`mgpu_io.format.batch.model_files`: HDF5, also after a user block,
-    or JSON that looks like a model config), whatever their names; sorted. A remote prefix's files are asked of
-    sparse local stand-ins of the same names and sizes that hold the bytes that rule reads (:func:`_write_head`), so
-    that a local folder and a bucket holding the same tree yield the same files."""
+    or JSON that looks like a model config), whatever their names; sorted (:func:`_listed`)."""
+    return _listed(src)[0]
+
+
+def _listed(src):
+    """:func:`_listing`'s files, and what the store said of each object it listed (``{path: info}``; empty for a
+    local folder). A remote prefix's files are asked of sparse local stand-ins of the same names and sizes that hold
+    the bytes that rule reads (:func:`_write_head`), so that a local folder and a bucket holding the same tree
+    yield the same files."""
     from mgpu_io.format.batch import model_files
 
     if not src.remote:
         base = Path(src.text)
-        return [(p.relative_to(base).as_posix(), str(p)) for p in model_files(base)]
+        return [(p.relative_to(base).as_posix(), str(p)) for p in model_files(base)], {}
     with access(src.text, "listing the input"):
         found = src.fs.find(src.path.rstrip("/"), detail=True)
     base = src.path.rstrip("/") + "/"
@@ -678,168 +690,191 @@ def _listing(src):
                 if size:
                     _write_head(src.fs, path, size, sink, _LISTING_HEAD)
         chosen = [p.relative_to(folder).as_posix() for p in model_files(folder)]
-    return [(name, names[name]) for name in chosen]
-
-
-def _output_name(relative, format):
-    from mgpu_io.format.door import EXPORT_FORMATS
-
-    if format is None:
-        return relative
-    return str(PurePosixPath(relative).with_suffix(EXPORT_FORMATS[format]))
+    return [(name, names[name]) for name in chosen], found
 
 
 def _unwrap_prefix(
     src, out, repair, *, progress=None, overwrite=False, format=None, allow_plain=False, jobs=None, **options
 ):
-    from mgpu_io.format.batch import DONE, DONE_REASON, FAILED, STOPPED, BatchReport, FileResult
+    """A prefix, file by file, on the one folder engine (:func:`mgpu_io.format.batch.run_tree`): its lister
+    (:func:`_listed`), its modification times for the one ``done before`` rule, and its transfers around each
+    local repair (:func:`_transfers`) make the prefix's :class:`~mgpu_io.format.batch.Storage`."""
+    from mgpu_io.format.batch import Storage, TreeJob, local_mtime_ns, run_tree
+    from mgpu_io.format.door import EXPORT_FORMATS
+    from mgpu_io.format.options import UnwrapOptions
 
-    files = _listing(src)
-    if not files:
-        raise NotAModelFile(
-            problem="The prefix holds no Keras file",
-            parameter="filepath",
-            expected="legacy Keras HDF5 files or JSON model configs under it",
-            received=_safe(src.text),
-            fix="Check the prefix",
-        )
-    report = BatchReport(source=src.text, output=out.text)
-    results = []
+    listed = {}
 
-    def finished(result):
-        results.append(result)
-        if progress is not None:
-            progress(len(results), len(files), result)
+    def files():
+        found, infos = _listed(src)
+        if not found:
+            raise NotAModelFile(
+                problem="The prefix holds no Keras file",
+                parameter="filepath",
+                expected="legacy Keras HDF5 files or JSON model configs under it",
+                received=_safe(src.text),
+                fix="Check the prefix",
+            )
+        listed.update(infos)
+        return [(PurePosixPath(name), path) for name, path in found]
 
-    if jobs is not None:
-        return _unwrap_pipelined(
-            src, out, files, report, finished, results, jobs, overwrite, (repair, format, allow_plain, options)
-        )
+    def source_mtime(path):  # the listing's own answer where it has one: no request per file
+        info = listed.get(str(path))
+        return _info_mtime_ns(info) if info is not None else _stamp(src, path)
+
+    base = out.path.rstrip("/") if out.remote else None
+
+    def shown(target):
+        return _join(out.text, str(target)[len(base) + 1 :]) if base is not None else str(target)
+
+    def output_for(folder, relative):
+        return folder / (relative if format is None else relative.with_suffix(EXPORT_FORMATS[format]))
+
+    storage = Storage(
+        source=src.text,
+        output=out.text,
+        files=files,
+        root=PurePosixPath(out.path) if out.remote else Path(out.text),
+        source_mtime=source_mtime if src.remote else local_mtime_ns,
+        output_mtime=_output_mtimes(out) if not overwrite else local_mtime_ns,
+        shown=shown,
+        run=_transfers(src, out, jobs, shown),
+    )
+    job = TreeJob(output_for=output_for, work=functools.partial(_repair, (repair, format, allow_plain, options)))
+    return run_tree(src.text, out.text, UnwrapOptions(overwrite=overwrite), job, progress=progress, storage=storage)
+
+
+def _output_mtimes(out):
+    """The outputs' modification times for :func:`mgpu_io.format.batch.completed`: a remote output prefix is listed
+    once (not asked once per file); a local one, or one that cannot be listed, is asked per output (:func:`_stamp`).
+    An output that is a folder (a SavedModel) is asked on its own."""
+    if not out.remote:
+        return functools.partial(_stamp, out)
     try:
-        for name, path in files:
-            target = _output_name(name, format)
-            out_path = (out.path.rstrip("/") + "/" + target) if out.remote else str(Path(out.text) / target)
-            if not overwrite and _done(src, path, out, out_path):
-                finished(FileResult(name, DONE, output=_join(out.text, target), reason=DONE_REASON))
-                continue
-            shown = _join(out.text, target) if out.remote else out_path
-            result = _one_of_prefix(src, path, out, out_path, (name, shown), (repair, format, allow_plain, options))
-            finished(result)
-    except BaseException as stop:
-        seen = {r.path for r in results}
-        report.files = results + [FileResult(n, FAILED, reason=STOPPED) for n, _ in files if n not in seen]
-        stop.report = report
-        raise
-    report.files = results
-    return report
+        found = out.fs.find(out.path.rstrip("/"), detail=True)
+    except OSError:  # not there yet, or not listable: each output asked on its own
+        return functools.partial(_stamp, out)
+    folders = {str(parent) for name in found for parent in PurePosixPath(name).parents}
+
+    def mtime(path):
+        path = str(path)
+        info = found.get(path)
+        if info is not None and info.get("type") != "directory":
+            return _info_mtime_ns(info)
+        return _stamp(out, path) if path in folders or info is not None else None
+
+    return mtime
 
 
-def _unwrap_pipelined(src, out, files, report, finished, results, jobs, overwrite, how):
-    """A prefix's files with their transfers overlapped: ``jobs`` threads check whether each file was done before,
-    download the next files (at most ``jobs`` ahead of the repair, each into its own temporary folder) and upload
-    the outputs behind it, while this thread repairs one file after another, in the listing's order (a repair's
-    own children and Keras stay in this process, as without ``jobs``). Each output is still written whole (a
-    local one by :func:`mgpu_io.unwrap`, a remote one by one upload per object), so resuming is unchanged; when the
-    run is stopped, the uploads under way are let finish and counted, the others are not started."""
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+def _transfers(src, out, jobs, shown):
+    """The prefix's :class:`~mgpu_io.format.batch.Storage` ``run``: each file downloaded into its own temporary
+    folder, repaired there by the job's ``work`` in this process (a repair's own children and Keras stay here), and
+    its output uploaded whole (one upload per object; a local output is written in place by the repair). With
+    ``jobs``, the transfers overlap: ``jobs`` threads download the next files (at most ``jobs`` ahead of the
+    repair) and upload the outputs behind it while this thread repairs one after another, in the listing's order;
+    without, one file after another. When the run is stopped, the uploads under way are let finish and counted, the
+    others are not started."""
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-    from mgpu_io.format.batch import DONE, DONE_REASON, FAILED, STOPPED, FileResult
+    def run(tasks, finished, work):
+        folders = []  # every temporary folder made, removed at the end whatever happened
+        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mgpu-io-transfer") if jobs else None
 
-    folders = []  # every temporary folder made, removed at the end whatever happened
+        def submit(function, *args):  # in a thread with jobs, else now
+            if pool is not None:
+                return pool.submit(function, *args)
+            future = Future()
+            try:
+                future.set_result(function(*args))
+            except BaseException as error:
+                future.set_exception(error)
+            return future
 
-    def fetched(name, path, out_path, target):  # in a thread: done before, or the local copy
-        if not overwrite and _done(src, path, out, out_path):
-            return FileResult(name, DONE, output=_join(out.text, target), reason=DONE_REASON), None
-        folder = Path(tempfile.mkdtemp(prefix="mgpu-io-remote-"))
-        folders.append(folder)
-        return None, (folder, _fetch(_Place(src.text, src.fs, path) if src.remote else _Place(path), folder / "in"))
+        def fetched(path):  # the local copy, in its own folder
+            folder = Path(tempfile.mkdtemp(prefix="mgpu-io-remote-"))
+            folders.append(folder)
+            return folder, _fetch(_Place(src.text, src.fs, path) if src.remote else _Place(path), folder / "in")
 
-    def stored(local_out, out_path, result, folder):  # in a thread: the upload, then the folder's removal
-        try:
-            _store(local_out, _Place(out.text, out.fs, out_path))
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        return result
-
-    plans = []
-    for name, path in files:
-        target = _output_name(name, how[1])
-        out_path = (out.path.rstrip("/") + "/" + target) if out.remote else str(Path(out.text) / target)
-        plans.append((name, path, out_path, target, _join(out.text, target) if out.remote else out_path))
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mgpu-io-transfer")
-    downloads, uploads = {}, set()
-
-    def harvest(block):  # the uploads that finished: their results, in this thread (progress is the caller's)
-        if not uploads:
-            return
-        finished_now, _ = wait(uploads, timeout=None if block else 0, return_when=FIRST_COMPLETED)
-        for future in finished_now:
-            uploads.discard(future)
-            finished(future.result())
-
-    try:
-        for index, (name, _, out_path, _, shown) in enumerate(plans):
-            for ahead in range(index, min(len(plans), index + jobs + 1)):  # keep the next files coming
-                if ahead not in downloads:
-                    downloads[ahead] = pool.submit(fetched, *plans[ahead][:4])
-            done_before, local = downloads.pop(index).result()
-            if done_before is not None:
-                finished(done_before)
-                continue
-            folder, local_in = local
-            local_out = folder / "out" / PurePosixPath(out_path).name if out.remote else Path(out_path)
-            result, written = _repair(name, local_in, local_out, shown, how)
-            if written and out.remote:
-                while len(uploads) >= jobs:  # no more outputs waiting than threads to send them
-                    harvest(block=True)
-                uploads.add(pool.submit(stored, local_out, out_path, result, folder))
-            else:
+        def stored(at, local_out, target, result, folder):  # the upload, then the folder's removal
+            try:
+                _store(local_out, _Place(out.text, out.fs, target))
+            finally:
                 shutil.rmtree(folder, ignore_errors=True)
-                finished(result)
-            harvest(block=False)
-        while uploads:
-            harvest(block=True)
-    except BaseException as stop:
-        pool.shutdown(wait=True, cancel_futures=True)  # uploads under way finish: whole objects, counted below
-        for future in uploads:
-            if future.done() and not future.cancelled() and future.exception() is None:
-                results.append(future.result())
-        seen = {r.path for r in results}
-        report.files = results + [FileResult(n, FAILED, reason=STOPPED) for n, _ in files if n not in seen]
-        stop.report = report
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
-    order = {name: position for position, (name, _) in enumerate(files)}
-    report.files = sorted(results, key=lambda result: order[result.path])
-    return report
+            return at, result
+
+        downloads, uploads = {}, set()
+
+        def harvest(block):  # the uploads that finished: their results, in this thread
+            if uploads:
+                done, _ = wait(uploads, timeout=None if block else 0, return_when=FIRST_COMPLETED)
+                for future in done:
+                    uploads.discard(future)
+                    finished(*future.result())
+
+        try:
+            for at, (_, target) in enumerate(tasks):
+                for ahead in range(at, min(len(tasks), at + (jobs or 0) + 1)):  # keep the next files coming
+                    if ahead not in downloads:
+                        downloads[ahead] = submit(fetched, tasks[ahead][0])
+                folder, local_in = downloads.pop(at).result()
+                local_out = folder / "out" / PurePosixPath(target).name if out.remote else Path(target)
+                result = work(local_in, local_out)
+                if result.output is not None:
+                    result.output = shown(target)
+                if result.output is not None and out.remote:
+                    while len(uploads) >= (jobs or 1):  # no more outputs waiting than threads to send them
+                        harvest(block=True)
+                    uploads.add(submit(stored, at, local_out, target, result, folder))
+                else:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    finished(at, result)
+                harvest(block=False)
+            while uploads:
+                harvest(block=True)
+        except BaseException:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)  # uploads under way finish: whole, and counted
+            for future in uploads:
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    with contextlib.suppress(Exception):
+                        finished(*future.result())
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    return run
 
 
-def _repair(name, local_in, local_out, shown, how):
-    """Repair one local copy of a prefix's file: ``(FileResult, whether an output was written)``. ``how``: ``(repair,
-    format, allow_plain, options)``, the call's. Without ``format``, the output keeps the input's name, as a local
-    folder's does, whatever that name says: a model saved as ``config_model_weights`` is written under a name of its
-    kind (:func:`_named_by_kind`) and then renamed."""
+def _repair(how, local_in, local_out):
+    """Repair one local copy of a prefix's file into ``local_out``: its :class:`~mgpu_io.format.batch.FileResult`
+    (with an ``output`` where one was written). ``how``: ``(repair, format, allow_plain, options)``, the call's. The
+    file is opened once: with ``allow_plain`` a plain model is repaired as one, without it refused by its one plan.
+    Without ``format``, the output keeps the input's name, as a local folder's does, whatever that name says: a
+    model saved as ``config_model_weights`` is written under a name of its kind (:func:`_named_by_kind`) and then
+    renamed."""
     from mgpu_io.errors import NotAWrapper
     from mgpu_io.format.batch import CLEAN, FAILED, PLAIN_REASON, REPAIRED, SKIPPED, FileResult
 
     repair, format, allow_plain, options = how
+    name = str(local_in)
     local_out.parent.mkdir(parents=True, exist_ok=True)
     written = local_out if format is not None else _named_by_kind(local_in, local_out)
-    try:  # opened once: with allow_plain a plain model is repaired as one, without it refused by its one plan
+    try:
         report = repair(local_in, written, overwrite=True, format=format, allow_plain=allow_plain, **options)
     except NotAWrapper:
-        return FileResult(name, SKIPPED, reason=PLAIN_REASON), False
+        return FileResult(name, SKIPPED, reason=PLAIN_REASON)
     except RemoteAccessError:
         raise
     except MgpuIOError as error:
-        return FileResult(name, FAILED, reason=error.text()), False
+        return FileResult(name, FAILED, reason=error.text())
     finally:
         if written != local_out and os.path.lexists(written):
             os.replace(written, local_out)  # the same folder: whole, as the repair wrote it
-    return FileResult(name, REPAIRED if report.was_wrapper else CLEAN, output=shown, depth=report.depth), True
+    status = REPAIRED if report.was_wrapper else CLEAN
+    return FileResult(name, status, output=str(local_out), depth=report.depth)
 
 
 def _named_by_kind(local_in, local_out):
@@ -889,7 +924,7 @@ def _stamp(place, path):
     (:func:`mgpu_io.format.batch.local_mtime_ns`), what fsspec gives for a remote one (:func:`_mtime_ns`); ``None``
     when it is not there."""
     if place.remote:
-        return _mtime_ns(place.fs, path)
+        return _mtime_ns(place.fs, str(path))
     from mgpu_io.format.batch import local_mtime_ns
 
     return local_mtime_ns(path)
@@ -903,17 +938,3 @@ def _done(src, path, out, out_path):
     return completed(
         path, out_path, source_mtime=functools.partial(_stamp, src), output_mtime=functools.partial(_stamp, out)
     )
-
-
-def _one_of_prefix(src, path, out, out_path, names, how):
-    name, shown = names
-    folder = Path(tempfile.mkdtemp(prefix="mgpu-io-remote-"))
-    try:
-        local_in = _fetch(_Place(src.text, src.fs, path) if src.remote else _Place(path), folder / "in")
-        local_out = folder / "out" / PurePosixPath(out_path).name if out.remote else Path(out_path)
-        result, written = _repair(name, local_in, local_out, shown, how)
-        if written and out.remote:
-            _store(local_out, _Place(out.text, out.fs, out_path))
-        return result
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)

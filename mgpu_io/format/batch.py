@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from mgpu_io.errors import (
     InvalidArgument,
@@ -184,14 +184,36 @@ class TreeJob:
     here: bool = False
 
 
-def run_tree(source, output, options, job, *, jobs=None, progress=None):
-    """The one folder engine: every model file under ``source`` (by content: :func:`model_files`), each done by
-    ``job`` into the same place under ``output``, in ``jobs`` supervised workers (:func:`_run`), with one report.
-    A file whose output an earlier run completed (:func:`completed`) is ``done before``, unless ``overwrite``; a
-    stopped run (Ctrl-C, SIGTERM) raises with the report of what was done attached (``.report``).
+@dataclass(frozen=True)
+class Storage:
+    """Where a folder run (:func:`run_tree`) reads and writes: a local folder (:func:`local_storage`, the default) or
+    a bucket prefix (:mod:`mgpu_io.remote`), under the one engine.
 
-    Used by :func:`unwrap_tree` (legacy repairs) and :func:`mgpu_io.keras.exports.tree.export_tree` (deployable
-    artifacts)."""
+    Attributes:
+        source, output: the input and the output as the report names them.
+        files: ``() -> [(relative PurePath, input)]``: the lister, the model files by content, sorted; it raises
+            when there is none.
+        root: the output folder that :class:`TreeJob`'s ``output_for`` places each output under.
+        source_mtime, output_mtime: each side's modification time for :func:`completed`.
+        shown: ``output -> text``: an output as the report names it.
+        run: ``(tasks, finished, work)``: does each ``(input, output)`` task with ``work`` and calls
+            ``finished(position, FileResult)`` (a bucket's transfers around each local repair); ``None``: here or in
+            supervised workers, as the :class:`TreeJob` says.
+    """
+
+    source: str
+    output: str
+    files: Callable
+    root: Any
+    source_mtime: Callable = local_mtime_ns
+    output_mtime: Callable = local_mtime_ns
+    shown: Callable = str
+    run: Optional[Callable] = None
+
+
+def local_storage(source, output):
+    """The :class:`Storage` of a local folder ``source`` written into the local folder ``output``: checked (it
+    exists; the output is neither it nor inside it), listed by :func:`model_files`."""
     source, output = Path(source).resolve(), Path(output).resolve()
     if not source.is_dir():
         raise InvalidArgument(
@@ -209,45 +231,76 @@ def run_tree(source, output, options, job, *, jobs=None, progress=None):
             received=f"input={source}, output={output}",
             fix="Choose another output folder",
         )
-    files = model_files(source)
-    if not files:
-        count = sum(1 for path in source.rglob("*") if path.is_file())
-        raise NotAModelFile(
-            problem="The folder holds no Keras file",
-            parameter="source",
-            expected="legacy Keras HDF5 files or JSON model configs under it",
-            received=f"{source} ({plural(count, 'file')}, none of them HDF5 or a model config)",
-            fix="Check the folder; `mgpu-io inspect FILE` says what a file is",
-        )
-    report = BatchReport(source=str(source), output=str(output), dry_run=options.dry_run)
+
+    def files():
+        found = model_files(source)
+        if not found:
+            count = sum(1 for path in source.rglob("*") if path.is_file())
+            raise NotAModelFile(
+                problem="The folder holds no Keras file",
+                parameter="source",
+                expected="legacy Keras HDF5 files or JSON model configs under it",
+                received=f"{source} ({plural(count, 'file')}, none of them HDF5 or a model config)",
+                fix="Check the folder; `mgpu-io inspect FILE` says what a file is",
+            )
+        return [(path.relative_to(source), path) for path in found]
+
+    return Storage(source=str(source), output=str(output), files=files, root=output)
+
+
+def run_tree(source, output, options, job, *, jobs=None, progress=None, storage=None):
+    """The one folder engine: every model file under ``source`` (by content: :func:`model_files`), each done by
+    ``job`` into the same place under ``output``, in ``jobs`` supervised workers (:func:`_run`), with one report.
+    A file whose output an earlier run completed (:func:`completed`) is ``done before``, unless ``overwrite``; a
+    stopped run (Ctrl-C, SIGTERM) raises with the report of what was done attached (``.report``).
+
+    ``storage``: where the files lie, when not in the local folders ``source`` and ``output``
+    (:func:`local_storage`): a bucket prefix (:mod:`mgpu_io.remote`) brings its lister, its modification times and
+    its transfers around each file's ``job``; the loop, the rule, the progress and the report are this one.
+
+    Used by :func:`unwrap_tree` (legacy repairs), :func:`mgpu_io.keras.exports.tree.export_tree` (deployable
+    artifacts) and :func:`mgpu_io.remote.unwrap` (a bucket prefix)."""
+    storage = storage or local_storage(source, output)
+    files = storage.files()
+    report = BatchReport(source=storage.source, output=storage.output, dry_run=options.dry_run)
     results = {}
 
     def finished(index, result):
-        result.path = str(Path(result.path).relative_to(source))
+        result.path = str(files[index][0])
         results[index] = result
         if progress is not None:
             progress(len(results), len(files), result)
 
     todo = []
-    for index, path in enumerate(files):
-        target = job.output_for(output, path.relative_to(source))
-        done_before = not options.overwrite and completed(path, target)
+    for index, (relative, path) in enumerate(files):
+        target = job.output_for(storage.root, relative)
+        done_before = not options.overwrite and completed(
+            path, target, source_mtime=storage.source_mtime, output_mtime=storage.output_mtime
+        )
         settled = (job.before or _done_before)(path, target, done_before)
         if settled is not None:
+            if settled.output is not None:
+                settled.output = storage.shown(target)
             finished(index, settled)
         else:
             todo.append((index, (str(path), str(target))))
-    workers = 1 if job.here else max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    tasks = [task for _, task in todo]
+
+    def finished_at(at, result):
+        finished(todo[at][0], result)
+
     try:
-        if job.here:
-            for index, task in todo:
-                finished(index, job.work(*task))
-        elif todo:
-            _run([task for _, task in todo], workers, lambda at, result: finished(todo[at][0], result), job.work)
+        if storage.run is not None:
+            storage.run(tasks, finished_at, job.work)
+        elif job.here:
+            for at, task in enumerate(tasks):
+                finished_at(at, job.work(*task))
+        elif tasks:
+            _run(tasks, max(1, min(jobs or os.cpu_count() or 1, len(tasks))), finished_at, job.work)
     except BaseException as stop:  # Ctrl-C, SIGTERM, the CPU-time limit: the report says what was done before it
         report.files = [
-            results.get(index) or FileResult(path=str(path.relative_to(source)), status=FAILED, reason=STOPPED)
-            for index, path in enumerate(files)
+            results.get(index) or FileResult(path=str(relative), status=FAILED, reason=STOPPED)
+            for index, (relative, _) in enumerate(files)
         ]
         stop.report = report
         raise

@@ -117,3 +117,34 @@ def test_a_bucket_prefix_opens_each_file_once(tmp_path, monkeypatch, allow_plain
         ("plain.h5", "already clean" if allow_plain else "skipped"), ("wrapper.h5", REPAIRED)], str(report)
     assert sorted(opens) == ["plain.h5", "wrapper.h5"]
     assert (tmp_path / "out" / "plain.h5").exists() == allow_plain
+
+
+def test_a_bucket_prefix_runs_on_the_folder_engine_and_lists_its_outputs_once(tmp_path, monkeypatch):
+    """The bucket's run is `batch.run_tree` with the bucket's storage: stopped, it raises with the folder's report;
+    resumed, each `done before` comes from one listing of the output prefix, not one request per file."""
+    from mgpu_io.format import batch
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in ("a.h5", "b.h5", "c.h5"):
+        shutil.copy(FIXTURES / "k224_siamese_x2_full.h5", folder / name)
+    prefix, output = _upload(folder), f"memory://out-{uuid.uuid4().hex}/run/"
+    runs, real_run = [], batch.run_tree
+    monkeypatch.setattr(batch, "run_tree", lambda *a, **k: runs.append(k["storage"]) or real_run(*a, **k))
+
+    def stop_after_one(done, total, result):
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        mgpu_io.unwrap(prefix, output, progress=stop_after_one)
+    assert [(f.path, f.status) for f in stopped.value.report.files] == [
+        ("a.h5", REPAIRED), ("b.h5", "failed"), ("c.h5", "failed")]
+    fs, infos = fsspec.filesystem("memory"), []
+    real_info = type(fs).info
+    monkeypatch.setattr(type(fs), "info", lambda self, path, **kw: infos.append(path) or real_info(self, path, **kw))
+    again = mgpu_io.unwrap(prefix, output)
+    assert [(f.path, f.status) for f in again.files] == [("a.h5", DONE), ("b.h5", REPAIRED), ("c.h5", REPAIRED)]
+    assert again.files[0].output == output + "a.h5"
+    assert not [path for path in infos if "/out-" in path], infos  # the outputs: one listing, no request each
+    assert len(runs) == 2 and all(storage.output == output for storage in runs)
