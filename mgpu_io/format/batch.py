@@ -110,30 +110,16 @@ def _detail(result):
 
 
 def model_files(folder):
-    """Files under ``folder`` that may hold a legacy Keras model, by their content (HDF5, or JSON that looks like a
-    model config, double-encoded or not), sorted; whatever their names (course projects saved
-    `config_model_weights` beside `model_weights`)."""
-    from mgpu_io.format.door import HDF5, JSON_CONFIG, sniff
+    """Files under ``folder`` that may hold a legacy Keras model, by their content (the door's
+    :func:`~mgpu_io.format.door.may_hold_a_model`: HDF5, or JSON that looks like a model config, double-encoded or
+    not), sorted; whatever their names (course projects saved `config_model_weights` beside `model_weights`)."""
+    from mgpu_io.format.door import may_hold_a_model
 
-    found = []
-    for path in sorted(Path(folder).rglob("*")):
-        if not path.is_file() or path.is_symlink():
-            continue
-        kind = sniff(path)
-        if kind == HDF5 or (kind == JSON_CONFIG and _looks_like_model_config(path)):
-            found.append(path)  # training histories and other JSON are not ours to judge
-    return found
-
-
-def _looks_like_model_config(path):
-    try:
-        with open(path, encoding="utf8") as handle:
-            head = handle.read(4096)
-    except (OSError, UnicodeDecodeError):
-        return False
-    if head.lstrip().startswith('"'):  # json.dump(model.to_json(), f): the JSON inside a JSON string
-        head = head.replace('\\"', '"')
-    return '"class_name"' in head and '"config"' in head
+    return [
+        path
+        for path in sorted(Path(folder).rglob("*"))
+        if path.is_file() and not path.is_symlink() and may_hold_a_model(path)
+    ]
 
 
 def local_mtime_ns(path):

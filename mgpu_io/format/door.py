@@ -153,6 +153,22 @@ def sniff(path):
         return UNKNOWN
 
 
+def may_hold_a_model(path):
+    """Whether a folder's file may hold a legacy Keras model, from its first bytes: HDF5 (also after a user block),
+    or JSON that reads as a model config (double-encoded too), whatever its name. The folder engines list their
+    files by it (:func:`mgpu_io.format.batch.model_files`); a training history or other JSON is not theirs.
+
+    Example:
+        >>> may_hold_a_model("fixtures/files/k224_siamese_x2_full.h5"), may_hold_a_model("fixtures/files/manifest.json")
+        (True, False)
+    """
+    try:
+        kind, head, _ = content(Path(path))
+    except OSError:
+        return False
+    return kind == HDF5 or (kind == JSON_CONFIG and _describe_json(path, head).kind == JSON_CONFIG)
+
+
 def glance(path) -> Description:
     """:func:`sniff`'s answer as a :class:`Description` (its kind only): for a second input (``weights=``) whose
     TensorFlow kind must be known before it is read, without a probe.
@@ -177,7 +193,7 @@ def content(path):
         return (MISSING if not path.exists() else UNKNOWN), None, None
     size = path.stat().st_size
     with open(path, "rb") as handle:
-        head = handle.read(4096)
+        head = handle.read(_HEAD)
         if head.startswith(_HDF5_SIGNATURE) or _hdf5_later(handle, size):
             return HDF5, head, size
     if head.startswith(_ZIP_SIGNATURES):
@@ -192,14 +208,32 @@ def content(path):
 
 
 def _hdf5_later(handle, size):
-    """An HDF5 signature after a user block: at byte 512, 1024, 2048, ... (as libhdf5 looks for it)."""
-    offset = 512
-    while offset + len(_HDF5_SIGNATURE) <= size:
+    """An HDF5 signature after a user block (:func:`sniffed_ranges`' later ranges, as libhdf5 looks for it)."""
+    for offset, length in sniffed_ranges(size)[1:]:
         handle.seek(offset)
-        if handle.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE:
+        if handle.read(length) == _HDF5_SIGNATURE:
             return True
-        offset *= 2
     return False
+
+
+#: The bytes of a file :func:`content` reads first.
+_HEAD = 4096
+
+
+def sniffed_ranges(size):
+    """The ``(offset, length)`` ranges :func:`content` reads of a regular file of ``size`` bytes to tell its kind:
+    its head, then each place an HDF5 signature may follow a user block (byte 512, 1024, 2048, ...). What a reader
+    of remote objects fetches so that the door can answer from a sparse local stand-in (:mod:`mgpu_io.remote`).
+
+    Example:
+        >>> sniffed_ranges(3000)
+        [(0, 3000), (512, 8), (1024, 8), (2048, 8)]
+    """
+    offsets, offset = [], 512
+    while offset + len(_HDF5_SIGNATURE) <= size:
+        offsets.append(offset)
+        offset *= 2
+    return [(0, min(size, _HEAD))] + [(offset, len(_HDF5_SIGNATURE)) for offset in offsets]
 
 
 def _tensorflow_kind(path):
