@@ -256,7 +256,6 @@ def inspect(url, scan_weights=False, *, inspect_local, storage_options=None):
 
 #: What a config reader reads at most (a larger file is refused by its size): the bytes a config is downloaded to.
 _CONFIG_LIMIT = 64 << 20
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def _kind(fs, path, size):
@@ -275,18 +274,20 @@ def _kind(fs, path, size):
 
 def _write_head(fs, path, size, sink, head_bytes=4096):
     """Write into ``sink`` (at their offsets) the bytes the door reads to tell a file's kind (the first
-    ``head_bytes``, and the places of an HDF5 signature after a user block); the bytes fetched."""
+    ``head_bytes``, and the ranges :func:`mgpu_io.format.door.sniffed_ranges` names beyond them); the bytes
+    fetched."""
+    from mgpu_io.format.door import sniffed_ranges
+
     head = fs.cat_file(path, start=0, end=min(size, head_bytes))
     sink.seek(0)
     sink.write(head)
-    fetched, offset = len(head), 512
-    while not head.startswith(_HDF5_SIGNATURE) and offset + len(_HDF5_SIGNATURE) <= size:
-        if offset + len(_HDF5_SIGNATURE) > len(head):
-            found = fs.cat_file(path, start=offset, end=offset + len(_HDF5_SIGNATURE))
+    fetched = len(head)
+    for offset, length in sniffed_ranges(size, head)[1:]:
+        if offset + length > len(head):
+            found = fs.cat_file(path, start=offset, end=offset + length)
             sink.seek(offset)
             sink.write(found)
             fetched += len(found)
-        offset *= 2
     sink.flush()
     return fetched
 

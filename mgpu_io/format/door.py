@@ -220,20 +220,23 @@ def _hdf5_later(handle, size):
 _HEAD = 4096
 
 
-def sniffed_ranges(size):
+def sniffed_ranges(size, head=b""):
     """The ``(offset, length)`` ranges :func:`content` reads of a regular file of ``size`` bytes to tell its kind:
-    its head, then each place an HDF5 signature may follow a user block (byte 512, 1024, 2048, ...). What a reader
-    of remote objects fetches so that the door can answer from a sparse local stand-in (:mod:`mgpu_io.remote`).
+    its head, then each place an HDF5 signature may follow a user block (byte 512, 1024, 2048, ...), which it reads
+    only where the ``head``, once read, is not HDF5 already. What a reader of remote objects fetches so that the door
+    can answer from a sparse local stand-in (:mod:`mgpu_io.remote`).
 
     Example:
         >>> sniffed_ranges(3000)
         [(0, 3000), (512, 8), (1024, 8), (2048, 8)]
+        >>> sniffed_ranges(3000, head=b"\\x89HDF\\r\\n\\x1a\\n")
+        [(0, 3000)]
     """
-    offsets, offset = [], 512
-    while offset + len(_HDF5_SIGNATURE) <= size:
-        offsets.append(offset)
+    ranges, offset = [(0, min(size, _HEAD))], 512
+    while not head.startswith(_HDF5_SIGNATURE) and offset + len(_HDF5_SIGNATURE) <= size:
+        ranges.append((offset, len(_HDF5_SIGNATURE)))
         offset *= 2
-    return [(0, min(size, _HEAD))] + [(offset, len(_HDF5_SIGNATURE)) for offset in offsets]
+    return ranges
 
 
 def _tensorflow_kind(path):
