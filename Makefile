@@ -7,7 +7,7 @@ LEGACY_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions
 DEMO_IN := fixtures/files/k224_functional_bn_x2_full.h5
 DEMO_OUT := build/demo/template.h5
 
-.PHONY: demo test test-all check lint format fixtures clean legacy-env jax-env bench fuzz matrix
+.PHONY: demo test test-all check lint format fixtures clean legacy-env jax-env bench fuzz matrix times
 JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 
@@ -97,6 +97,16 @@ fixtures:
 # Speed and memory against a durable copy and Keras' own loader, each against its goal; writes docs/benchmarks.md
 # (about 15 minutes, 35 GB of free disk; `make bench BENCH_ARGS=--reuse` keeps the written wrappers in build/bench
 # for the next run and reuses them).
+# tests/README.md's table of how long the test commands take, measured from a fresh clone of this commit (its own
+# environments installed by the first command; run it on an otherwise idle machine), then written into the page by
+# tests/support/times.py from what pytest recorded. About 30 minutes on 2 cores.
+TIMES := build/times
+times:
+	rm -rf $(TIMES) && mkdir -p $(TIMES) && git clone -q . $(TIMES)/clone
+	cd $(TIMES)/clone && for command in test test-all check; do \
+		$(PYTHON) tests/support/times.py run "make $$command" --records ../records.jsonl -- make $$command; done
+	$(PYTHON) tests/support/times.py write --records $(TIMES)/records.jsonl --readme tests/README.md
+
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/run_benchmarks.py --runs 3 $(BENCH_ARGS)
 	$(BIN)/python tests/benchmarks/bucket_throughput.py --files 48 --workers 1 2

@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 sys.path.insert(0, str(ROOT / "tests" / "support"))
+import times  # noqa: E402  (tests/support/times.py: the dated table of tests/README.md, where MGPU_IO_TIMES is set)
 from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/support/tiers.py: the one list of tiers)
+
+_STARTED = time.monotonic()
 
 #: The run's JAX processes (tests/load/test_backends.py, the JAX resume and export, the layer sweep's JAX server) share
 #: one compilation cache, made empty for the run and removed after it: a model's function that another process (or
@@ -43,6 +47,10 @@ def pytest_configure(config):
     if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # the first process of the run (xdist's workers inherit it)
         config._jax_cache = tempfile.mkdtemp(prefix="mgpu-io-tests-jax-cache-")
         os.environ.update(_JAX_CACHE, JAX_COMPILATION_CACHE_DIR=config._jax_cache)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    times.record(session, _STARTED)
 
 
 def pytest_unconfigure(config):
