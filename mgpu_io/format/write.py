@@ -464,28 +464,22 @@ def _copy_raw(blocks, path):
     by_file = {}
     for offset, source_path, source_offset, nbytes in blocks:
         by_file.setdefault(source_path, []).append((offset, source_offset, nbytes))
-    buffer, largest = None, max((nbytes for *_, nbytes in blocks), default=0)
     with open(path, "r+b") as destination:
         for source_path, copies in by_file.items():
             with open(source_path, "rb") as source:
                 for target_offset, source_offset, nbytes in copies:
-                    if buffer is None and (source_offset - target_offset) % _PAGE:
-                        buffer = memoryview(bytearray(min(_COPY_CHUNK, largest)))
-                    _copy_range(source.fileno(), source_offset, destination.fileno(), target_offset, nbytes, buffer)
-
-
-#: Bytes in a page of the page cache (the unit in which the kernel copies file to file).
-_PAGE = 4096
+                    _copy_range(source.fileno(), source_offset, destination.fileno(), target_offset, nbytes)
 
 
 def _copy_range(source, source_offset, destination, destination_offset, nbytes, buffer=None):
     """Copy ``nbytes`` from one file to another, each range written to disk as soon as it is copied.
 
-    Where the two offsets lie alike within a page, the kernel copies (``copy_file_range``, as ``cp`` does). Where
-    they do not (a dataset's offset in the old file is whatever its writer left; in ours, whatever HDF5 chose), the
-    kernel's copy is slower than reading into ``buffer`` and writing it: 1 GB took 1.9 s against 1.55 s for the
-    same copy with alike offsets, and 1.7 s through a 16 MiB buffer, each with its fsync (measured on this
-    project's 2-core benchmark machine, ext4).
+    The kernel copies (``copy_file_range``), as ``cp`` does, whatever the two offsets: a dataset's offset in the old
+    file is whatever its writer left, in ours whatever HDF5 chose, so they seldom lie alike within a page. Where the
+    kernel has no such call, or refuses it, the bytes go through ``buffer`` (read, then write). Which is faster for
+    unlike offsets depends on the kernel: 2 GiB took 1.3-1.4 s by the kernel against 2.3-5.2 s through a 16 MiB
+    buffer on this project's 2-core machine (Linux 6.18, ext4, 3 runs each, with fsync); an older kernel there once
+    took 1.9 s against 1.7 s for 1 GB. Following ``cp`` keeps `unwrap` beside its reference on either.
     """
     done = 0
     if buffer is None:

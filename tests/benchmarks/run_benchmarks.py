@@ -398,8 +398,9 @@ def _cpu():
 NOTES = """Notes:
 
 - `unwrap` writes a fresh file (no bytes of the source's slice payloads survive in it): HDF5 writes its structure,
-  the weight bytes are copied (by the kernel, `copy_file_range`, where source and target offsets lie alike within a
-  page, else through a 16 MiB buffer, which is faster then) and the kernel is asked to start writing each range to
+  the weight bytes are copied by the kernel (`copy_file_range`, as `cp` does, whatever the offsets: on this machine
+  2 GiB at unlike offsets took 1.3-1.4 s so against 2.3-5.2 s through a 16 MiB buffer) and the kernel is asked to
+  start writing each range to
   disk as it is copied (`sync_file_range`); the file is made durable (`fsync`) before it is renamed into place. The
   like-for-like reference is `cp` followed by `sync`. Both write a new file: replacing an existing gigabyte file
   also frees its blocks, which costs either tool the same.
@@ -412,18 +413,18 @@ NOTES = """Notes:
   reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
   ("Error in loading the saved optimizer state"). `mgpu_io.load_model` reads the saved state (twice the weights'
-  bytes for Adam) and restores it; with `compile=False` it reads the weights alone. It creates the model's and the optimizer's variables without filling them from
+  bytes for Adam: three times Keras' bytes in all) and restores it, so that training resumes as the writer's did; with `compile=False` it reads the weights alone. It creates the model's and the optimizer's variables without filling them from
   their initializers first (Keras' own load fills them with random numbers, then overwrites them), and reads large
   weights into memory mapped with its pages in place (docs/architecture.md).
-- A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process over these
-  425 files (`MGPU_IO_PROBE=0`, `unwrap_tree`): 13.1 ms of CPU a file (5.6 CPU-seconds, 6.0 s); an earlier
-  profile split a file's then 10 ms into planning (the config's rules and the weights' checks, with the reads
-  they need) 3.6 ms, writing 3.3 ms (the file is built in memory and written in one go), opening the input and
-  reading its configs 1.2 ms, and `fsync` 0.6-0.9 ms. In worker processes a file costs 15.8 ms of CPU, the
-  supervisor's share included; two workers on the two cores repair 1.68 times as many files a second as one
-  (4.34 s against 7.29 s), and the command's start-up (interpreter and imports) takes 0.3 s. That is the measured
-  reason the folder misses its goal: a file takes about twice the floor's 8.2 ms (the HDF5 calls alone, `fsync`
-  included), the checks and the planning being the difference, and two workers do not quite double one.
+- A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process on this
+  machine (`MGPU_IO_PROBE=0`, 45 fixture files 5 times each): opening and planning 3.8 ms, writing 3.7 ms (`fsync`
+  0.5 ms of it), 8.7 ms for the whole `unwrap_file`; one worker repairs the 425 files in 4.5-4.8 s, two in 2.6-2.7 s,
+  and the command's start-up (interpreter and imports) is about 0.25 s of that. A file's own work is thus 1.5 times
+  the floor's (planning reads and checks what the floor only opens), and the start-up a tenth of the run.
+- The checkpoints share one config: each worker converts it once (`convert_config` keeps its conversions), and each
+  file's weights are still opened and checked (422 datasets a file). Planning such a file again in one process:
+  33 ms where converting it every time took 43 ms; the rest of a file is HDF5 work on its 422 datasets (opening
+  and checking each, 12 ms; writing each, 11 ms; closing the two files, 8 ms), which the floor does once, with less.
 - The naive recovery (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`) works here only because
   tf_keras runs the slice Lambdas' stored bytecode, which these files hold for the same Python; files of the old
   writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does. It also
