@@ -68,3 +68,12 @@ def test_a_real_pytest_session_writes_its_record(tmp_path):
     assert result.returncode == 0, result.stdout[-2000:]
     [line] = [json.loads(text) for text in records.read_text().splitlines()]
     assert (line["label"], line["passed"], line["failed"]) == ("one file", 1, 0)
+
+
+def test_the_runner_adds_the_whole_commands_seconds_and_exit_code(tmp_path):
+    """``times.py run LABEL --records FILE -- COMMAND``, as the Makefile's ``times`` target calls it."""
+    records = tmp_path / "records.jsonl"
+    code = times.main(["run", "a command", "--records", str(records), "--", sys.executable, "-c",
+                       "import sys; sys.exit(3)"])
+    [line] = [json.loads(text) for text in records.read_text().splitlines()]
+    assert code == 3 and (line["label"], line["exit"]) == ("a command", 3) and line["whole"] >= 0

@@ -104,22 +104,26 @@ def write(records, readme):
     Path(readme).write_text(page[:start] + "\n" + table(lines) + "\n" + page[end:])
 
 
-def main():
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[argv.index("--") + 1:] if "--" in argv else []  # run's command, after "--"
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="what", required=True)
-    ran = commands.add_parser("run", help="run a command with the recorder on")
+    ran = commands.add_parser("run", help="run the command after -- with the recorder on")
     ran.add_argument("label")
     ran.add_argument("--records", required=True)
-    ran.add_argument("command", nargs=argparse.REMAINDER)
     written = commands.add_parser("write", help="write the table into tests/README.md")
     written.add_argument("--records", required=True)
     written.add_argument("--readme", default=str(Path(__file__).resolve().parents[1] / "README.md"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.what == "run":
-        command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        sys.exit(run(args.label, command, Path(args.records).resolve()))
+        if not command:
+            parser.error("run needs a command after --")
+        return run(args.label, command, Path(args.records).resolve())
     write(args.records, args.readme)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
