@@ -101,7 +101,7 @@ def _written_by(python, sources):
 def _prove(python, payloads, answers):
     items = [{"code": data, "source": recover.function_source(answer), "freevars": answer.get("freevars")}
              for data, answer in zip(payloads, answers) if "body" in answer]
-    return items, recompile.check(items, python)
+    return items, recompile.compare_recompiled(items, python)
 
 
 @pytest.mark.parametrize("version", MODERN)

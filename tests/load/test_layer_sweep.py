@@ -58,7 +58,9 @@ class _Server:
 
 @pytest.fixture(scope="session")
 def servers():
-    started = {"tf_keras": _Server(sys.executable, layer_sweep._env()),
+    # tf_keras answers with oneDNN off, as on a CPU where TensorFlow has none: its pooling and convolutions with
+    # channels_first run there only through oneDNN, so with it on its outcomes would be the CPU's, not tf_keras'.
+    started = {"tf_keras": _Server(sys.executable, layer_sweep._env(**layer_sweep.NO_ONEDNN)),
                "no_onednn": _Server(sys.executable, layer_sweep._env(**layer_sweep.NO_ONEDNN)),
                "jax": _Server(layer_sweep.JAX_PYTHON, layer_sweep.jax_environment(TF_CPP_MIN_LOG_LEVEL="3"))}
     yield started

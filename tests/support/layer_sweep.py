@@ -428,6 +428,8 @@ if __name__ == "__main__":
     import sys
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "--record-tf-keras" in sys.argv or "--tf-keras" in sys.argv:  # tf_keras' outcomes, not the CPU's (oneDNN)
+        os.environ.update(NO_ONEDNN)
     if "--record-tf-keras" in sys.argv:
         record_tf_keras()
         print(f"wrote {TF_KERAS_RECORD}")
