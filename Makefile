@@ -103,6 +103,7 @@ fixtures:
 TIMES := build/times
 times:
 	rm -rf $(TIMES) && mkdir -p $(TIMES) && git clone -q . $(TIMES)/clone
+	if [ -d ../shared ]; then ln -s "$(abspath ../shared)" $(TIMES)/shared; fi  # beside the clone, as CI has it
 	cd $(TIMES)/clone && for command in test test-all check; do \
 		$(PYTHON) tests/support/times.py run "make $$command" --records ../records.jsonl -- make $$command; done
 	$(PYTHON) tests/support/times.py write --records $(TIMES)/records.jsonl --readme tests/README.md

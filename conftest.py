@@ -32,6 +32,7 @@ import times  # noqa: E402  (tests/support/times.py: the dated table of tests/RE
 from tiers import LONG, MARKER_HELP, tiers_of  # noqa: E402  (tests/support/tiers.py: the one list of tiers)
 
 _STARTED = time.monotonic()
+times.claim()
 
 #: The run's JAX processes (tests/load/test_backends.py, the JAX resume and export, the layer sweep's JAX server) share
 #: one compilation cache, made empty for the run and removed after it: a model's function that another process (or

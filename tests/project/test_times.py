@@ -24,6 +24,7 @@ def test_a_session_records_its_outcomes_and_seconds_where_asked(tmp_path, monkey
     records = tmp_path / "records.jsonl"
     monkeypatch.setenv("MGPU_IO_TIMES", str(records))
     monkeypatch.setenv("MGPU_IO_TIMES_LABEL", "make test")
+    monkeypatch.delenv("MGPU_IO_TIMES_PID", raising=False)  # under `make times`, this run's own pytest claimed it
     times.record(_session(passed=3, skipped=1, xfailed=2), time.monotonic() - 12.5)
     [line] = [json.loads(text) for text in records.read_text().splitlines()]
     assert (line["label"], line["passed"], line["skipped"], line["xfailed"], line["failed"]) == ("make test", 3, 1, 2, 0)
@@ -34,6 +35,7 @@ def test_nothing_is_recorded_unless_asked_or_by_a_worker(tmp_path, monkeypatch):
     monkeypatch.delenv("MGPU_IO_TIMES", raising=False)
     times.record(_session(passed=1), time.monotonic())
     monkeypatch.setenv("MGPU_IO_TIMES", str(tmp_path / "records.jsonl"))
+    monkeypatch.delenv("MGPU_IO_TIMES_PID", raising=False)
     worker = _session(passed=1)
     worker.config.workerinput = {}
     times.record(worker, time.monotonic())
@@ -64,7 +66,8 @@ def test_a_real_pytest_session_writes_its_record(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/project/test_times.py", "-k",
          "latest_record"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "MGPU_IO_TIMES": str(records), "MGPU_IO_TIMES_LABEL": "one file"})
+        env={**{k: v for k, v in os.environ.items() if k != "MGPU_IO_TIMES_PID"}, "MGPU_IO_TIMES": str(records),
+             "MGPU_IO_TIMES_LABEL": "one file"})
     assert result.returncode == 0, result.stdout[-2000:]
     [line] = [json.loads(text) for text in records.read_text().splitlines()]
     assert (line["label"], line["passed"], line["failed"]) == ("one file", 1, 0)
@@ -77,3 +80,12 @@ def test_the_runner_adds_the_whole_commands_seconds_and_exit_code(tmp_path):
                        "import sys; sys.exit(3)"])
     [line] = [json.loads(text) for text in records.read_text().splitlines()]
     assert code == 3 and (line["label"], line["exit"]) == ("a command", 3) and line["whole"] >= 0
+
+
+def test_a_pytest_started_by_a_test_records_nothing(tmp_path, monkeypatch):
+    """The command's own pytest claims the record; a pytest that one of its tests starts inherits the claim."""
+    records = tmp_path / "records.jsonl"
+    monkeypatch.setenv("MGPU_IO_TIMES", str(records))
+    monkeypatch.setenv("MGPU_IO_TIMES_PID", "1")  # another process claimed it
+    times.record(_session(passed=1), time.monotonic())
+    assert not records.exists()

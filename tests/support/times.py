@@ -29,10 +29,21 @@ OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 BEGIN, END = "<!-- times -->", "<!-- /times -->"
 
 
+def claim():
+    """Make this process the one whose session is recorded: the first pytest of the command (set at its
+    ``conftest.py``'s import); a pytest that a test starts, or an xdist worker, inherits the claim and records
+    nothing."""
+    if os.environ.get("MGPU_IO_TIMES") and not os.environ.get("MGPU_IO_TIMES_PID"):
+        os.environ["MGPU_IO_TIMES_PID"] = str(os.getpid())
+
+
 def record(session, started):
-    """Append this session's line to ``$MGPU_IO_TIMES`` (nothing where it is not set, or in an xdist worker)."""
+    """Append this session's line to ``$MGPU_IO_TIMES`` (nothing where it is not set, in an xdist worker, or in a
+    pytest that a test started: :func:`claim`)."""
     target = os.environ.get("MGPU_IO_TIMES")
     if not target or hasattr(session.config, "workerinput"):
+        return
+    if os.environ.get("MGPU_IO_TIMES_PID", str(os.getpid())) != str(os.getpid()):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     stats = getattr(reporter, "stats", {}) if reporter is not None else {}
@@ -67,7 +78,9 @@ def run(label, command, records):
     """Run ``command`` with the recorder on; add the whole command's seconds and its exit code to its record."""
     environments = all(Path(name).exists() for name in (".venv", ".venv-jax"))
     started = time.monotonic()
-    code = subprocess.call(command, env={**os.environ, "MGPU_IO_TIMES": str(records), "MGPU_IO_TIMES_LABEL": label})
+    environment = {**os.environ, "MGPU_IO_TIMES": str(records), "MGPU_IO_TIMES_LABEL": label}
+    environment.pop("MGPU_IO_TIMES_PID", None)
+    code = subprocess.call(command, env=environment)
     whole = round(time.monotonic() - started, 1)
     lines = Path(records).read_text().splitlines() if Path(records).exists() else []
     if not lines or json.loads(lines[-1])["label"] != label:
