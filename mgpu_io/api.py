@@ -288,6 +288,8 @@ class _Call:
     inputs: Any = None
     jobs: Optional[int] = None
     progress: Any = None
+    #: One file of a folder or bucket prefix: ``config`` applies to it only where it is weights-only.
+    in_folder: bool = False
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -310,13 +312,22 @@ def _unwrap_remote(call):
     return unwrap_remote(
         call.source,
         call.output,
-        repair=unwrap,
+        repair=_unwrap_folder_file,
         progress=call.progress,
         jobs=call.jobs,
         format=call.format,
         inputs=call.inputs,
         **fields,
     )
+
+
+def _unwrap_folder_file(source, output, *, format=None, inputs=None, **fields):
+    """:func:`unwrap` of one local copy of a bucket prefix's file, as a local folder's repair takes each of its
+    files: ``config`` is the architecture of the folder's weights-only files, and a full model keeps its own
+    (decided by the door's one look at the file, :func:`_options`)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(UnwrapOptions) if f.name != "output_format"}
+    call = _Call(source, output, dict(defaults, **fields), format=format, inputs=inputs, in_folder=True)
+    return _unwrap_local(call.replace(source=Path(source), output=Path(output)))
 
 
 def _unwrap_local(call):
@@ -348,6 +359,8 @@ def _in_child(call, description):
 def _options(call, description):
     """The call's :class:`~mgpu_io.format.options.UnwrapOptions`, built and checked once: what does not apply to
     this input is refused, then the output's format is chosen (:func:`_output_format`)."""
+    if call.in_folder and call.fields["config"] is not None and description.kind not in door.WEIGHTS_ONLY_KINDS:
+        call = call.replace(fields=dict(call.fields, config=None))  # a folder's config is its weights files' own
     _refuse_for_input(call, description)
     output_format = _output_format(call, description)
     if call.inputs is not None and output_format not in door.EXPORT_FORMATS:

@@ -148,3 +148,21 @@ def test_a_bucket_prefix_runs_on_the_folder_engine_and_lists_its_outputs_once(tm
     assert again.files[0].output == output + "a.h5"
     assert not [path for path in infos if "/out-" in path], infos  # the outputs: one listing, no request each
     assert len(runs) == 2 and all(storage.output == output for storage in runs)
+
+
+def test_a_bucket_prefixs_config_applies_to_its_weights_only_files_as_a_folders_does(tmp_path):
+    """``config=`` is the architecture of a folder's weights-only files: a full model beside them keeps its own. A
+    bucket prefix once handed it to every file, and each full model failed ("config= applies to weights-only
+    files")."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "k224_siamese_x2_weights.h5", folder / "weights.h5")
+    shutil.copy(FIXTURES / "k224_functional_bn_x2_full.h5", folder / "full.h5")
+    config = FIXTURES / "k224_siamese_x2_config.json"
+    here = mgpu_io.unwrap(folder, tmp_path / "local", config=config)
+    there = mgpu_io.unwrap(_upload(folder), tmp_path / "out", config=config)
+    assert [(f.path, f.status) for f in there.files] == [(f.path, f.status) for f in here.files] == [
+        ("full.h5", REPAIRED), ("weights.h5", REPAIRED)], str(there)
+    for name in ("full.h5", "weights.h5"):
+        with h5py.File(tmp_path / "out" / name, "r") as out, h5py.File(tmp_path / "local" / name, "r") as local:
+            assert out.attrs.get("model_config") == local.attrs.get("model_config")
