@@ -230,7 +230,7 @@ def _stored_slots(path):
 
 @pytest.mark.parametrize("reorder", [False, True], ids=["as-written", "bn-2-listed-first"])
 def test_a_keras3_slot_goes_to_the_weight_its_flattened_path_names(reorder, tmp_path):
-    """Keras 3 (3.1 to 3.15) saves each slot in a .h5 named after its weight's path with '/' made '_'
+    """Keras 3.15 saves each slot in a .h5 named after its weight's path with '/' made '_'
     (`adam/bn_1_gamma_momentum`; fixtures/keras3_optimizer, written by the real Keras 3.15). Each weight gets the
     slot its name says, whatever order the config lists the layers in: by the config's order, bn_1 and bn_2 (same
     shapes) silently took each other's Adam state."""
