@@ -413,8 +413,9 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
     if not isinstance(value, h5py.Dataset):
         target.create_dataset(leaf, data=np.asarray(value))
         return []
-    source = value.id
-    source_offset = source.get_offset()  # None unless one contiguous block in this file
+    # A stored weight says where it is (read.py's _StoredDataset, whose handle is closed): copied by its name there.
+    location = getattr(value, "location", None)
+    source_offset = value.offset if location is not None else value.id.get_offset()  # None unless one block
     if source_offset is None or nbytes == 0:
         # Not a plain contiguous block (Keras never wrote one): read it through HDF5's filters, so that checksums
         # are verified, and write it plainly. Its size was bounded when the plan checked it.
@@ -422,9 +423,14 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
         return []
     if in_memory or nbytes < _COPIED_BY_HDF5_BELOW:
         h5py.h5o.copy(
-            source, b".", target.id, name, copypl=_without_attributes(), lcpl=_link_properties(name.isascii())
+            *(location or (value.id, b".")),
+            target.id,
+            name,
+            copypl=_without_attributes(),
+            lcpl=_link_properties(name.isascii()),
         )
         return []
+    source = value.id
     dataset = h5py.h5d.create(
         target.id,
         name,

@@ -534,6 +534,21 @@ def test_a_stored_dataset_reads_like_h5pys_own(stored_file, name):
     else:
         np.testing.assert_array_equal(ours[()], theirs[()])
         assert ours.id.get_offset() == theirs.id.get_offset()
+    assert ours.offset == theirs.id.get_offset() and ours.name == theirs.name
+
+
+def test_a_stored_dataset_holds_no_handle_open_until_its_values_are_read(stored_file):
+    # Open handles cost libhdf5 at each later lookup and at the file's close: a checkpoint's hundreds of weights are
+    # checked and copied by their facts and names alone.
+    def open_datasets():
+        return h5py.h5f.get_obj_count(stored_file.id, h5py.h5f.OBJ_DATASET)
+
+    group = cached(stored_file)
+    weights = [group[name] for name in ("contiguous", "scalar", "half", "compressed")]
+    assert [w.shape for w in weights] == [(3, 4), (), (5,), (100,)] and weights[0].offset is not None
+    assert open_datasets() == 0
+    assert weights[3][5] == 5.0  # read through its filters: opened again, where it is
+    assert open_datasets() == 1
 
 
 # --- keras2_legacy: the era's habits (real files: tests/load/test_habits.py) -------------------------------------------
