@@ -1,6 +1,7 @@
 """The pure logic of the format core, rule by rule, on small configs: detection (and what it must not detect),
 weight attribution, every conversion family, optimizer layouts, re-keying, findings, the CLI's flag wording."""
 
+import collections
 import copy
 import re
 
@@ -624,6 +625,28 @@ def test_a_merge_whose_mode_is_a_named_function_becomes_a_lambda_referring_to_th
     lam = config["config"]["layers"][-1]
     assert lam["class_name"] == "Lambda" and lam["config"]["function"]["config"] == "euclidean"
     assert {"merge-function-as-lambda", "lambda-function-name"} <= set(changes)
+
+
+def _dense_model(name, units=3):
+    return {"class_name": "Sequential", "config": [{"class_name": "Dense", "config": {
+        "name": name, "units": units, "batch_input_shape": [None, 7]}}]}
+
+
+def test_a_folder_of_many_models_in_turn_converts_each_config_once(monkeypatch):
+    """The benchmark's folder of small files cycles through 45 models: each stays kept until it comes round again,
+    and what is kept stays within its bound of characters."""
+    from mgpu_io.format import conversions
+
+    monkeypatch.setattr(conversions, "_CONVERTED", collections.OrderedDict())
+    models = [_dense_model(f"model_{index}") for index in range(45)]
+    for model in models:
+        conversions.convert_config(model, conversions.Context())
+    assert all(conversions.converted_before(model, conversions.Context()) for model in models)
+    monkeypatch.setattr(conversions, "_CONVERTED_CHARACTERS", 2000)
+    conversions.convert_config(_dense_model("one_more"), conversions.Context())
+    kept = sum(len(before) + len(after) for (before, _), (after, _) in conversions._CONVERTED.items())
+    assert 0 < kept <= 2000 and conversions.converted_before(_dense_model("one_more"), conversions.Context())
+    assert not conversions.converted_before(models[0], conversions.Context())
 
 
 def test_a_config_converted_before_comes_back_as_a_copy_of_the_same_conversion():

@@ -100,37 +100,48 @@ def convert_config(model_config, context):
     found = _CONVERTED.get(key) if key is not None else None
     if found is not None:
         _CONVERTED.move_to_end(key)
-        config, changes = found
-        return copy_config(config), list(changes)
+        text, changes = found
+        return json.loads(text), list(changes)  # a fresh copy: JSON's C parser copies a config faster than Python
     config, changes = copy_config(model_config), []
     for family in _active(context):
         if family.rewrite_config is not None:
             changes += family.rewrite_config(config, context)
     changes = list(dict.fromkeys(changes))
-    if key is not None:
-        _CONVERTED[key] = (copy_config(config), tuple(changes))
-        while len(_CONVERTED) > _CONVERTED_ENTRIES:
+    text = _json(config) if key is not None else None
+    if text is not None and json.loads(text) == config:  # kept only where its JSON gives it back as it is
+        _CONVERTED[key] = (text, tuple(changes))
+        while len(_CONVERTED) > 1 and (
+            len(_CONVERTED) > _CONVERTED_ENTRIES
+            or sum(len(before) + len(after) for (before, _), (after, _) in _CONVERTED.items()) > _CONVERTED_CHARACTERS
+        ):
             _CONVERTED.popitem(last=False)
     return config, changes
 
 
-#: The configs this process converted, by :func:`_key`, the latest last: ``(converted config, changes)``.
+#: The configs this process converted, by :func:`_key`, the latest last: ``(converted config's JSON, changes)``.
 _CONVERTED: collections.OrderedDict = collections.OrderedDict()
-#: How many distinct configs :data:`_CONVERTED` keeps (a folder holds few models; a config is kilobytes to a few MB).
-_CONVERTED_ENTRIES = 8
-#: A config whose JSON is longer is converted each time, not kept: what the cache holds stays bounded whatever the
-#: files (NASNet's config is 166 KB).
+#: How many distinct configs :data:`_CONVERTED` keeps: a folder of checkpoints holds one model or a few, the
+#: benchmark's folder of small files 45, in turn (a smaller cache would forget each before it came round again).
+_CONVERTED_ENTRIES = 64
+#: The characters of JSON (configs before and after) :data:`_CONVERTED` keeps at most, and the longest config it
+#: keeps (a longer one is converted each time): what the cache holds stays bounded whatever the files (NASNet's
+#: config is 166 KB).
+_CONVERTED_CHARACTERS = 16 << 20
 _CONVERTED_MAX_CHARACTERS = 4 << 20
+
+
+def _json(config):
+    try:
+        return json.dumps(config, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
 
 
 def _key(model_config, context):
     """What decides a conversion: the config's JSON text and the context; ``None`` for a config that is not JSON or
     longer than :data:`_CONVERTED_MAX_CHARACTERS`."""
-    try:
-        text = json.dumps(model_config, separators=(",", ":"), allow_nan=True)
-    except (TypeError, ValueError):
-        return None
-    return (text, context) if len(text) <= _CONVERTED_MAX_CHARACTERS else None
+    text = _json(model_config)
+    return (text, context) if text is not None and len(text) <= _CONVERTED_MAX_CHARACTERS else None
 
 
 def converted_before(model_config, context):
