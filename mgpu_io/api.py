@@ -7,18 +7,17 @@ or a folder into a mirror folder. Options that do not apply to the chosen output
 
 import dataclasses
 import functools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from mgpu_io.errors import InvalidArgument, NotAModelFile, Param, Text, does_not_apply
 from mgpu_io.format import door
-from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT, UnwrapOptions
-from mgpu_io.format.plan import UnwrapReport, check_output
-from mgpu_io.format.read import file_of
 
 if TYPE_CHECKING:
     from mgpu_io.format.inspect import InspectReport
+    from mgpu_io.format.plan import UnwrapReport
 
 __all__ = [
     "InspectReport",
@@ -32,11 +31,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # inspect's reader and report, imported on first use: unwrap needs neither
+def __getattr__(name):  # imported on first use: unwrap needs no inspect report, inspect neither h5py nor NumPy
     if name == "InspectReport":
         from mgpu_io.format.inspect import InspectReport
 
         return InspectReport
+    if name == "UnwrapReport":
+        from mgpu_io.format.plan import UnwrapReport
+
+        return UnwrapReport
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -69,7 +72,10 @@ def inspect(path, scan_weights=None, *, diagram=None, overwrite=False, config=No
                 also=", or copy the file locally",
             )
         return inspect_remote(path, scan_weights=bool(scan_weights), inspect_local=inspect)
-    path = file_of(path)  # an open h5py.File, as Keras takes one
+    if "h5py" in sys.modules:  # an open h5py.File, as Keras takes one (a caller who passes one imported h5py)
+        from mgpu_io.format.read import file_of
+
+        path = file_of(path)
     if config is None and door.sniff(path) == door.HDF5:  # the common case, read at once (one probe, not two)
         try:
             return _inspect_legacy(path, scan_weights, diagram=diagram, overwrite=overwrite)
@@ -325,6 +331,8 @@ def _unwrap_folder_file(source, output, *, format=None, inputs=None, **fields):
     """:func:`unwrap` of one local copy of a bucket prefix's file, as a local folder's repair takes each of its
     files: ``config`` is the architecture of the folder's weights-only files, and a full model keeps its own
     (decided by the door's one look at the file, :func:`_options`)."""
+    from mgpu_io.format.options import UnwrapOptions
+
     defaults = {f.name: f.default for f in dataclasses.fields(UnwrapOptions) if f.name != "output_format"}
     call = _Call(source, output, dict(defaults, **fields), format=format, inputs=inputs, in_folder=True)
     return _unwrap_local(call.replace(source=Path(source), output=Path(output)))
@@ -333,6 +341,7 @@ def _unwrap_folder_file(source, output, *, format=None, inputs=None, **fields):
 def _unwrap_local(call):
     """A local source: described by the door and, for an HDF5 file, repaired (or planned) in the child that looked
     at it (:func:`_in_child`); what the child hands back decides what is left to do here."""
+    from mgpu_io.format.plan import UnwrapReport
     from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
 
     description, outcome = door.describe_then(call.source, functools.partial(_in_child, call), progress=call.progress)
@@ -346,6 +355,9 @@ def _in_child(call, description):
     """In the door's child, for an HDF5 file, so that it is read once, in one child: a legacy output (or a dry run)
     is repaired here and its report handed back; a model that Keras builds in the parent (a ``.keras`` or deployable
     output) is planned here and its plan handed back as data (:mod:`mgpu_io.format.plan_data`)."""
+    from mgpu_io.format.options import SAME_FORMAT
+    from mgpu_io.format.plan import check_output
+
     options = _options(call, description)
     if options.output_format == SAME_FORMAT or options.dry_run:
         return _unwrap(call, description, options)
@@ -359,6 +371,8 @@ def _in_child(call, description):
 def _options(call, description):
     """The call's :class:`~mgpu_io.format.options.UnwrapOptions`, built and checked once: what does not apply to
     this input is refused, then the output's format is chosen (:func:`_output_format`)."""
+    from mgpu_io.format.options import UnwrapOptions
+
     if call.in_folder and call.fields["config"] is not None and description.kind not in door.WEIGHTS_ONLY_KINDS:
         call = call.replace(fields=dict(call.fields, config=None))  # a folder's config is its weights files' own
     _refuse_for_input(call, description)
@@ -401,6 +415,8 @@ def _refuse_for_input(call, description):
 def _output_format(call, description):
     """What the output is to be: for a folder, one format for every file (a deployable one, or each file's own
     kind); for a file, what its name and the input say (:func:`mgpu_io.format.door.output_format`)."""
+    from mgpu_io.format.options import SAME_FORMAT
+
     if description.kind == door.FOLDER:
         suffix = door.EXPORT_FORMATS.get(call.format or "", "")
         return door.export_format(Path(call.output, "x" + suffix), call.format) or SAME_FORMAT
@@ -410,6 +426,8 @@ def _output_format(call, description):
 def _unwrap(call, description, options, *, plan=None):
     """Send the call's source, as ``description`` says it is, to what repairs it. ``plan``: the plan of a model that
     Keras builds, handed back as data by the door's child."""
+    from mgpu_io.format.options import KERAS_FORMAT, SAME_FORMAT
+
     kind = description.kind
     if kind in door.TENSORFLOW_KINDS:
         return _unwrap_converted(call, description, options)

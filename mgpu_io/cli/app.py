@@ -26,6 +26,7 @@ from mgpu_io.cli.process import (
     guard_streams,
     interrupt,
     limit_error,
+    quiet_environment,
     signal_text,
     start_quietly,
 )
@@ -621,14 +622,8 @@ def run():
     done, the exit code says how it went); a reader that goes away (``| head``) ends the command with exit code
     141, as it ends ``cat`` or ``grep``; the CPU-time limit (``ulimit -t``) ends it with one line and exit code 152.
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+    quiet_environment()
     guard_streams()
-    # NumPy's BLAS on one thread unless the user set it: the commands' NumPy work copies and reshapes weights (the
-    # models run in TensorFlow's or JAX's own threads), and OpenBLAS starting a thread per core at NumPy's import
-    # took a fifth of a small inspect's CPU time (0.254 -> 0.198 CPU-s); under ulimit -v its per-thread buffers
-    # could take the whole limit.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
     guard_cpu_limit()

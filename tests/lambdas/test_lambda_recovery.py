@@ -456,7 +456,7 @@ def test_the_layer_sweeps_lambdas_are_recovered_and_predict_like_their_writer_wh
 AUDIT = r"""
 import json, os, sys
 os.environ["MGPU_IO_PROBE"] = "0"  # inspect in this process, so that the hook sees all it does
-import mgpu_io, mgpu_io.format.inspect
+import mgpu_io, mgpu_io.format.inspect_reader  # its imports first (NumPy's runs `uname -p`): the hook sees the reading
 events = []
 def hook(event, args):
     if event in ("marshal.loads", "marshal.load", "exec", "compile", "code.__new__", "os.system"):

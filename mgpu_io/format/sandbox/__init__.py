@@ -11,7 +11,9 @@ Every child mgpu-io starts is started by this package, one module per job:
 - :mod:`.shared`: what crosses back: the pipe's messages (a length and a pickle) and arrays in memory shared with the
   parent (a ``memfd``), so that the parent builds from them without opening the file again.
 - :mod:`.fork_server`: a large process (one that has imported TensorFlow) forks its probes' children from a small
-  Python process of its own, started once it has read a few files, instead of copying its page tables per file.
+  Python process of its own, started once it has read a few files, instead of copying its page tables per file; the
+  command line's ``inspect`` forks one as it starts (:func:`start_early`), which imports the reader while the
+  command line imports itself, and reads the file in a child of its own, as any probe does.
 - :mod:`.programs`: a folder's supervised workers (:func:`~.programs.start_worker`) and other programs, the Lambda
   decompiler and recompiler (:func:`~.programs.run_program`: limits set between the fork and the exec).
 - :mod:`.child`: what every child does first (:func:`~.child.become_child`): tied to its parent's life
@@ -26,7 +28,8 @@ makes inside. The rest is imported from the module that does it (``from mgpu_io.
 TIMEOUT``), where a test or a caller that changes a setting changes the one the module reads.
 """
 
-from mgpu_io.format.sandbox.inside import hand_over, relayed, structure_read
+from mgpu_io.format.sandbox.fork_server import start_early
+from mgpu_io.format.sandbox.inside import by_name, hand_over, relayed, structure_read
 from mgpu_io.format.sandbox.probe import probed
 
-__all__ = ["hand_over", "probed", "relayed", "structure_read"]
+__all__ = ["by_name", "hand_over", "probed", "relayed", "start_early", "structure_read"]

@@ -61,6 +61,8 @@ class _ForkServer:
     _current = None  # (the pid of the process it serves, the server or False where none could start)
     _counted = (None, 0)  # (a process's pid, how many of its reads wanted the server)
 
+    early = False  # started as the process started (start_early), not after its reads
+
     def __init__(self, process, sock):
         self.process, self.sock, self.lock = process, sock, threading.Lock()
         self.started, self.ready = time.monotonic(), False
@@ -68,13 +70,14 @@ class _ForkServer:
     @classmethod
     def start_child(cls, path, work, write_end, shared):
         """The child running ``work()``, started by the server: a :class:`_Served`, or ``None`` (fork here)."""
-        if not _large() or threading.current_thread() is not threading.main_thread() or _hdf5_open_here():
+        early = cls._early_here()
+        if not (early or _large()) or threading.current_thread() is not threading.main_thread() or _hdf5_open_here():
             return None
         try:
             request = _crossing((str(path), work, dict(os.environ), os.getcwd()))
         except Exception:
             return None
-        server = cls._for_this_process()
+        server = cls.start_now() if early else cls._for_this_process()
         if server is None or not server.lock.acquire(blocking=False):
             return None
         try:
@@ -100,6 +103,49 @@ class _ForkServer:
         if server and server.serving(max(0.0, server.started + SERVER_WAIT - time.monotonic())):
             return server
         return None
+
+    @classmethod
+    def start_early(cls, modules):
+        """Fork this process, small as it is, into its fork server now, importing ``modules`` there (while this
+        process goes on importing what it needs); its probes' children are forked from it. Nothing where a server
+        is already started here, where no process can be forked, or with ``MGPU_IO_PROBE=0``."""
+        import atexit
+
+        from mgpu_io.format.sandbox.child import parents_garbage_kept
+
+        forking = hasattr(os, "fork") and os.environ.get("MGPU_IO_PROBE", "1") != "0"  # as probe.forking says
+        if (cls._current is not None and cls._current[0] == os.getpid()) or not forking:
+            return
+        try:
+            here, there = socket.socketpair()
+        except OSError:
+            return
+        try:
+            with parents_garbage_kept():
+                pid = os.fork()
+        except OSError:  # ulimit -u: the probes fork here, as without a server
+            here.close()
+            there.close()
+            return
+        if pid == 0:  # pragma: no cover - the fork server
+            try:
+                here.close()
+                _quiet_streams()  # as a server started as a program: its output is not the command's
+                _serve(there.fileno(), modules)
+            finally:
+                os._exit(0)
+        there.close()
+        here.settimeout(SERVER_WAIT)
+        server = cls(_ForkedServer(pid), here)
+        server.early = True
+        cls._current = (os.getpid(), server)
+        atexit.register(server.end)
+
+    @classmethod
+    def _early_here(cls):
+        """Whether this process started its fork server early (:meth:`start_early`), and it has not ended."""
+        owner, server = cls._current or (None, None)
+        return owner == os.getpid() and bool(server) and server.early
 
     @classmethod
     def _for_this_process(cls, count=True):
@@ -166,13 +212,46 @@ class _ForkServer:
         return False
 
     def end(self):
-        """Close the socket (the server ends when it sees it closed) and wait for the server to end."""
+        """Close the socket (the server ends when it sees it closed) and wait for the server to end. A server
+        started early may still be importing when the command is done (a refused argument): it is killed."""
         self.sock.close()
+        if self.early and not self.lock.locked():
+            self.process.kill()
         try:
             self.process.wait(timeout=5)
         except Exception:
             self.process.kill()
             self.process.wait()
+
+
+class _ForkedServer:
+    """The process of a fork server forked from this one (:meth:`_ForkServer.start_early`), as ``subprocess.Popen``
+    answers for one started as a program: ``poll``, ``wait``, ``kill``."""
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"the fork server {self.pid} did not end")
+            time.sleep(0.002)
+        return self.returncode
+
+    def kill(self):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
 
 
 class _Served:
@@ -250,13 +329,13 @@ def _read_number(sock):
     return _NUMBER.unpack(_receive(sock, _NUMBER.size))[0]
 
 
-def _serve(fd):  # pragma: no cover - runs in the fork server
+def _serve(fd, modules=None):  # pragma: no cover - runs in the fork server
     """The fork server's life: take a request (the work, the pipe and the shared memory), fork the child that runs
     it, say its pid, wait for it, say its wait status; until the socket closes."""
     sock = socket.socket(fileno=fd)
     become_child(os.getppid(), interrupt=signal.SIG_IGN)  # Ctrl-C reaches its children, not it
     _death_signal_ready()
-    _preload()
+    _preload(modules)
     sock.sendall(_NUMBER.pack(os.getpid()))
     while True:
         try:
@@ -298,17 +377,29 @@ def _serve(fd):  # pragma: no cover - runs in the fork server
     os._exit(0)
 
 
-def _preload():  # pragma: no cover - runs in the fork server
+def _preload(modules=None):  # pragma: no cover - runs in the fork server
     """Import what the children read with, once, here: each child starts with it (h5py alone takes a third of a
-    second to import)."""
+    second to import). ``modules``: those alone (a server started early knows its one command), else all of
+    ``format/``."""
     import importlib
     import pkgutil
 
     import mgpu_io.format
 
-    for module in pkgutil.walk_packages(mgpu_io.format.__path__, "mgpu_io.format."):
+    if modules is None:
+        modules = [module.name for module in pkgutil.walk_packages(mgpu_io.format.__path__, "mgpu_io.format.")]
+    for name in modules:
         with contextlib.suppress(Exception):
-            importlib.import_module(module.name)
+            importlib.import_module(name)
+
+
+def _quiet_streams():  # pragma: no cover - runs in the fork server
+    """Standard input and output on ``/dev/null`` (a reader of the command's output sees its end when the command
+    ends, not when its server does); standard error stays, for what a crash prints."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _as_asked(environment, folder):  # pragma: no cover - runs in the fork server's child
@@ -324,3 +415,11 @@ def _raising(error):
         raise error
 
     return work
+
+
+def start_early(modules):
+    """Fork this process into its fork server now (:meth:`_ForkServer.start_early`), importing ``modules`` there:
+    the command line's ``inspect`` does, before it imports the command line itself, so that the two imports run at
+    once and its own process never imports h5py or NumPy. The probe's child is forked from the server, under the
+    same limits, as any probe's (:func:`~mgpu_io.format.sandbox.probe.probed`)."""
+    _ForkServer.start_early(modules)

@@ -160,3 +160,27 @@ def hand_over(values):
         else:
             handed.append(_fresh(value, dtype, shape))
     return handed
+
+
+class ByName:
+    """Work named by its module and function, with its arguments (:func:`by_name`): the process that asks for it
+    need not import the module; the child that runs it does (a fork server's has, before it was asked)."""
+
+    def __init__(self, module, function, *args):
+        self.module, self.function, self.args = module, function, args
+
+    def __call__(self):
+        import importlib
+
+        return getattr(importlib.import_module(self.module), self.function)(*self.args)
+
+
+def by_name(module, function, *args):
+    """``module.function(*args)`` as work for :func:`~mgpu_io.format.sandbox.probe.probed`, without importing
+    ``module`` here (one of mgpu-io's own: the name is the caller's code, never a file's).
+
+    Example:
+        >>> by_name("mgpu_io.format.text", "plural", 2, "layer")()
+        '2 layers'
+    """
+    return ByName(module, function, *args)
