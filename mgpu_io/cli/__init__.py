@@ -7,7 +7,7 @@ __all__ = ["app", "run"]
 
 #: What each command's fork server imports, started before the command line itself is imported
 #: (:func:`_start_early`): ``inspect`` reads its file in a child of that server, and never imports h5py or NumPy here.
-EARLY_READERS = {"inspect": ("mgpu_io.format.inspect_reader",)}
+EARLY_READERS = {"inspect": ("mgpu_io.format.inspect_reader", "mgpu_io.tf.recognise")}
 
 
 def run():

@@ -32,7 +32,9 @@ INTRO = (
     "Each phase's median over the runs, min-max beside it, in fresh processes of the console script's interpreter."
     " \"imports\" is every module the command imports, imported first; \"command\" is what follows until the exit"
     " begins; the sandbox's row is its whole time in the parent (the fork, the child's work, the answer), the child's"
-    " phases are inside it; \"rest\" is the interpreter's start and exit and this script's own wrapping."
+    " phases are inside it; \"rest\" is the interpreter's start and exit and this script's own wrapping. `inspect`"
+    " forks its fork server as it starts: the server imports the reader while the command imports itself (its row"
+    " overlaps \"imports\"), and the sandbox's row includes the wait for it."
 )
 
 #: The functions each phase is, by module and name (wrapped wherever the name is bound, so from-imports count too).
@@ -48,10 +50,56 @@ PRELUDE = r"""
 import atexit, json, os, sys, time
 START = time.perf_counter()
 LOG = os.environ["PHASES_LOG"]
+TIMED = json.loads(os.environ["PHASES_TIMED"])
+ARGV = json.loads(os.environ["PHASES_ARGV"])
 
 def note(name, start, end):
     with open(LOG, "a") as handle:
         handle.write(json.dumps([os.getpid(), name, start, end]) + "\n")
+
+def timed(module_name, attribute, label):
+    module = sys.modules.get(module_name)
+    original = getattr(module, attribute, None) if module is not None else None
+    if original is None or getattr(original, "timed", False):
+        return
+    def wrapper(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            note(label, began, time.perf_counter())
+    wrapper.timed = True
+    for other in list(sys.modules.values()):  # every binding of the function: module globals and from-imports
+        if getattr(other, attribute, None) is original:
+            setattr(other, attribute, wrapper)
+
+def time_everything():  # here, and in a fork server once it has imported what it reads with
+    for label, (module_name, attribute) in TIMED.items():
+        timed(module_name, attribute, label)
+    import mgpu_io.format.sandbox.inside as inside
+    child = inside._child
+    if getattr(child, "timed", False):
+        return
+    def started(*args, **kwargs):  # the forked child's first step
+        note("child started", time.perf_counter(), time.perf_counter())
+        return child(*args, **kwargs)
+    started.timed = True
+    inside._child = started
+
+# A command that forks its fork server as it starts (mgpu_io.cli.EARLY_READERS) does so here, as the console script
+# does: before the command line's imports, which the server's own run beside. The server times its phases once its
+# imports are done.
+import mgpu_io.cli as cli
+import mgpu_io.format.sandbox.fork_server as fork_server
+timed("mgpu_io.format.sandbox.fork_server", "start_early", "fork server forked (parent)")
+preload = fork_server._preload
+def preload_then_time(*args, **kwargs):
+    began = time.perf_counter()
+    preload(*args, **kwargs)
+    note("fork server's imports (in it, beside the parent's)", began, time.perf_counter())
+    time_everything()
+fork_server._preload = preload_then_time
+cli._start_early(ARGV)
 
 for name in json.loads(os.environ["PHASES_IMPORTS"]):
     try:
@@ -60,35 +108,10 @@ for name in json.loads(os.environ["PHASES_IMPORTS"]):
         pass
 IMPORTED = time.perf_counter()
 note("imports", START, IMPORTED)
-
-def timed(module_name, attribute, label):
-    module = sys.modules.get(module_name)
-    original = getattr(module, attribute, None) if module is not None else None
-    if original is None:
-        return
-    def wrapper(*args, **kwargs):
-        began = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            note(label, began, time.perf_counter())
-    for other in list(sys.modules.values()):  # every binding of the function: module globals and from-imports
-        if getattr(other, attribute, None) is original:
-            setattr(other, attribute, wrapper)
-
-for label, (module_name, attribute) in json.loads(os.environ["PHASES_TIMED"]).items():
-    timed(module_name, attribute, label)
-
-import mgpu_io.format.sandbox.inside as inside
-child = inside._child
-def started(*args, **kwargs):  # the forked child's first step
-    note("child started", time.perf_counter(), time.perf_counter())
-    return child(*args, **kwargs)
-inside._child = started
+time_everything()
 atexit.register(lambda: note("command", IMPORTED, time.perf_counter()))
-sys.argv = ["mgpu-io"] + json.loads(os.environ["PHASES_ARGV"])
-from mgpu_io.cli import run
-run()
+sys.argv = ["mgpu-io"] + ARGV
+cli.run()
 """
 
 CALIBRATE = r"""
@@ -152,7 +175,7 @@ def phases(wall, lines):
     child = [start for pid, name, start, _ in lines if name == "child started" and pid != parent]
     if probe and child:
         found["fork to the child's first step"] = child[0] - probe[0][0]
-    for label in TIMED:
+    for label in ("fork server forked (parent)", "fork server's imports (in it, beside the parent's)", *TIMED):
         if label in sums:
             found[label] = sums[label]
     found["interpreter start and exit (rest)"] = wall - found["imports"] - found["command (after the imports)"]

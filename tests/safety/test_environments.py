@@ -4,7 +4,7 @@ without fork or O_TMPFILE. The command does its work or stops with one line; it 
 raises a limit it was given, and its exit code says what happened.
 
 Each limit is set as the shell's ``ulimit`` sets it (soft and hard alike), in a subprocess that runs the real
-console script (:func:`mgpu_io.cli.app.run`) or a short Python script.
+console script (:func:`mgpu_io.cli.run`) or a short Python script.
 """
 
 import os
@@ -31,7 +31,7 @@ LIMITS = {"-v": resource.RLIMIT_AS, "-f": resource.RLIMIT_FSIZE, "-n": resource.
 SCALE = {"-v": 1024, "-f": 1024, "-n": 1, "-t": 1}
 #: Limits under which the work fits (KiB for -v and -f, as ulimit counts): what a batch job might set.
 GENEROUS = {"-v": 16 << 20, "-f": 1 << 20, "-n": 256, "-t": 600}
-CONSOLE = ["-c", "import sys; sys.argv[0] = 'mgpu-io'; from mgpu_io.cli.app import run; run()"]
+CONSOLE = ["-c", "import sys; sys.argv[0] = 'mgpu-io'; from mgpu_io.cli import run; run()"]
 
 
 def run(args, *, ulimit=None, close=(), env=None, script=None, stdout=subprocess.PIPE, timeout=300):

@@ -8,6 +8,7 @@ is forked here, as in a small process."""
 import functools
 import os
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -162,3 +163,40 @@ def test_a_server_whose_process_ended_meanwhile_ends_without_a_word(tmp_path):
     _, stderr = server.communicate(timeout=30)
     os.close(read_end)
     assert stderr.decode() == "" and server.returncode == 0
+
+
+@pytest.fixture
+def early(monkeypatch):
+    """A fork server forked from this process as the command line's ``inspect`` forks its own, before anything is
+    read (``mgpu_io.cli._start_early``)."""
+    monkeypatch.setattr(fork_server, "_CROSSES", fork_server._CROSSES | {"sandbox_works"})
+    monkeypatch.setattr(fork_server._ForkServer, "_current", None)
+    monkeypatch.setattr(fork_server, "SERVER_FROM", 1 << 62)  # a small process: only an early server serves it
+    sandbox.start_early(("sandbox_works",))
+    yield fork_server._ForkServer._current[1]
+    current = fork_server._ForkServer._current
+    if current and current[1]:
+        current[1].end()
+
+
+def test_an_early_server_serves_a_small_process_with_the_same_answers_and_errors(early, monkeypatch):
+    assert early.early and early.process.pid != os.getpid()
+    pid, folder = sandbox.probed("x.h5", sandbox_works.parent_and_folder)[:2]
+    assert pid == early.process.pid and folder == os.getcwd()  # the server's child, in the caller's folder
+    assert sandbox.probed(WRAPPER, sandbox.by_name("mgpu_io.format.door", "describe", WRAPPER)) == door.describe(WRAPPER)
+    monkeypatch.setattr(probe, "TIMEOUT", 1.0)
+    with pytest.raises(NotAModelFile, match=r"^Reading the file's structure did not finish within 1 s\. "):
+        sandbox.probed("hangs.h5", sandbox_works.hang)
+    with pytest.raises(NotAModelFile, match=r"^Reading the file's structure crashed the HDF5 library \(signal 6\)\. "):
+        sandbox.probed("crashes.h5", sandbox_works.crash)
+    assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == early.process.pid  # it serves on
+
+
+def test_an_early_server_still_importing_when_the_command_ends_is_ended_at_once(monkeypatch):
+    monkeypatch.setattr(fork_server._ForkServer, "_current", None)
+    monkeypatch.setattr(fork_server, "_preload", lambda modules=None: time.sleep(30))
+    sandbox.start_early(("sandbox_works",))
+    server = fork_server._ForkServer._current[1]
+    began = time.monotonic()
+    server.end()  # as at the command's exit, a refused argument's say
+    assert time.monotonic() - began < 5 and server.process.poll() is not None
