@@ -7,6 +7,8 @@ converted config, its weights per layer with their planned conversions, the wrap
 re-keyed training config and what happens to the optimizer state.
 """
 
+import collections
+import copy
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -247,7 +249,135 @@ def _optimizer_plan(stored, training, include_optimizer, conversions_by_layer, w
     return optimizer, rule.describe(faithful=not keras_output) if rule is not None else None
 
 
-def make_plan(
+def make_plan(stored, *, reuse=False, **options):
+    """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options): where the
+    template is, how its config and weights are converted, what becomes of its training config and optimizer
+    state, each decided by its own function below. ``keras2_functions``: for a model :func:`mgpu_io.load_model`
+    builds to train on (see :class:`~mgpu_io.format.conversions.base.Context`).
+
+    ``reuse`` (a folder's repair): a wrapper whose stored configs, versions, layer list and options are those of a
+    file planned before in this process (one training run's checkpoints) takes that plan, once this file's own
+    weights are read and checked as a plan checks them and found to be the same names, shapes and types
+    (:func:`_replanned`); anything else is planned anew.
+    """
+    key = _reuse_key(stored, options) if reuse else None
+    kept = _PLANS.get(key) if key is not None else None
+    if kept is not None:
+        plan = _replanned(kept, stored, options.get("output"))
+        if plan is not None:
+            _PLANS.move_to_end(key)
+            return plan
+    plan = _plan(stored, **options)
+    if key is not None and plan.extraction.unrolled is not None and plan.extraction.is_wrapper:
+        _PLANS[key] = _Kept.of(plan)
+        while len(_PLANS) > 1 and (
+            len(_PLANS) > _PLANS_KEPT or sum(len(text or "") for key in _PLANS for text in key[0]) > _REUSE_CHARACTERS
+        ):
+            _PLANS.popitem(last=False)
+    return plan
+
+
+#: Plans a folder's repair keeps for its later files, by :func:`_reuse_key`, the latest last.
+_PLANS: collections.OrderedDict = collections.OrderedDict()
+#: How many :data:`_PLANS` keeps (a folder holds one model or a few; the benchmark's small files 45 in turn).
+_PLANS_KEPT = 64
+#: A config whose text is longer is planned each time, and the configs kept hold at most _REUSE_CHARACTERS in all:
+#: what is kept stays bounded whatever the files.
+_REUSE_MAX_CHARACTERS = 4 << 20
+_REUSE_CHARACTERS = 16 << 20
+
+
+def _reuse_key(stored, options):
+    """What decides a full model's plan but its weights: its stored configs (as text), versions, layer list and
+    whether it holds optimizer state, and the options; ``None`` where no plan is kept (not a full model, a config
+    too long, a config= given)."""
+    texts = stored.config_texts
+    if stored.file_type != MODEL or texts is None or options.get("config") is not None:
+        return None
+    if sum(len(text or "") for text in texts) > _REUSE_MAX_CHARACTERS:
+        return None
+    output = options.get("output")
+    return (
+        texts,
+        stored.keras_version,
+        stored.backend,
+        tuple(stored.layer_names),
+        stored.double_encoded,
+        stored.optimizer_weights is not None,
+        Path(output).suffix.lower() if output is not None else None,
+        tuple(sorted((name, value) for name, value in options.items() if name not in ("output", "config"))),
+    )
+
+
+@dataclass
+class _Kept:
+    """A wrapper's plan as a later file of the same key takes it: all but what is read from the file itself."""
+
+    plan: "Plan"
+    group: str  # the template's weight group, whose weight_names list every weight
+    names: list  # those names, in order
+    facts: list  # (shape, dtype) of each weight, in that order
+    optimizer_names: Optional[list]  # the optimizer state's weight_names, where the plan copies it
+    optimizer_facts: Optional[list]
+
+    @classmethod
+    def of(cls, plan):
+        block = plan.extraction.blocks[0]
+        optimizer = plan.optimizer_weights
+        names = read_str_list(optimizer.attrs, "weight_names") if optimizer is not None else None
+        return cls(
+            plan=plan,
+            group=plan.extraction.unrolled.levels[0].template_layer,
+            names=list(block.names),
+            facts=[_facts(block.group[name]) for name in block.names],
+            optimizer_names=names,
+            optimizer_facts=[_facts(optimizer[name]) for name in names] if names is not None else None,
+        )
+
+
+def _facts(dataset):
+    return dataset.shape, dataset.dtype
+
+
+def _replanned(kept, stored, output):
+    """``kept``'s plan for ``stored``, whose configs and options are ``kept``'s: this file's template weights and
+    optimizer state are read and checked (:func:`~mgpu_io.format.read.check_weight`, as a plan checks them) and
+    must have ``kept``'s names, shapes and types; ``None`` where anything differs (the file is planned anew)."""
+    from mgpu_io.format.extract import Block, _group
+
+    before = kept.plan
+    group = _group(stored, kept.group)
+    names = stored.weight_names(kept.group)
+    if names != kept.names:
+        return None
+    for name, facts in zip(names, kept.facts):
+        if name not in group:
+            return None
+        dataset = group[name]
+        check_weight(dataset, name, stored)
+        if _facts(dataset) != facts:
+            return None
+    if kept.optimizer_names is not None:
+        optimizer = stored.optimizer_weights
+        if not is_group(optimizer) or read_str_list(optimizer.attrs, "weight_names") != kept.optimizer_names:
+            return None
+        for name, facts in zip(kept.optimizer_names, kept.optimizer_facts):
+            if name not in optimizer:
+                return None
+            check_weight(optimizer[name], name, stored, counter=True)
+            if _facts(optimizer[name]) != facts:
+                return None
+    extraction = Extraction(stored=stored, unrolled=before.extraction.unrolled, blocks=[Block(group, names)])
+    layers = [
+        LayerWeights(layer.layer, layer.class_name, list(layer.names), group if layer.group is not None else None)
+        for layer in before.layers
+    ]
+    report = copy.deepcopy(before.report)
+    report.source, report.output, report.written = str(stored.path), str(output) if output is not None else None, False
+    return replace(before, stored=stored, extraction=extraction, layers=layers, report=report)
+
+
+def _plan(
     stored,
     *,
     config=None,
@@ -259,10 +389,7 @@ def make_plan(
     output=None,
     keras2_functions=False,
 ):
-    """Plan the repair of the opened file ``stored`` (see :func:`mgpu_io.unwrap` for the options): where the
-    template is, how its config and weights are converted, what becomes of its training config and optimizer
-    state, each decided by its own function below. ``keras2_functions``: for a model :func:`mgpu_io.load_model`
-    builds to train on (see :class:`~mgpu_io.format.conversions.base.Context`)."""
+    """:func:`make_plan`, planned from the file alone."""
     extraction = extract(stored)
     if config is not None:
         _attach_config(extraction, config)

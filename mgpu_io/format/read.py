@@ -189,6 +189,9 @@ class StoredModel:
     weights_root: Optional[h5py.Group] = field(default=None, repr=False)
     #: The JSON config was a JSON string holding the model's JSON (``json.dump(model.to_json(), f)``).
     double_encoded: bool = False
+    #: A full model's ``model_config`` and ``training_config`` as stored (text): what one training run's checkpoints
+    #: share, and a folder's repair plans once (:func:`mgpu_io.format.plan.make_plan`'s ``reuse``).
+    config_texts: Optional[tuple] = field(default=None, repr=False)
 
     @functools.cached_property
     def file_size(self):
@@ -541,7 +544,8 @@ def _read_hdf5(path, h5):
     attrs = h5.attrs
     kind = hdf5_kind(attrs.keys(), h5.keys())  # the door's one rule for HDF5 files
     if kind == LEGACY_MODEL:
-        model_config = _decode_json(path, read_str(attrs, "model_config"), "model_config")
+        model_text = read_str(attrs, "model_config")
+        model_config = _decode_json(path, model_text, "model_config")
         training = read_str(attrs, "training_config")
         weights_root = h5.get("model_weights")
         if weights_root is None:
@@ -561,6 +565,7 @@ def _read_hdf5(path, h5):
             backend=read_str(attrs, "backend") or read_str(weights_root.attrs, "backend"),
             h5=h5,
             weights_root=cached(weights_root),
+            config_texts=(model_text, training),
         )
     if kind == LEGACY_WEIGHTS:
         return StoredModel(

@@ -50,7 +50,7 @@ def _unwrap(source, output, options, progress, in_folder=False):
         if in_folder:  # what the folder's file is decides, from this one opening
             plan_options.update(allow_plain=True, config=options.config if stored.file_type == WEIGHTS else None)
         with reading(stored.path, "planning the repair"):
-            plan = make_plan(stored, output=output, **plan_options)
+            plan = make_plan(stored, output=output, reuse=in_folder, **plan_options)
         structure_read()
         if in_folder and not plan.report.was_wrapper and not options.allow_plain:
             return plan.report  # a plain model of the folder, skipped: planned, not written

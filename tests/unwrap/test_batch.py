@@ -16,6 +16,8 @@ from helpers import FIXTURES, digests, epoch_checkpoints, runner
 import mgpu_io
 from mgpu_io import OutputError
 from mgpu_io.cli import app
+from mgpu_io.format import batch
+from mgpu_io.format import plan as plan_module
 from mgpu_io import inspect
 
 
@@ -246,6 +248,7 @@ def test_a_folder_of_one_models_checkpoints_converts_its_config_once(tmp_path, m
             super().__setitem__(key, value)
 
     monkeypatch.setattr(conversions, "_CONVERTED", Counted())
+    monkeypatch.setattr(plan_module, "_PLANS", collections.OrderedDict())  # no plan kept from another test
     monkeypatch.setenv("MGPU_IO_PROBE", "0")  # in this process, where the conversions can be counted
     report = mgpu_io.unwrap(source, tmp_path / "out")
     assert report.counts() == {"repaired": 8, "failed": 0}, str(report)
@@ -257,3 +260,51 @@ def test_a_folder_of_one_models_checkpoints_converts_its_config_once(tmp_path, m
         with h5py.File(tmp_path / "out" / name, "r") as reused, h5py.File(tmp_path / f"fresh-{name}", "r") as new:
             assert reused.attrs["model_config"] == new.attrs["model_config"]
             assert reused.attrs["training_config"] == new.attrs["training_config"]
+
+
+def test_a_folder_of_one_models_checkpoints_is_planned_once_and_each_files_weights_checked(tmp_path, monkeypatch):
+    """Checkpoints whose stored configs, versions and layers are the same take the first one's plan (issue 50), once
+    their own weights are read and checked and found to have its names, shapes and types; each output holds its own
+    file's values, as a repair of that file alone writes them. A checkpoint whose weight differs in shape is planned
+    anew."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for index in range(4):
+        shutil.copyfile(FIXTURES / "k224_functional_bn_x2_full.h5", source / f"epoch{index:02d}.h5")
+    with h5py.File(source / "epoch01.h5", "r+") as h5:  # trained on: other values, the same weights
+        names = [n.decode() for n in h5["model_weights/template"].attrs["weight_names"]]
+        kernel = next(name for name in names if "kernel" in name)
+        h5["model_weights/template"][kernel][...] *= 3.0
+    with h5py.File(source / "epoch02.h5", "r+") as h5:  # a bias of another shape: not this plan's weights
+        group = h5["model_weights/template"]
+        bias = next(name for name in names if "bias" in name)
+        shape = group[bias].shape
+        del group[bias]
+        group[bias] = np.zeros((shape[0] + 1, *shape[1:]), "float32")
+    planned = []
+    original = plan_module._plan
+    monkeypatch.setattr(plan_module, "_plan", lambda stored, **kw: planned.append(stored.path.name) or
+                        original(stored, **kw))
+    monkeypatch.setattr(plan_module, "_PLANS", collections.OrderedDict())
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")  # in this process, where the plans can be counted
+    report = mgpu_io.unwrap(source, tmp_path / "out", jobs=1)
+    assert planned == ["epoch00.h5", "epoch02.h5"], str(report)  # the first, and the one whose weights differ
+    for result in report.files:
+        try:
+            mgpu_io.unwrap(source / result.path, tmp_path / f"alone-{result.path}")
+        except mgpu_io.MgpuIOError as error:
+            assert (result.status, result.reason) == ("failed", batch.reason(error))
+            continue
+        assert result.status == "repaired", result.reason
+        with h5py.File(tmp_path / "out" / result.path, "r") as folder, \
+                h5py.File(tmp_path / f"alone-{result.path}", "r") as alone:
+            assert folder.attrs["model_config"] == alone.attrs["model_config"]
+            assert folder.attrs["training_config"] == alone.attrs["training_config"]
+            found = []
+            folder.visititems(lambda path, obj: found.append(path) if isinstance(obj, h5py.Dataset) else None)
+            assert len(found) > 4
+            for path in found:
+                np.testing.assert_array_equal(folder[path][()], alone[path][()])
+    with h5py.File(tmp_path / "out" / "epoch01.h5", "r") as one, h5py.File(tmp_path / "out" / "epoch03.h5", "r") as three:
+        kernels = [path for path in found if path.startswith("model_weights/") and path.endswith(kernel.split("/")[-1])]
+        assert kernels and any(not np.array_equal(one[path][()], three[path][()]) for path in kernels)
