@@ -1,5 +1,6 @@
 """The ``mgpu-io`` command line (typer and rich only; every command is one library call)."""
 
+import os
 import sys
 import types
 
@@ -25,13 +26,21 @@ def _start_early(arguments):
     2-core machine, ``inspect`` of a 34 KB file took 0.225 s (median of 20 paired runs) against 0.269 s before. Not for
     ``--help``, nor with ``MGPU_IO_PROBE=0``."""
     command = next((argument for argument in arguments if not argument.startswith("-")), None)
-    if command not in EARLY_READERS or {"--help", "-h"} & set(arguments):
-        return
+    if command not in EARLY_READERS or {"--help", "-h"} & set(arguments) or _processors() < 2:
+        return  # on one processor the two imports would take turns: the child imports the reader after the fork
     from mgpu_io.cli.process import quiet_environment
     from mgpu_io.format.sandbox.fork_server import start_early
 
     quiet_environment()  # the server's imports (NumPy's BLAS threads) follow it
     start_early(EARLY_READERS[command])
+
+
+def _processors():
+    """The processors this process may run on (its affinity, where the system says it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class _Package(types.ModuleType):

@@ -42,3 +42,17 @@ def test_the_command_lines_inspect_reads_in_its_early_server_and_imports_neither
     in_process = json.loads(run_python(
         "import json, mgpu_io; print(json.dumps(mgpu_io.inspect('fixtures/files/k224_siamese_x2_full.h5').to_dict()))"))
     assert json.loads(answer) == in_process and in_process["is_wrapper"]
+
+
+def test_on_one_processor_inspect_forks_no_early_server_and_reads_as_before():
+    """On one processor the server's imports and the command line's would take turns, not overlap: the child forked
+    to read the file imports the reader itself, and the answer is the same."""
+    code = (
+        "import os, sys, json, atexit; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))});"
+        " sys.argv = ['mgpu-io', 'inspect', 'fixtures/files/k224_siamese_x2_full.h5', '--json'];"
+        " from mgpu_io.format.sandbox import fork_server;"
+        " atexit.register(lambda: print('SERVER ' + json.dumps(fork_server._ForkServer._current is None), flush=True));"
+        " from mgpu_io.cli import run; run()"
+    )
+    answer, server_none = run_python(code).split("SERVER ")
+    assert json.loads(server_none) is True and json.loads(answer)["is_wrapper"]
