@@ -179,7 +179,13 @@ def consecutive(runs, measure):
     for _ in range(runs):
         subprocess.run(["sync"], check=True)  # start each run with no dirty pages of the previous one
         values.append(measure())
-    return statistics.median(v[0] for v in values), max(v[1] or 0 for v in values)
+    return _summary(values)
+
+
+def _summary(values):
+    """``(median seconds, peak RSS, [fastest, slowest] seconds)`` of measured ``(seconds, RSS)`` pairs."""
+    seconds = [v[0] for v in values]
+    return statistics.median(seconds), max(v[1] or 0 for v in values), [min(seconds), max(seconds)]
 
 
 def interleaved(runs, first, second):
@@ -196,7 +202,7 @@ def interleaved(runs, first, second):
         for measure, into in pairs if turn % 2 == 0 else pairs[::-1]:
             subprocess.run(["sync"], check=True)
             into.append(measure())
-    return tuple((statistics.median(v[0] for v in vs), max(v[1] or 0 for v in vs)) for vs in values)
+    return tuple(_summary(vs) for vs in values)
 
 
 def fresh(path, command):
@@ -285,9 +291,10 @@ def main():
         if not wanted(f"unwrap-{label.replace(' ', '')}"):
             continue
         durable_copy = ["/bin/sh", "-c", f"/bin/cp '{path}' '{copy}' && sync '{copy}'"]
-        (ours, rss), (reference, _) = interleaved(
+        (ours, rss, spread), (reference, _, reference_spread) = interleaved(
             args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(path), str(clean)]), fresh(copy, durable_copy))
-        results[f"unwrap {label}"] = dict(ours=ours, reference=reference, rss=rss)
+        results[f"unwrap {label}"] = dict(ours=ours, reference=reference, rss=rss, spread=spread,
+                                          reference_spread=reference_spread)
         print(label, results[f"unwrap {label}"], flush=True)
     if "unwrap 10 GB" in results:
         results["rss"] = dict(ours=results["unwrap 10 GB"]["rss"])
@@ -296,33 +303,38 @@ def main():
     if wanted("load"):
         subprocess.run([mgpu, "-q", "unwrap", str(one), str(clean)], check=True)
     def load(call):
-        return statistics.median(python_call(LOAD.format(tests=tests, call=call)) for _ in range(args.runs))
+        return _summary([(python_call(LOAD.format(tests=tests, call=call)), None) for _ in range(args.runs)])
+
+    def paired(ours, reference):
+        (ours, _, spread), (reference, _, reference_spread) = load(ours), load(reference)
+        return dict(ours=ours, reference=reference, spread=spread, reference_spread=reference_spread)
 
     if wanted("load"):
-        results["load compiled"] = dict(ours=load(f"mgpu_io.load_model({str(one)!r})"),
-                                        reference=load(f"keras.models.load_model({str(clean)!r})"))
-        results["load weights"] = dict(ours=load(f"mgpu_io.load_model({str(one)!r}, compile=False)"),
-                                       reference=load(f"keras.models.load_model({str(clean)!r}, compile=False)"))
+        results["load compiled"] = paired(f"mgpu_io.load_model({str(one)!r})",
+                                          f"keras.models.load_model({str(clean)!r})")
+        results["load weights"] = paired(f"mgpu_io.load_model({str(one)!r}, compile=False)",
+                                         f"keras.models.load_model({str(clean)!r}, compile=False)")
     if wanted("naive"):
         results["naive"] = dict(ours=python_call(NAIVE.format(tests=tests, path=str(one),
                                                               out=str(work / "naive.h5")), timeout=600))
+    def alone(command):
+        ours, _, spread = consecutive(args.runs, lambda: timed(command))
+        return dict(ours=ours, spread=spread)
+
     if wanted("inspect"):
-        results["inspect"] = dict(ours=consecutive(args.runs,
-                                                   lambda: timed([mgpu, "inspect", str(one), "--json"]))[0])
-    if wanted("inspect"):
-        small = ROOT / "fixtures" / "files" / "k224_functional_bn_x2_full.h5"
-        results["inspect small"] = dict(ours=consecutive(args.runs, lambda: timed([mgpu, "inspect", str(small)]))[0])
+        results["inspect"] = alone([mgpu, "inspect", str(one), "--json"])
+        results["inspect small"] = alone([mgpu, "inspect", str(ROOT / "fixtures" / "files" / "k224_functional_bn_x2_full.h5")])
     if wanted("help"):
-        results["help"] = dict(ours=consecutive(args.runs, lambda: timed([mgpu, "--help"]))[0])
+        results["help"] = alone([mgpu, "--help"])
 
     if wanted("small"):
         small_files(results, args, work, mgpu)
     if wanted("checkpoints"):
         folder_rate(results, "checkpoints", args, work, mgpu, checkpoint_folder(work))
     if wanted("nested"):
-        (deep, _), (shallow, _) = interleaved(
+        (deep, _, spread), (shallow, _, reference_spread) = interleaved(
             args.runs, *(fresh(clean, [mgpu, "-q", "unwrap", str(nested[d]), str(clean)]) for d in (10, 1)))
-        results["nested"] = dict(ours=deep, reference=shallow)
+        results["nested"] = dict(ours=deep, reference=shallow, spread=spread, reference_spread=reference_spread)
     if wanted("probe"):  # no goal: what the fork server saves a process with TensorFlow per file (probe_cost.py)
         _, printed = run([sys.executable, str(ROOT / "tests" / "benchmarks" / "probe_cost.py"), "--json"])
         results["probe"] = json.loads(printed)
@@ -358,8 +370,8 @@ def folder_rate(results, key, args, work, mgpu, folder):
             return timed([mgpu, "-q", "unwrap", str(folder), str(out), "--jobs", "2", "--allow-plain"])
         finally:
             shutil.rmtree(out, ignore_errors=True)
-    seconds = consecutive(args.runs, batch)[0]
-    results[key] = dict(ours=count / seconds, seconds=seconds, count=count,
+    seconds, _, spread = consecutive(args.runs, batch)
+    results[key] = dict(ours=count / seconds, seconds=seconds, spread=spread, count=count,
                         bytes=sum(p.stat().st_size for p in folder.iterdir()))
     floors = [json.loads(run([sys.executable, str(ROOT / "tests" / "benchmarks" / "hdf5_floor.py"), str(folder)],
                              timeout=600)[1].strip().splitlines()[-1]) for _ in range(args.runs)]
@@ -446,6 +458,14 @@ def _probe_lines(probe):
     return [*lines, ""]
 
 
+def _spread(result, key="spread", bare=False):
+    """The runs' spread of a figure, fastest to slowest, as `` (0.70-0.75 s)`` (``bare``: ``; runs 0.70-0.75 s``)."""
+    spread = result.get(key)
+    if not spread:
+        return ""
+    return f"; runs {spread[0]:.2f}-{spread[1]:.2f} s" if bare else f" ({spread[0]:.2f}-{spread[1]:.2f})"
+
+
 def write_report(results, runs):
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
     sizes = ", ".join(f"{label}: {size / 1e9:.2f} GB" for label, size in results["sizes"].items())
@@ -458,7 +478,8 @@ def write_report(results, runs):
         f"- Machine: {os.cpu_count()} cores ({_cpu()}), {memory:.0f} GiB memory, {platform.system()} "
         f"{platform.release()}",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in _versions().items()),
-        f"- Each figure is the median of {runs} runs after one warm-up run, each a fresh process started after "
+        f"- Each figure is the median of {runs} runs after one warm-up run (the fastest and slowest run in brackets), "
+        "each a fresh process started after "
         "`sync`, on the same file and disk as its reference. The unwraps and their durable copies, and the two nested "
         "saves, are measured in turn, counterbalanced (A B, B A, ...), so that a machine whose speed drifts weighs on "
         "both alike; the "
@@ -478,18 +499,21 @@ def write_report(results, runs):
         r = results[key]
         if unit == "ratio":
             ratio = r["ours"] / r["reference"]
-            lines.append(f"| {what} | {r['ours']:.2f} s | {r['reference']:.2f} s | {ratio:.2f}x | ≤ {goal}x | "
+            lines.append(f"| {what} | {r['ours']:.2f} s{_spread(r)} | {r['reference']:.2f} s"
+                         f"{_spread(r, 'reference_spread')} | {ratio:.2f}x | ≤ {goal}x | "
                          f"{'yes' if ratio <= goal else 'NO'} |")
         elif unit == "floor":
             floor_rate = 2000 / results[f"{key} floor"]["total"]  # files/s: two workers at the floor's ms a file
             ratio = r["ours"] / floor_rate
-            lines.append(f"| {what} | {r['ours']:.0f} files/s ({r['count']} files in {r['seconds']:.2f} s) | "
+            lines.append(f"| {what} | {r['ours']:.0f} files/s ({r['count']} files in {r['seconds']:.2f} s"
+                         f"{_spread(r, bare=True)}) | "
                          f"{floor_rate:.0f} files/s | {ratio:.2f}x | ≥ {goal}x | {'yes' if ratio >= goal else 'NO'} |")
         elif unit == "MiB":
             lines.append(f"| {what} | {r['ours']:.0f} MiB | - | - | ≤ {goal} MiB | "
                          f"{'yes' if r['ours'] <= goal else 'NO'} |")
         else:
-            lines.append(f"| {what} | {r['ours']:.2f} s | - | - | < {goal} s | {'yes' if r['ours'] < goal else 'NO'} |")
+            lines.append(f"| {what} | {r['ours']:.2f} s{_spread(r)} | - | - | < {goal} s | "
+                         f"{'yes' if r['ours'] < goal else 'NO'} |")
     naive = results["naive"]["ours"]
     floor = results["small files floor"]
     checkpoints = results["checkpoints floor"]
