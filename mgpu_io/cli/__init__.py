@@ -23,8 +23,8 @@ def run():
 def _start_early(arguments):
     """Start the fork server of the command named in ``arguments`` (the first that is not an option) where it has one,
     so that it imports what reads the file while this process imports typer and the command line: on this project's
-    2-core machine, ``inspect`` of a 34 KB file took 0.225 s (median of 20 paired runs) against 0.269 s before. Not for
-    ``--help``, nor with ``MGPU_IO_PROBE=0``."""
+    2-core machine, ``inspect`` of a 34 KB file took 0.225 s against 0.269 s before, and 0.186 s against 0.196 s an hour
+    later (medians of 20 runs in turn; the machine's speed drifts). Not for ``--help``, nor with ``MGPU_IO_PROBE=0``."""
     command = next((argument for argument in arguments if not argument.startswith("-")), None)
     if command not in EARLY_READERS or {"--help", "-h"} & set(arguments) or _processors() < 2:
         return  # on one processor the two imports would take turns: the child imports the reader after the fork

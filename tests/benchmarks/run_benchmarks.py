@@ -429,14 +429,19 @@ NOTES = """Notes:
   their initializers first (Keras' own load fills them with random numbers, then overwrites them), and reads large
   weights into memory mapped with its pages in place (docs/architecture.md).
 - A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process on this
-  machine (`MGPU_IO_PROBE=0`, 45 fixture files 5 times each): opening and planning 3.8 ms, writing 3.7 ms (`fsync`
-  0.5 ms of it), 8.7 ms for the whole `unwrap_file`; one worker repairs the 425 files in 4.5-4.8 s, two in 2.6-2.7 s,
-  and the command's start-up (interpreter and imports) is about 0.25 s of that. A file's own work is thus 1.5 times
-  the floor's (planning reads and checks what the floor only opens), and the start-up a tenth of the run.
-- The checkpoints share one config: each worker converts it once (`convert_config` keeps its conversions), and each
-  file's weights are still opened and checked (422 datasets a file). Planning such a file again in one process:
-  33 ms where converting it every time took 43 ms; the rest of a file is HDF5 work on its 422 datasets (opening
-  and checking each, 12 ms; writing each, 11 ms; closing the two files, 8 ms), which the floor does once, with less.
+  machine (`MGPU_IO_PROBE=0`, the 425 files once): 6.0-6.8 ms a file for the whole repair (6.3-7.4 ms before this
+  round's changes, the two taken in turn, 4 rounds); of one run's 7.4 ms, writing 4.0 ms (`fsync` 0.3 ms of it),
+  planning 1.8 ms (a file that takes a plan kept from an earlier file of its model 0.9 ms of that, one planned anew
+  0.7 ms, averaged over the files), closing the files 0.7 ms, reading the structure 0.5 ms, the link check 0.3 ms.
+  The command's start-up (interpreter and imports, then listing the folder) is about 0.2-0.25 s before the first
+  worker starts.
+- The checkpoints share one config, and a worker plans it once (`make_plan`'s `reuse`): a later checkpoint whose
+  stored configs, versions and layers are the first one's takes its plan once its own 422 weights and optimizer
+  slots are opened and checked and found to have the same names, shapes and types. Each weight's HDF5 handle is
+  closed as soon as its type, shape and offset are read, and it is copied by its name (holding 421 handles open cost
+  libhdf5 28-30 ms against 24-26 ms for the same opening, checking and copying). In one process, 48-56 ms a file
+  against 67-72 ms with the code before this round (3 rounds in turn); what is left is the HDF5 work on the 422
+  datasets that the floor does too (opening and checking each, writing each, closing the two files).
 - The naive recovery (tf_keras `load_model` of the wrapper, `layers[-2]`, `save`) works here only because
   tf_keras runs the slice Lambdas' stored bytecode, which these files hold for the same Python; files of the old
   writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does. It also
