@@ -28,11 +28,22 @@ def _start_early(arguments):
     command = next((argument for argument in arguments if not argument.startswith("-")), None)
     if command not in EARLY_READERS or {"--help", "-h"} & set(arguments) or _processors() < 2:
         return  # on one processor the two imports would take turns: the child imports the reader after the fork
+    if not _standard_streams_open():
+        return  # the server's socket must not take a standard stream's number, which guard_streams fills later
     from mgpu_io.cli.process import quiet_environment
     from mgpu_io.format.sandbox.fork_server import start_early
 
     quiet_environment()  # the server's imports (NumPy's BLAS threads) follow it
     start_early(EARLY_READERS[command])
+
+
+def _standard_streams_open():
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return False
+    return True
 
 
 def _processors():
