@@ -269,7 +269,7 @@ def make_plan(stored, *, reuse=False, **options):
             return plan
     plan = _plan(stored, **options)
     if key is not None and plan.extraction.unrolled is not None and plan.extraction.is_wrapper:
-        _PLANS[key] = _Kept.of(plan)
+        _PLANS[key] = _Kept.of(plan, checked_optimizer=options.get("include_optimizer", True))
         while len(_PLANS) > 1 and (
             len(_PLANS) > _PLANS_KEPT or sum(len(text or "") for key in _PLANS for text in key[0]) > _REUSE_CHARACTERS
         ):
@@ -321,9 +321,11 @@ class _Kept:
     optimizer_facts: Optional[list]
 
     @classmethod
-    def of(cls, plan):
+    def of(cls, plan, checked_optimizer):
+        """``plan``'s weights, as :func:`_replanned` checks a later file's: the optimizer state's wherever
+        ``checked_optimizer`` (the plan read and checked it: to copy it, or to drop it for its CuDNN layout)."""
         block = plan.extraction.blocks[0]
-        optimizer = plan.optimizer_weights
+        optimizer = plan.stored.optimizer_weights if checked_optimizer else None
         names = read_str_list(optimizer.attrs, "weight_names") if optimizer is not None else None
         return cls(
             plan=plan,
@@ -348,24 +350,22 @@ def _replanned(kept, stored, output):
     before = kept.plan
     group = _group(stored, kept.group)
     names = stored.weight_names(kept.group)
-    if names != kept.names:
+    if names != kept.names or any(name not in group for name in names):
         return None
-    for name, facts in zip(names, kept.facts):
-        if name not in group:
-            return None
-        dataset = group[name]
-        check_weight(dataset, name, stored)
-        if _facts(dataset) != facts:
+    facts = dict(zip(names, kept.facts))
+    for name in [name for layer in before.layers for name in layer.names]:  # in the plan's order, as it checks
+        check_weight(group[name], name, stored)
+        if _facts(group[name]) != facts[name]:
             return None
     if kept.optimizer_names is not None:
         optimizer = stored.optimizer_weights
         if not is_group(optimizer) or read_str_list(optimizer.attrs, "weight_names") != kept.optimizer_names:
             return None
-        for name, facts in zip(kept.optimizer_names, kept.optimizer_facts):
+        for name, expected in zip(kept.optimizer_names, kept.optimizer_facts):
             if name not in optimizer:
                 return None
             check_weight(optimizer[name], name, stored, counter=True)
-            if _facts(optimizer[name]) != facts:
+            if _facts(optimizer[name]) != expected:
                 return None
     extraction = Extraction(stored=stored, unrolled=before.extraction.unrolled, blocks=[Block(group, names)])
     layers = [

@@ -308,3 +308,26 @@ def test_a_folder_of_one_models_checkpoints_is_planned_once_and_each_files_weigh
     with h5py.File(tmp_path / "out" / "epoch01.h5", "r") as one, h5py.File(tmp_path / "out" / "epoch03.h5", "r") as three:
         kernels = [path for path in found if path.startswith("model_weights/") and path.endswith(kernel.split("/")[-1])]
         assert kernels and any(not np.array_equal(one[path][()], three[path][()]) for path in kernels)
+
+
+@pytest.mark.parametrize("fixture", ["k224_cudnn_x2_full.h5", "k224_nested_depth3_full.h5", "k224_multi_io_x4_full.h5"])
+def test_each_checkpoint_that_takes_a_kept_plan_is_written_as_a_repair_of_it_alone(fixture, tmp_path, monkeypatch):
+    """A kept plan, whatever the wrapper (CuDNN layers whose optimizer state is checked and dropped, a nested save,
+    several inputs and outputs): each later checkpoint's output is the one a repair of that file alone writes."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for index in range(3):
+        shutil.copyfile(FIXTURES / fixture, source / f"epoch{index:02d}.h5")
+    monkeypatch.setattr(plan_module, "_PLANS", collections.OrderedDict())
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")
+    report = mgpu_io.unwrap(source, tmp_path / "out", jobs=1)
+    assert report.counts() == {"repaired": 3, "failed": 0}, str(report)
+    assert len(plan_module._PLANS) == 1
+    mgpu_io.unwrap(source / "epoch02.h5", tmp_path / "alone.h5")
+    with h5py.File(tmp_path / "out" / "epoch02.h5", "r") as folder, h5py.File(tmp_path / "alone.h5", "r") as single:
+        assert dict(folder.attrs).keys() == dict(single.attrs).keys()
+        assert folder.attrs["model_config"] == single.attrs["model_config"]
+        found = []
+        single.visititems(lambda path, obj: found.append(path) if isinstance(obj, h5py.Dataset) else None)
+        assert found and all(np.array_equal(folder[p][()], single[p][()], equal_nan=True) for p in found)
+        assert ("optimizer_weights" in folder) == ("optimizer_weights" in single)
