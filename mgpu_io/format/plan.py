@@ -31,7 +31,7 @@ from mgpu_io.format.conversions.cudnn import cudnn_layout
 from mgpu_io.format.conversions.keras1 import is_keras1
 from mgpu_io.format.conversions.training_config import metrics_per_output, rekey_training_config
 from mgpu_io.format.detect import WrapperLevel, unroll
-from mgpu_io.format.extract import Extraction, extract, template_outputs
+from mgpu_io.format.extract import Block, Extraction, _group, extract, template_outputs
 from mgpu_io.format.optimizer import update_rule
 from mgpu_io.format.read import MODEL, WEIGHTS, check_weight, is_group, open_stored
 from mgpu_io.format.string_attrs import read_str_list
@@ -345,8 +345,6 @@ def _replanned(kept, stored, output):
     """``kept``'s plan for ``stored``, whose configs and options are ``kept``'s: this file's template weights and
     optimizer state are read and checked (:func:`~mgpu_io.format.read.check_weight`, as a plan checks them) and
     must have ``kept``'s names, shapes and types; ``None`` where anything differs (the file is planned anew)."""
-    from mgpu_io.format.extract import Block, _group
-
     before = kept.plan
     group = _group(stored, kept.group)
     names = stored.weight_names(kept.group)

@@ -20,6 +20,12 @@ import time
 _PR_SET_PDEATHSIG = 1
 
 
+def forking():
+    """Whether files are read in forked processes: where ``os.fork`` exists, unless ``MGPU_IO_PROBE=0`` turns it off
+    (then the work runs in this process, without a time limit, and a folder's files are repaired one by one)."""
+    return hasattr(os, "fork") and os.environ.get("MGPU_IO_PROBE", "1") != "0"
+
+
 def become_child(parent, *, interrupt=signal.SIG_DFL):  # pragma: no cover - runs in a child
     """What every forked child does first: leave its parent's garbage alone (:func:`parents_garbage_kept`), die
     with its ``parent`` (:func:`tie_to_parent`), leave a crash to its parent to report (in one line, not as a stack

@@ -23,7 +23,7 @@ import time
 import types
 
 from mgpu_io.format.sandbox import inside
-from mgpu_io.format.sandbox.child import _death_signal_ready, become_child
+from mgpu_io.format.sandbox.child import _death_signal_ready, become_child, forking, parents_garbage_kept
 from mgpu_io.format.sandbox.shared import _FRAME, _close
 
 _NUMBER = struct.Struct("<q")  # what the fork server says: a pid, a wait status
@@ -111,10 +111,7 @@ class _ForkServer:
         is already started here, where no process can be forked, or with ``MGPU_IO_PROBE=0``."""
         import atexit
 
-        from mgpu_io.format.sandbox.child import parents_garbage_kept
-
-        forking = hasattr(os, "fork") and os.environ.get("MGPU_IO_PROBE", "1") != "0"  # as probe.forking says
-        if (cls._current is not None and cls._current[0] == os.getpid()) or not forking:
+        if (cls._current is not None and cls._current[0] == os.getpid()) or not forking():
             return
         try:
             here, there = socket.socketpair()

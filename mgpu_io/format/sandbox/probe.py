@@ -18,7 +18,7 @@ import warnings
 from mgpu_io.errors import LimitReached, NotAModelFile
 from mgpu_io.format import limits
 from mgpu_io.format.sandbox import inside
-from mgpu_io.format.sandbox.child import _death_signal_ready, parents_garbage_kept
+from mgpu_io.format.sandbox.child import _death_signal_ready, forking, parents_garbage_kept
 from mgpu_io.format.sandbox.fork_server import _ForkServer
 from mgpu_io.format.sandbox.shared import _close, _messages, _shared_memory
 
@@ -85,12 +85,6 @@ def probed(path, work, *, progress=None):
         return value
     what = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
     raise crash_error(path, what, structure_done)
-
-
-def forking():
-    """Whether files are read in forked processes: where ``os.fork`` exists, unless ``MGPU_IO_PROBE=0`` turns it off
-    (then the work runs in this process, without a time limit, and a folder's files are repaired one by one)."""
-    return hasattr(os, "fork") and os.environ.get("MGPU_IO_PROBE", "1") != "0"
 
 
 def _fork():
