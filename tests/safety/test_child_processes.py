@@ -151,6 +151,49 @@ def test_arrays_handed_over_by_the_sandbox_are_the_childs_own_values_in_memory_s
         handed[0][...] = 0  # writable: a tensor may take it over without a copy
 
 
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="arrays are handed over in a memfd where one exists")
+def test_a_weight_stored_as_one_plain_block_is_copied_by_the_kernel_and_every_other_is_read_by_hdf5(
+    tmp_path, monkeypatch
+):
+    import h5py
+
+    path = tmp_path / "layouts.h5"
+    values = np.random.default_rng(0).standard_normal(3 << 18).astype("f4")  # 3 MiB
+    with h5py.File(path, "w") as h5:
+        h5["plain"] = values
+        h5["small"] = values[:7]
+        h5.create_dataset("big_endian", data=values[:1000], dtype=">f4")
+        h5.create_dataset("chunked", data=values, chunks=(4096,), compression="gzip")
+        layout = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        layout.set_layout(h5py.h5d.COMPACT)
+        compact = h5py.h5d.create(h5.id, b"compact", h5py.h5t.IEEE_F32LE, h5py.h5s.create_simple((10,)), dcpl=layout)
+        compact.write(h5py.h5s.ALL, h5py.h5s.ALL, values[:10])
+    in_memory = h5py.File(tmp_path / "memory.h5", "w", driver="core", backing_store=False)
+    in_memory["plain"] = values
+    sent = []
+    real_sendfile = os.sendfile
+    monkeypatch.setattr(os, "sendfile", lambda *args: sent.append(args[3]) or real_sendfile(*args))
+
+    memory = os.memfd_create("test")
+    try:
+        into = shared._Shared(memory)
+        with h5py.File(path, "r") as h5:
+            datasets = [h5[name] for name in ("plain", "small", "big_endian", "chunked", "compact")]
+            datasets.append(in_memory["plain"])
+            handed = [into.write(d, d.dtype, d.shape) for d in datasets]
+            expected = [d[()] for d in datasets]
+        got = shared._loads(shared._dumps(handed), memory)
+    finally:
+        os.close(memory)
+        in_memory.close()
+    for want, array in zip(expected, got):
+        np.testing.assert_array_equal(array, want)
+        assert array.dtype == want.dtype
+    assert got[2].dtype.str == ">f4"  # as stored, as HDF5's own read into that type gives it
+    assert sorted(sent) == sorted([values.nbytes, 7 * 4, 1000 * 4])  # plain, small, big-endian: by the kernel
+
+
 # --- a child leaves its parent's garbage alone ----------------------------------------------------------------------
 
 
