@@ -39,7 +39,7 @@ _LAZY = {
     "inspect": "mgpu_io.api",
     "unwrap": "mgpu_io.api",
     "InspectReport": "mgpu_io.format.inspect",
-    "UnwrapReport": "mgpu_io.format.plan",
+    "UnwrapReport": "mgpu_io.format.unwrap_report",
     "BatchReport": "mgpu_io.format.batch",
     "BaseModelCheckpoint": "mgpu_io.anykeras.callbacks",
     "load_model": "mgpu_io.keras.load",

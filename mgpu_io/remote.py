@@ -562,7 +562,7 @@ def unwrap(source, output, *, repair, storage_options=None, progress=None, overw
         **options: :func:`mgpu_io.unwrap`'s (``format``, ``allow_plain``, ``config``, ...).
 
     Returns:
-        An :class:`~mgpu_io.format.plan.UnwrapReport` for a file, a :class:`~mgpu_io.format.batch.BatchReport` for a
+        An :class:`~mgpu_io.format.unwrap_report.UnwrapReport` for a file, a :class:`~mgpu_io.format.batch.BatchReport` for a
         prefix.
     """
     src, out = _place(source, storage_options), _place(output, storage_options)

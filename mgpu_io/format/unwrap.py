@@ -23,7 +23,7 @@ def unwrap_file(source, output, options: UnwrapOptions, *, progress=None, folder
     folder that does not exist yet. ``in_folder``: one file of a folder run (:mod:`.batch`), opened once: ``config``
     applies to its weights-only files only, and a plain model is planned as one and written only with
     ``allow_plain`` (else its report says ``was_wrapper`` false, ``written`` false). Returns the
-    :class:`~mgpu_io.format.plan.UnwrapReport`.
+    :class:`~mgpu_io.format.unwrap_report.UnwrapReport`.
     """
     source, output = Path(source), Path(output)
     config = options.config

@@ -23,7 +23,7 @@ def unwrap_to_keras(source, output, options: UnwrapOptions, *, plan=None):
     mode with ``custom_objects={layer name: function}`` (Keras' own functions: after ``import mgpu_io.keras.known``).
 
     Returns:
-        The :class:`~mgpu_io.format.plan.UnwrapReport` of the repair (``written`` is true once the file exists).
+        The :class:`~mgpu_io.format.unwrap_report.UnwrapReport` of the repair (``written`` is true once the file exists).
 
     Example:
         >>> import tempfile, pathlib
@@ -75,7 +75,7 @@ def unwrap_to_export(source, output, options: UnwrapOptions, *, plan=None, input
     ``inputs``: what the runtime is checked on (default: generated from the input shapes).
 
     Returns:
-        The :class:`~mgpu_io.format.plan.UnwrapReport`, with ``export``: the format, its runtime and the largest
+        The :class:`~mgpu_io.format.unwrap_report.UnwrapReport`, with ``export``: the format, its runtime and the largest
         difference measured.
 
     Example:
