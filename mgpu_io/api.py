@@ -17,7 +17,7 @@ from mgpu_io.format import door
 
 if TYPE_CHECKING:
     from mgpu_io.format.inspect import InspectReport
-    from mgpu_io.format.plan import UnwrapReport
+    from mgpu_io.format.unwrap_report import UnwrapReport
 
 __all__ = [
     "InspectReport",
@@ -37,7 +37,7 @@ def __getattr__(name):  # imported on first use: unwrap needs no inspect report,
 
         return InspectReport
     if name == "UnwrapReport":
-        from mgpu_io.format.plan import UnwrapReport
+        from mgpu_io.format.unwrap_report import UnwrapReport
 
         return UnwrapReport
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -341,8 +341,11 @@ def _unwrap_folder_file(source, output, *, format=None, inputs=None, **fields):
 def _unwrap_local(call):
     """A local source: described by the door and, for an HDF5 file, repaired (or planned) in the child that looked
     at it (:func:`_in_child`); what the child hands back decides what is left to do here."""
-    from mgpu_io.format.plan import UnwrapReport
-    from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child that runs it
+    from mgpu_io.format.sandbox.fork_server import started_early
+    from mgpu_io.format.unwrap_report import UnwrapReport
+
+    if not started_early():  # else the command line's fork server has imported it, and the child comes from there
+        from mgpu_io.format.unwrap import unwrap_file  # noqa: F401 - imported here, once, not in each child
 
     description, outcome = door.describe_then(call.source, functools.partial(_in_child, call), progress=call.progress)
     handed = outcome[0] if outcome is not None else None

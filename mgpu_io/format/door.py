@@ -267,10 +267,13 @@ def describe_then(path, then, *, progress=None):
 
 
 def _describe_hdf5(path, then=None, progress=None):
-    import h5py  # noqa: F401 - imported here, once, not in each probe's child (a third of a second there)
-
-    from mgpu_io.format import string_attrs  # noqa: F401 - the same
     from mgpu_io.format.sandbox import probed
+    from mgpu_io.format.sandbox.fork_server import started_early
+
+    if not started_early():  # else the command line's fork server has imported them, and its children read
+        import h5py  # noqa: F401 - imported here, once, not in each probe's child (a third of a second there)
+
+        from mgpu_io.format import string_attrs  # noqa: F401 - the same
 
     return probed(path, functools.partial(_look_then, path, then), progress=progress)  # a hang or a crash: its error
 

@@ -32,9 +32,10 @@ INTRO = (
     "Each phase's median over the runs, min-max beside it, in fresh processes of the console script's interpreter."
     " \"imports\" is every module the command imports, imported first; \"command\" is what follows until the exit"
     " begins; the sandbox's row is its whole time in the parent (the fork, the child's work, the answer), the child's"
-    " phases are inside it; \"rest\" is the interpreter's start and exit and this script's own wrapping. `inspect`"
-    " forks its fork server as it starts: the server imports the reader while the command imports itself (its row"
-    " overlaps \"imports\"), and the sandbox's row includes the wait for it."
+    " phases are inside it; \"rest\" is the interpreter's start and exit and this script's own wrapping. `inspect`,"
+    " and `unwrap` of one file into a `.h5`, fork their fork server as they start: the server imports the reader or"
+    " the repair while the command imports itself (its row overlaps \"imports\"), and the sandbox's row includes the"
+    " wait for it."
 )
 
 #: The functions each phase is, by module and name (wrapped wherever the name is bound, so from-imports count too).
@@ -86,7 +87,7 @@ def time_everything():  # here, and in a fork server once it has imported what i
     started.timed = True
     inside._child = started
 
-# A command that forks its fork server as it starts (mgpu_io.cli.EARLY_READERS) does so here, as the console script
+# A command that forks its fork server as it starts (mgpu_io.format.early.READERS) does so here, as the console script
 # does: before the command line's imports, which the server's own run beside. The server times its phases once its
 # imports are done.
 import mgpu_io.cli as cli

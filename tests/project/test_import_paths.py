@@ -5,7 +5,7 @@ Not in the core tier (``make check``): ``load_model`` imports Keras, in a Python
 
 import json
 
-from helpers import run_python
+from helpers import digest, run_python
 
 
 def test_a_repair_imports_neither_inspects_readers_nor_the_lambda_recoverer():
@@ -42,6 +42,62 @@ def test_the_command_lines_inspect_reads_in_its_early_server_and_imports_neither
     in_process = json.loads(run_python(
         "import json, mgpu_io; print(json.dumps(mgpu_io.inspect('fixtures/files/k224_siamese_x2_full.h5').to_dict()))"))
     assert json.loads(answer) == in_process and in_process["is_wrapper"]
+
+
+
+def test_the_command_lines_unwrap_of_a_file_repairs_in_its_early_server_and_imports_neither_h5py_nor_numpy(tmp_path):
+    """``mgpu-io unwrap`` of one file forks its fork server as it starts (issue 50): the server imports the repair
+    while the command line imports itself, the file is repaired in the server's child, and the command's own
+    process imports neither h5py nor NumPy; the report and the file are the library's."""
+    served, alone = tmp_path / "served.h5", tmp_path / "alone.h5"
+    code = (
+        "import sys, json, atexit; sys.argv = ['mgpu-io', 'unwrap', 'fixtures/files/k224_siamese_x2_full.h5',"
+        f" {str(served)!r}, '--json'];"
+        " atexit.register(lambda: print('MODULES ' + json.dumps(sorted(sys.modules)), flush=True));"
+        " from mgpu_io.cli import run; run()"
+    )
+    answer, modules = run_python(code).split("MODULES ")
+    modules = set(json.loads(modules))
+    assert "mgpu_io.format.sandbox.fork_server" in modules and "mgpu_io.format.unwrap_report" in modules
+    assert not {"h5py", "numpy", "mgpu_io.format.plan", "mgpu_io.format.read", "mgpu_io.format.write"} & modules
+    in_process = json.loads(run_python(
+        "import json, mgpu_io; print(json.dumps(mgpu_io.unwrap("
+        f"'fixtures/files/k224_siamese_x2_full.h5', {str(alone)!r}).to_dict()))"))
+    assert dict(json.loads(answer), output=None) == dict(in_process, output=None) and in_process["written"]
+    assert digest(served) == digest(alone)
+
+
+def test_unwrap_forks_its_early_server_only_where_its_input_is_one_file(tmp_path):
+    """A folder's workers import the repair themselves: a server started for it would import it for nothing."""
+    from mgpu_io.format.early import _names_a_file
+
+    wrapper = "fixtures/files/k224_siamese_x2_full.h5"
+    assert _names_a_file([wrapper, str(tmp_path / "out.h5")])
+    assert _names_a_file(["--format", "onnx", wrapper, "out.onnx"])  # an option's value that names no path
+    assert _names_a_file(["--config", "fixtures/files/k224_functional_bn_x2_full.h5", "weights.h5", "out.h5"])
+    assert not _names_a_file(["--jobs", "2", "fixtures/files", str(tmp_path)])  # a folder
+    assert not _names_a_file(["s3://bucket/run1/", str(tmp_path)])
+    assert not _names_a_file([])
+
+
+def test_unwrap_forks_no_early_server_for_an_output_that_keras_builds():
+    """This process imports Keras for it (which imports h5py and NumPy): a server would import them twice."""
+    from mgpu_io.format import door
+    from mgpu_io.format.early import BUILT_BY_KERAS, READERS, early_modules
+
+    assert set(BUILT_BY_KERAS) == {door.KERAS_SUFFIX, *door.EXPORT_FORMATS.values()} - {""}
+    wrapper = "fixtures/files/k224_siamese_x2_full.h5"
+    assert early_modules("unwrap", [wrapper, "clean.h5"]) == READERS["unwrap"]
+    assert early_modules("unwrap", [wrapper, "clean.json", "--json"]) == READERS["unwrap"]
+    for output in ("model.keras", "model.ONNX", "m.tflite"):
+        assert early_modules("unwrap", [wrapper, output]) is None
+    assert early_modules("unwrap", [wrapper, "serving/1"], format="saved_model") is None
+    from mgpu_io.cli import _option
+
+    assert _option(["unwrap", "--format", "saved_model", wrapper], "--format") == "saved_model"
+    assert _option(["unwrap", "--format=onnx"], "--format") == "onnx" and _option(["unwrap"], "--format") is None
+    assert early_modules("inspect", ["fixtures/files"]) == READERS["inspect"]  # inspect reads a folder's files too
+    assert early_modules("verify", [wrapper]) is None
 
 
 def test_on_one_processor_inspect_forks_no_early_server_and_reads_as_before():

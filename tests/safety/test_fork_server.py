@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sandbox_works
-from helpers import FIXTURES
+from helpers import FIXTURES, digest
 
 from mgpu_io.errors import NotAModelFile
 from mgpu_io.format import door, sandbox
@@ -190,6 +190,23 @@ def test_an_early_server_serves_a_small_process_with_the_same_answers_and_errors
     with pytest.raises(NotAModelFile, match=r"^Reading the file's structure crashed the HDF5 library \(signal 6\)\. "):
         sandbox.probed("crashes.h5", sandbox_works.crash)
     assert sandbox.probed("x.h5", sandbox_works.parent_and_folder)[0] == early.process.pid  # it serves on
+
+
+def test_an_early_servers_child_repairs_the_file_and_the_callers_progress_callback_stays_here(
+    early, monkeypatch, tmp_path
+):
+    """The command line's ``unwrap`` forks its server as it starts (issue 50): the repair runs in the server's child,
+    and its progress bar (a closure of this process, which cannot cross) is called here, with what the child says."""
+    import mgpu_io
+
+    monkeypatch.setattr(probe, "_fork_here", lambda *args: pytest.fail("the child was forked here"))
+    said = []
+    report = mgpu_io.unwrap(WRAPPER, tmp_path / "served.h5", progress=lambda done, total: said.append((done, total)))
+    assert report.written and said and said[-1][0] == said[-1][1] >= report.weight_bytes  # weights, Adam state
+    monkeypatch.undo()
+    alone = mgpu_io.unwrap(WRAPPER, tmp_path / "alone.h5")  # a child forked here, as without the command line
+    assert dict(report.to_dict(), output=None) == dict(alone.to_dict(), output=None)
+    assert digest(tmp_path / "served.h5") == digest(tmp_path / "alone.h5")
 
 
 def test_an_early_server_still_importing_when_the_command_ends_is_ended_at_once(monkeypatch):

@@ -25,7 +25,7 @@ SLOW_UNWRAP = textwrap.dedent("""
     import sys, time
     import mgpu_io.format.write as write
     def slow(blocks, path):  # the structure is written; the weights are being copied
-        print("copying", flush=True)
+        print("copying", file=sys.stderr, flush=True)  # a fork server's child writes no standard output
         time.sleep(60)
     write._copy_raw = slow
     from mgpu_io.cli import run
@@ -40,7 +40,7 @@ def start(tmp_path):
     process = subprocess.Popen([sys.executable, "-c", SLOW_UNWRAP, str(FIXTURES / "k224_functional_bn_x2_full.h5"),
                                 str(out / "model.h5")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
-    assert process.stdout.readline().strip() == "copying"
+    assert process.stderr.readline().strip() == "copying"
     return process, out
 
 

@@ -12,8 +12,9 @@ Every child mgpu-io starts is started by this package, one module per job:
   parent (a ``memfd``), so that the parent builds from them without opening the file again.
 - :mod:`.fork_server`: a large process (one that has imported TensorFlow) forks its probes' children from a small
   Python process of its own, started once it has read a few files, instead of copying its page tables per file; the
-  command line's ``inspect`` forks one as it starts (:func:`start_early`), which imports the reader while the
-  command line imports itself, and reads the file in a child of its own, as any probe does.
+  command line's ``inspect`` and ``unwrap`` of one file fork one as they start (:func:`start_early`), which imports
+  the reader or the repair while the command line imports itself, and reads the file in a child of its own, as any
+  probe does.
 - :mod:`.programs`: a folder's supervised workers (:func:`~.programs.start_worker`) and other programs, the Lambda
   decompiler and recompiler (:func:`~.programs.run_program`: limits set between the fork and the exec).
 - :mod:`.child`: what every child does first (:func:`~.child.become_child`): tied to its parent's life

@@ -68,13 +68,16 @@ class _ForkServer:
         self.started, self.ready = time.monotonic(), False
 
     @classmethod
-    def start_child(cls, path, work, write_end, shared):
-        """The child running ``work()``, started by the server: a :class:`_Served`, or ``None`` (fork here)."""
+    def start_child(cls, path, work, write_end, shared, progress=None):
+        """The child running ``work()``, started by the server: a :class:`_Served`, or ``None`` (fork here).
+        ``progress``, the caller's callback, stays here: where the work holds it, the child holds one that sends its
+        arguments back through the pipe (:func:`~mgpu_io.format.sandbox.inside.to_parent`), as
+        :func:`~mgpu_io.format.sandbox.inside.relayed` does in a child forked here."""
         early = cls._early_here()
         if not (early or _large()) or threading.current_thread() is not threading.main_thread() or _hdf5_open_here():
             return None
         try:
-            request = _crossing((str(path), work, dict(os.environ), os.getcwd()))
+            request = _crossing((str(path), work, dict(os.environ), os.getcwd()), stays=progress)
         except Exception:
             return None
         server = cls.start_now() if early else cls._for_this_process()
@@ -296,7 +299,11 @@ def _hdf5_open_here():
 
 
 class _CrossingPickler(pickle.Pickler):
+    stays = None  # the caller's progress callback: it crosses as the child's way to reach it
+
     def reducer_override(self, obj):
+        if obj is self.stays and obj is not None:
+            return inside.to_parent, ()
         if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
             module = getattr(obj, "__module__", None) or ""
             if module.split(".")[0] not in _CROSSES:
@@ -304,11 +311,20 @@ class _CrossingPickler(pickle.Pickler):
         return NotImplemented
 
 
-def _crossing(value):
-    """``value`` pickled for the fork server, which imports no module outside :data:`_CROSSES` for it."""
+def _crossing(value, stays=None):
+    """``value`` pickled for the fork server, which imports no module outside :data:`_CROSSES` for it; the object
+    ``stays`` (a progress callback of this process) crosses as the child's callback that reaches it."""
     buffer = io.BytesIO()
-    _CrossingPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    pickler = _CrossingPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.stays = stays
+    pickler.dump(value)
     return buffer.getvalue()
+
+
+def started_early():
+    """Whether this process forked its fork server as it started (:func:`start_early`) and it has not ended: its
+    probes' children come from it, which has imported what reads the file, so this process need not."""
+    return _ForkServer._early_here()
 
 
 def _receive(sock, size):
@@ -416,7 +432,7 @@ def _raising(error):
 
 def start_early(modules):
     """Fork this process into its fork server now (:meth:`_ForkServer.start_early`), importing ``modules`` there:
-    the command line's ``inspect`` does, before it imports the command line itself, so that the two imports run at
-    once and its own process never imports h5py or NumPy. The probe's child is forked from the server, under the
-    same limits, as any probe's (:func:`~mgpu_io.format.sandbox.probe.probed`)."""
+    the command line's ``inspect`` and ``unwrap`` of a file do, before they import the command line, so that the
+    two imports run at once and its own process never imports h5py or NumPy. The probe's child is forked from the
+    server, under the same limits, as any probe's (:func:`~mgpu_io.format.sandbox.probe.probed`)."""
     _ForkServer.start_early(modules)

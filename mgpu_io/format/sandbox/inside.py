@@ -132,6 +132,17 @@ def relayed(progress):
     return lambda *args: _send(_pipe, ("progress", args))
 
 
+def to_parent():
+    """In a fork server's child: the callback that stands for the parent's ``progress``, which stayed there (see
+    :func:`~mgpu_io.format.sandbox.fork_server._crossing`): it sends its arguments to it, as :func:`relayed`'s does."""
+    return _to_parent
+
+
+def _to_parent(*args):
+    if _pipe is not None:
+        _send(_pipe, ("progress", args))
+
+
 def hand_over(values):
     """Arrays of ``values`` (datasets, or arrays a conversion computed) for the parent: in a probe's child, copied
     into memory shared with it, so that they cross to the parent without a copy through the pipe and without the

@@ -43,7 +43,7 @@ def probed(path, work, *, progress=None):
     except OSError as error:
         raise _limit_error(error, path) from None
     shared = _shared_memory()
-    child = _ForkServer.start_child(path, work, write_end, shared)  # a large process forks from its server
+    child = _ForkServer.start_child(path, work, write_end, shared, progress)  # a large process forks from its server
     if child is None:
         child = _fork_here(path, work, read_end, write_end, shared)
     if child is None:  # no process may be started here (ulimit -u, no memory to copy): the work runs here instead
