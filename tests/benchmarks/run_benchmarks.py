@@ -422,12 +422,19 @@ NOTES = """Notes:
   `sync` of it, 2.1 s after another `unwrap`; `cp` + `sync` took 1.72 s after either). In turn, a drift weighs on
   both; counterbalanced, each follows itself and the other alike.
 - The durable copy is bound by the disk; `unwrap`'s difference from it is its fixed cost (interpreter, imports,
-  reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one.
+  reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one. The
+  command line's `unwrap` of one file forks its fork server as it starts: the server imports the repair (h5py,
+  NumPy) while the command line imports itself, and the file is repaired in the server's child (phases.py's table
+  below). This machine's disk is the spread: 4 GiB copied as `unwrap` copies (`copy_file_range`, `sync_file_range`,
+  `fsync`) took 2.7-7.8 s, and by `cp` + `sync` 3.1-5.2 s, four runs each in turn; the 10 GB figures fall within it.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
   ("Error in loading the saved optimizer state"). `mgpu_io.load_model` reads the saved state (twice the weights'
   bytes for Adam: three times Keras' bytes in all) and restores it, so that training resumes as the writer's did; with `compile=False` it reads the weights alone. It creates the model's and the optimizer's variables without filling them from
-  their initializers first (Keras' own load fills them with random numbers, then overwrites them), and reads large
-  weights into memory mapped with its pages in place (docs/architecture.md).
+  their initializers first (Keras' own load fills them with random numbers, then overwrites them). The sandbox's
+  child reads the file and hands the weights over in memory shared with this process: the kernel copies each
+  weight stored as one plain block there (`sendfile`, from the page cache: 0.39-0.53 s a gigabyte against
+  0.76-1.03 s read through HDF5 into the same memory), and TensorFlow takes each array as its variable's buffer
+  without a copy (docs/architecture.md).
 - A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process on this
   machine (`MGPU_IO_PROBE=0`, the 425 files once): 6.0-6.8 ms a file for the whole repair (6.3-7.4 ms before this
   round's changes, the two taken in turn, 4 rounds); of one run's 7.4 ms, writing 4.0 ms (`fsync` 0.3 ms of it),
