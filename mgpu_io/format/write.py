@@ -327,7 +327,7 @@ def write_legacy_h5(
             write_str_list(group.attrs, "weight_names", [weight_name for weight_name, _ in optimizer])
             for weight_name, value in optimizer:
                 raw += _put(group, weight_name, value, progress, folders, in_memory)
-    _copy_raw(raw, path)
+    _copy_raw(raw, path, progress)
 
 
 #: A file whose weights add up to no more than this is built in memory (libhdf5's core driver) and written in one
@@ -407,9 +407,12 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
             folders[parent] = _group(group, parent, exist_ok=True)
         target = folders[parent]
     nbytes = value.size * value.dtype.itemsize
-    if progress is not None:
-        progress(nbytes)
     name = leaf.encode("utf8")
+    copied_later = (
+        isinstance(value, h5py.Dataset) and not in_memory and nbytes >= _COPIED_BY_HDF5_BELOW and nbytes > 0
+    )
+    if progress is not None and not copied_later:  # a block copied later counts as its bytes are (_copy_raw)
+        progress(nbytes)
     if not isinstance(value, h5py.Dataset):
         target.create_dataset(leaf, data=np.asarray(value))
         return []
@@ -420,6 +423,8 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
         # Not a plain contiguous block (Keras never wrote one): read it through HDF5's filters, so that checksums
         # are verified, and write it plainly. Its size was bounded when the plan checked it.
         target.create_dataset(leaf, data=value[()])
+        if progress is not None and copied_later:
+            progress(nbytes)
         return []
     if in_memory or nbytes < _COPIED_BY_HDF5_BELOW:
         h5py.h5o.copy(
@@ -465,8 +470,9 @@ def _allocated_now():
     return properties
 
 
-def _copy_raw(blocks, path):
-    """Copy each source dataset's raw bytes into its block in ``path`` (see :func:`_copy_range`)."""
+def _copy_raw(blocks, path, progress=None):
+    """Copy each source dataset's raw bytes into its block in ``path`` (see :func:`_copy_range`); ``progress`` is
+    called with the bytes of each range as it is copied."""
     by_file = {}
     for offset, source_path, source_offset, nbytes in blocks:
         by_file.setdefault(source_path, []).append((offset, source_offset, nbytes))
@@ -474,10 +480,12 @@ def _copy_raw(blocks, path):
         for source_path, copies in by_file.items():
             with open(source_path, "rb") as source:
                 for target_offset, source_offset, nbytes in copies:
-                    _copy_range(source.fileno(), source_offset, destination.fileno(), target_offset, nbytes)
+                    _copy_range(
+                        source.fileno(), source_offset, destination.fileno(), target_offset, nbytes, progress=progress
+                    )
 
 
-def _copy_range(source, source_offset, destination, destination_offset, nbytes, buffer=None):
+def _copy_range(source, source_offset, destination, destination_offset, nbytes, buffer=None, progress=None):
     """Copy ``nbytes`` from one file to another, each range written to disk as soon as it is copied.
 
     The kernel copies (``copy_file_range``), as ``cp`` does, whatever the two offsets: a dataset's offset in the old
@@ -502,6 +510,8 @@ def _copy_range(source, source_offset, destination, destination_offset, nbytes, 
                     raise OSError("copy_file_range copied nothing")
                 _start_writeback(destination, destination_offset + done, copied)
                 done += copied
+                if progress is not None:
+                    progress(copied)
             return
         except (AttributeError, OSError):  # no copy_file_range here: read and write
             buffer = memoryview(bytearray(_COPY_CHUNK))
@@ -515,6 +525,8 @@ def _copy_range(source, source_offset, destination, destination_offset, nbytes, 
             written += os.pwritev(destination, [part[written:got]], destination_offset + done + written)
         _start_writeback(destination, destination_offset + done, got)
         done += got
+        if progress is not None:
+            progress(got)
 
 
 @functools.cache

@@ -24,7 +24,7 @@ RUNNER = runner
 SLOW_UNWRAP = textwrap.dedent("""
     import sys, time
     import mgpu_io.format.write as write
-    def slow(blocks, path):  # the structure is written; the weights are being copied
+    def slow(blocks, path, progress=None):  # the structure is written; the weights are being copied
         print("copying", file=sys.stderr, flush=True)  # a fork server's child writes no standard output
         time.sleep(60)
     write._copy_raw = slow

@@ -137,8 +137,8 @@ def test_a_crash_while_writing_leaves_the_previous_output_and_no_partial_file(tm
     original = mgpu_io.format.write._copy_raw
     test_process = os.getpid()
 
-    def crash(blocks, path):  # the structure is written; the user presses Ctrl-C while the weights are copied
-        original(blocks[: len(blocks) // 2], path)
+    def crash(blocks, path, progress=None):  # the structure is written; Ctrl-C while the weights are copied
+        original(blocks[: len(blocks) // 2], path, progress)
         if os.getpid() != test_process:  # the terminal signals the whole process group: the probe's child too
             os.kill(test_process, signal.SIGINT)
             os.kill(os.getpid(), signal.SIGINT)
@@ -178,6 +178,29 @@ def test_progress_is_reported_in_bytes_up_to_the_total(tmp_path):
     total = calls[-1][1]
     assert calls[-1][0] == total > report.weight_bytes > 0  # the optimizer state is copied too
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+def test_progress_counts_a_large_weight_as_its_bytes_are_copied_not_before(tmp_path, monkeypatch):
+    """A large weight's bytes are copied by the kernel once the file's structure is written: its share of the bar
+    grows as they are copied, not when its dataset is made (a 10 GB file's bar stood full for the whole copy)."""
+    import mgpu_io.format.write as write
+
+    monkeypatch.setattr(write, "_IN_MEMORY_UP_TO", 0)  # every weight a block of its own, copied by the kernel
+    monkeypatch.setattr(write, "_COPIED_BY_HDF5_BELOW", 1)
+    copying, original = [], write._copy_raw
+
+    def copy_raw(blocks, path, progress=None):
+        copying.append(sum(nbytes for *_, nbytes in blocks))
+        return original(blocks, path, progress)
+
+    monkeypatch.setattr(write, "_copy_raw", copy_raw)
+    calls = []
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")  # here, so that the ticks are seen in the order they are made
+    report = unwrap(WRAPPER, tmp_path / "out.h5", progress=lambda done, total: calls.append((done, total, len(copying))))
+    total = calls[-1][1]
+    during_copy = [done for done, _, started in calls if started]
+    assert report.written and calls[-1][0] == total and copying and copying[0] > 0
+    assert during_copy and during_copy[-1] - (total - copying[0]) == copying[0]  # the copied bytes, as copied
 
 
 def test_weights_only_names_with_scopes_need_the_architecture_never_a_guess(tmp_path):
