@@ -408,9 +408,7 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
         target = folders[parent]
     nbytes = value.size * value.dtype.itemsize
     name = leaf.encode("utf8")
-    copied_later = (
-        isinstance(value, h5py.Dataset) and not in_memory and nbytes >= _COPIED_BY_HDF5_BELOW and nbytes > 0
-    )
+    copied_later = isinstance(value, h5py.Dataset) and not in_memory and nbytes >= _COPIED_BY_HDF5_BELOW and nbytes > 0
     if progress is not None and not copied_later:  # a block copied later counts as its bytes are (_copy_raw)
         progress(nbytes)
     if not isinstance(value, h5py.Dataset):
