@@ -173,10 +173,12 @@ def early(monkeypatch):
     monkeypatch.setattr(fork_server._ForkServer, "_current", None)
     monkeypatch.setattr(fork_server, "SERVER_FROM", 1 << 62)  # a small process: only an early server serves it
     sandbox.start_early(("sandbox_works",))
-    yield fork_server._ForkServer._current[1]
-    current = fork_server._ForkServer._current
-    if current and current[1]:
-        current[1].end()
+    server = fork_server._ForkServer._current[1]
+    yield server
+    # Ended whatever the test did: a forked server holds copies of this process's descriptors (another test's pipe
+    # to a program it started, whose end that program then never sees).
+    if server:
+        server.end()
 
 
 def test_an_early_server_serves_a_small_process_with_the_same_answers_and_errors(early, monkeypatch):
@@ -199,14 +201,34 @@ def test_an_early_servers_child_repairs_the_file_and_the_callers_progress_callba
     and its progress bar (a closure of this process, which cannot cross) is called here, with what the child says."""
     import mgpu_io
 
+    fork_here = probe._fork_here
     monkeypatch.setattr(probe, "_fork_here", lambda *args: pytest.fail("the child was forked here"))
     said = []
     report = mgpu_io.unwrap(WRAPPER, tmp_path / "served.h5", progress=lambda done, total: said.append((done, total)))
     assert report.written and said and said[-1][0] == said[-1][1] >= report.weight_bytes  # weights, Adam state
-    monkeypatch.undo()
-    alone = mgpu_io.unwrap(WRAPPER, tmp_path / "alone.h5")  # a child forked here, as without the command line
+    monkeypatch.setattr(probe, "_fork_here", fork_here)
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")
+    alone = mgpu_io.unwrap(WRAPPER, tmp_path / "alone.h5")  # in this process, as with no child at all
     assert dict(report.to_dict(), output=None) == dict(alone.to_dict(), output=None)
     assert digest(tmp_path / "served.h5") == digest(tmp_path / "alone.h5")
+
+
+
+def test_an_early_server_holds_no_copy_of_its_callers_pipes(monkeypatch):
+    """A server forked from this process closes what it inherited: a program this process started and stops by
+    closing its input sees the end at once, not when the server ends (a test's worker waited 60 s for one)."""
+    read_end, write_end = os.pipe()
+    monkeypatch.setattr(fork_server._ForkServer, "_current", None)
+    sandbox.start_early(("sandbox_works",))
+    server = fork_server._ForkServer._current[1]
+    try:
+        assert server.serving(fork_server.SERVER_WAIT)
+        os.close(write_end)
+        os.set_blocking(read_end, False)
+        assert os.read(read_end, 1) == b""  # the end of the pipe, not "no data yet" (BlockingIOError)
+    finally:
+        os.close(read_end)
+        server.end()
 
 
 def test_an_early_server_still_importing_when_the_command_ends_is_ended_at_once(monkeypatch):

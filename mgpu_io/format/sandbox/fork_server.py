@@ -130,6 +130,7 @@ class _ForkServer:
         if pid == 0:  # pragma: no cover - the fork server
             try:
                 here.close()
+                _close_inherited(there.fileno())  # as a server started as a program: only what it serves with
                 _quiet_streams()  # as a server started as a program: its output is not the command's
                 _serve(there.fileno(), modules)
             finally:
@@ -404,6 +405,21 @@ def _preload(modules=None):  # pragma: no cover - runs in the fork server
     for name in modules:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+
+
+def _close_inherited(keep):  # pragma: no cover - runs in the fork server
+    """Close every descriptor a forked server inherited but its standard streams and ``keep`` (its socket): a copy of
+    a pipe held here would keep the pipe's other end from seeing it closed (a program that the caller started and
+    then told to stop by closing its input would wait for the server's end)."""
+    os.closerange(3, keep)
+    os.closerange(keep + 1, _descriptor_limit())
+
+
+def _descriptor_limit():  # pragma: no cover - runs in the fork server
+    try:
+        return max(os.sysconf("SC_OPEN_MAX"), 256)
+    except (ValueError, OSError):
+        return 1 << 16
 
 
 def _quiet_streams():  # pragma: no cover - runs in the fork server
