@@ -145,6 +145,13 @@ class _StoredDataset(h5py.Dataset):
     shape = dtype = size = None
 
 
+def block_offset(dataset):
+    """Where ``dataset``'s values lie in its file as one plain block (contiguous, unfiltered): their offset, or
+    ``None`` (chunked, compact, external, not yet written). A stored weight (:class:`_StoredDataset`) read it as it
+    was found, without opening its handle again."""
+    return dataset.offset if isinstance(dataset, _StoredDataset) else dataset.id.get_offset()
+
+
 #: NumPy types by the encoding of the HDF5 type they were converted from (a few kinds in any real file).
 _DTYPES: dict[bytes, np.dtype] = {}
 
@@ -506,7 +513,7 @@ def check_weight(dataset, name, stored, *, counter=False):
         )
     nbytes = dataset.size * dtype.itemsize
     size = stored.file_size
-    offset = dataset.offset if isinstance(dataset, _StoredDataset) else dataset.id.get_offset()
+    offset = block_offset(dataset)
     if offset is not None:
         if offset + nbytes > size:
             raise NotAModelFile(

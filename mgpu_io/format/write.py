@@ -33,7 +33,7 @@ from mgpu_io._version import __version__
 from mgpu_io.errors import LimitReached, OutputError, first_line
 from mgpu_io.format import limits
 from mgpu_io.format.config import layer_name, model_layers
-from mgpu_io.format.read import CONFIG, MODEL, reading
+from mgpu_io.format.read import CONFIG, MODEL, block_offset, reading
 from mgpu_io.format.string_attrs import read_str_list, set_attr, write_str_list
 
 _COPY_CHUNK = 16 << 20
@@ -399,30 +399,35 @@ def _put(group, weight_name, value, progress, folders, in_memory=False):
     """Create one dataset in ``group``; ``folders`` holds the group's subgroups made so far (a weight name such as
     ``dense_1/kernel:0`` puts the dataset in one), so that each is looked up once. A source dataset is copied by
     libhdf5 when it is small or the file is built in memory; else its block is allocated, and returned as
-    ``(offset, source file, source offset, bytes)`` for :func:`_copy_raw`."""
+    ``(offset, source file, source offset, bytes)`` for :func:`_copy_raw`, whose copy counts its bytes for
+    ``progress`` as they are copied; what is written here is counted here."""
     parent, _, leaf = weight_name.rpartition("/")
     target = group
     if parent:
         if parent not in folders:
             folders[parent] = _group(group, parent, exist_ok=True)
         target = folders[parent]
+    blocks = _placed(target, leaf, value, in_memory)
+    if progress is not None and not blocks:
+        progress(value.size * value.dtype.itemsize)
+    return blocks
+
+
+def _placed(target, leaf, value, in_memory):
+    """``value`` as dataset ``leaf`` of ``target``: written, copied by libhdf5, or allocated for the kernel's copy
+    (then its block, as :func:`_put` returns it)."""
     nbytes = value.size * value.dtype.itemsize
     name = leaf.encode("utf8")
-    copied_later = isinstance(value, h5py.Dataset) and not in_memory and nbytes >= _COPIED_BY_HDF5_BELOW and nbytes > 0
-    if progress is not None and not copied_later:  # a block copied later counts as its bytes are (_copy_raw)
-        progress(nbytes)
     if not isinstance(value, h5py.Dataset):
         target.create_dataset(leaf, data=np.asarray(value))
         return []
     # A stored weight says where it is (read.py's _StoredDataset, whose handle is closed): copied by its name there.
     location = getattr(value, "location", None)
-    source_offset = value.offset if location is not None else value.id.get_offset()  # None unless one block
+    source_offset = block_offset(value)  # None unless one block
     if source_offset is None or nbytes == 0:
         # Not a plain contiguous block (Keras never wrote one): read it through HDF5's filters, so that checksums
         # are verified, and write it plainly. Its size was bounded when the plan checked it.
         target.create_dataset(leaf, data=value[()])
-        if progress is not None and copied_later:
-            progress(nbytes)
         return []
     if in_memory or nbytes < _COPIED_BY_HDF5_BELOW:
         h5py.h5o.copy(

@@ -129,16 +129,17 @@ def relayed(progress):
     ``progress`` itself (``None`` stays ``None``)."""
     if _pipe is None or progress is None:
         return progress
-    return lambda *args: _send(_pipe, ("progress", args))
+    return _to_parent
 
 
 def to_parent():
     """In a fork server's child: the callback that stands for the parent's ``progress``, which stayed there (see
-    :func:`~mgpu_io.format.sandbox.fork_server._crossing`): it sends its arguments to it, as :func:`relayed`'s does."""
+    :func:`~mgpu_io.format.sandbox.fork_server._crossing`): :func:`relayed`'s own."""
     return _to_parent
 
 
 def _to_parent(*args):
+    """Send ``args`` to the parent's ``progress`` through the pipe."""
     if _pipe is not None:
         _send(_pipe, ("progress", args))
 
