@@ -9,8 +9,12 @@ __all__ = ["app", "run"]
 
 def run():
     """The console script: :func:`mgpu_io.cli.app.run`, with the fork server of a command that reads a file started
-    first (:func:`_start_early`)."""
+    first (:func:`_start_early`), and h5py's import made without the subprocess it starts
+    (:mod:`mgpu_io.format.h5py_import`)."""
     _start_early(sys.argv[1:])
+    from mgpu_io.format import h5py_import
+
+    h5py_import.install()  # this process is the command line's alone: its import of h5py starts no subprocess
     from mgpu_io.cli.app import run as run_app
 
     run_app()

@@ -3,9 +3,15 @@
 Not in the core tier (``make check``): ``load_model`` imports Keras, in a Python of its own.
 """
 
+import importlib.metadata
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
-from helpers import digest, run_python
+import pytest
+from helpers import ROOT, digest, run_python
 
 
 def test_a_repair_imports_neither_inspects_readers_nor_the_lambda_recoverer():
@@ -112,3 +118,66 @@ def test_on_one_processor_inspect_forks_no_early_server_and_reads_as_before():
     )
     answer, server_none = run_python(code).split("SERVER ")
     assert json.loads(server_none) is True and json.loads(answer)["is_wrapper"]
+
+
+#: Python that records, in the file named by argv[1], every program this process or a process forked from it starts
+#: (the audit hook lives on in a fork: the command line's fork server, its children, a folder's workers).
+_RECORD_PROGRAMS = (
+    "import os, sys; record = sys.argv.pop(1)\n"
+    "def hook(event, args):\n"
+    "    if event == 'subprocess.Popen':\n"
+    "        with open(record, 'a') as out: out.write(repr(list(args[1])) + '\\n')\n"
+    "sys.addaudithook(hook)\n"
+)
+
+
+def _programs_started(code, folder):
+    folder.mkdir(exist_ok=True)
+    record = folder / "programs"
+    result = subprocess.run([sys.executable, "-c", _RECORD_PROGRAMS + code, str(record)], capture_output=True,
+                            text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return record.read_text().splitlines() if record.exists() else []
+
+
+def test_h5py_imported_as_python_imports_it_runs_uname_which_the_command_line_does_not(tmp_path):
+    """h5py 3.12+ reads ``platform.uname()[4]`` as it is imported, and Python completes that result by running
+    ``uname -p``: a fork and an exec of a process that has just imported NumPy, on the path of every command that
+    reads a file (issue 50). The command line's process and its fork server import h5py through
+    ``format/h5py_import.py``: the same h5py, and no program started."""
+    plain = _programs_started("import h5py", tmp_path / "plain")
+    if not any("uname" in line for line in plain):
+        pytest.skip(f"this h5py ({importlib.metadata.version('h5py')}) starts no uname: the finder is not needed")
+    installed = _programs_started(
+        "import platform, threading\n"
+        "from mgpu_io.format import h5py_import\n"
+        "own = platform.uname; h5py_import.install(); import h5py\n"
+        "assert platform.uname is own and not [f for f in sys.meta_path if isinstance(f, h5py_import._Finder)]\n"
+        "assert h5py.h5t._UNAME_MACHINE == platform.machine()\n"
+        "assert type(h5py.h5t.__loader__).__name__ == 'ExtensionFileLoader'\n"
+        "open(record, 'a').write('imported\\n')\n"
+        "assert platform.uname()[5] == platform.processor()  # platform's own again: it asks uname\n",
+        tmp_path / "installed")
+    assert installed == ["imported", "['uname', '-p']"]
+    # another thread running: platform is the process's to change only where nothing else runs in it
+    threaded = _programs_started(
+        "import threading, time; threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n"
+        "from mgpu_io.format import h5py_import; h5py_import.install(); import h5py\n", tmp_path / "threaded")
+    assert any("uname" in line for line in threaded)
+
+
+@pytest.mark.parametrize("source", ["fixtures/files/k224_siamese_x2_full.h5", "folder"])
+def test_the_command_lines_repair_starts_no_program(tmp_path, source):
+    """``mgpu-io unwrap`` of one file (repaired in its early fork server's child) and of a folder (in workers forked
+    from the command's process) start no program, ``uname`` included (fails on the code before: the server, or the
+    command, ran ``uname -p`` as it imported h5py)."""
+    if source == "folder":
+        source = tmp_path / "in"
+        source.mkdir()
+        for name in ("k224_siamese_x2_full.h5", "k224_functional_bn_x2_full.h5"):
+            shutil.copyfile(ROOT / "fixtures" / "files" / name, source / name)
+    output = tmp_path / ("out" if Path(source).is_dir() else "out.h5")
+    started = _programs_started(
+        f"sys.argv = ['mgpu-io', 'unwrap', {str(source)!r}, {str(output)!r}, '--jobs', '2'][:None if "
+        f"{Path(source).is_dir()} else 4]\nfrom mgpu_io.cli import run; run()", tmp_path)
+    assert output.exists() and started == []

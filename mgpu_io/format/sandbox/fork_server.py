@@ -399,7 +399,9 @@ def _preload(modules=None):  # pragma: no cover - runs in the fork server
     import pkgutil
 
     import mgpu_io.format
+    from mgpu_io.format import h5py_import
 
+    h5py_import.install()  # the server is mgpu-io's alone: its import of h5py starts no subprocess
     if modules is None:
         modules = [module.name for module in pkgutil.walk_packages(mgpu_io.format.__path__, "mgpu_io.format.")]
     for name in modules:
