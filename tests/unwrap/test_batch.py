@@ -1,11 +1,13 @@
 """A user with a folder of two hundred epoch checkpoints repairs them all at once."""
 
 import collections
+import gc
 import json
 import os
 import shutil
 import signal
 import time
+import types
 from pathlib import Path
 
 import h5py
@@ -308,6 +310,33 @@ def test_a_folder_of_one_models_checkpoints_is_planned_once_and_each_files_weigh
     with h5py.File(tmp_path / "out" / "epoch01.h5", "r") as one, h5py.File(tmp_path / "out" / "epoch03.h5", "r") as three:
         kernels = [path for path in found if path.startswith("model_weights/") and path.endswith(kernel.split("/")[-1])]
         assert kernels and any(not np.array_equal(one[path][()], three[path][()]) for path in kernels)
+
+
+def test_a_kept_plan_holds_none_of_its_files_hdf5_objects(tmp_path, monkeypatch):
+    """The plans a folder's repair keeps for its later files hold nothing of the file they were made from (its
+    HDF5 file, groups, datasets): h5py goes through every live object of the process at each file's close, so
+    objects kept alive made every later file's close slower (issue 50: 0.3 ms of a small file's 5 ms repair)."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("k224_functional_bn_x2_full.h5", "k224_cudnn_x2_full.h5", "k224_nested_depth3_full.h5"):
+        for index in range(2):
+            shutil.copyfile(FIXTURES / name, source / f"{index}-{name}")
+    monkeypatch.setattr(plan_module, "_PLANS", collections.OrderedDict())
+    monkeypatch.setenv("MGPU_IO_PROBE", "0")  # in this process, whose kept plans are looked at
+    report = mgpu_io.unwrap(source, tmp_path / "out", jobs=1)
+    assert report.counts() == {"repaired": 6, "failed": 0}, str(report)
+    assert len(plan_module._PLANS) == 3
+    seen, pending, held = set(), list(plan_module._PLANS.values()), []
+    while pending:  # everything the kept plans reach
+        value = pending.pop()
+        if id(value) in seen or isinstance(value, (type, types.ModuleType, types.FunctionType)):
+            continue  # what a module holds is not the plan's
+        seen.add(id(value))
+        if isinstance(value, (h5py.HLObject, h5py._objects.ObjectID)):
+            held.append(value)
+            continue
+        pending.extend(gc.get_referents(value))
+    assert held == []
 
 
 @pytest.mark.parametrize("fixture", ["k224_cudnn_x2_full.h5", "k224_nested_depth3_full.h5", "k224_multi_io_x4_full.h5"])
