@@ -9,8 +9,10 @@ is written atomically, so an interrupted run leaves only complete files.
 import collections
 import contextlib
 import functools
+import mmap
 import multiprocessing
 import os
+import struct
 import time
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
@@ -341,7 +343,8 @@ def _run(tasks, workers, finished, work):
     ``work(source, output)`` does one task (:class:`TreeJob`'s ``work``).
 
     Each worker repairs file after file in itself (a fork per file cost more than a third of a small file's repair)
-    and says when it starts reading one and when its structure is read. A worker that dies fails the file it held
+    and shows on its :class:`_Board` when it starts reading one and when its structure is read. A worker that dies
+    fails the file it held
     ("crashed the HDF5 library"); one that reads a structure for longer than the probe's limit is killed and fails
     it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked (or with
     ``MGPU_IO_PROBE=0``), the files are repaired here, one by one.
@@ -359,7 +362,7 @@ def _run(tasks, workers, finished, work):
                 if worker.index is None and pending:
                     worker.give(*pending.popleft())
             busy = [worker for worker in pool if worker.index is not None]
-            deadlines = [worker.deadline for worker in busy if worker.deadline is not None]
+            deadlines = [deadline for deadline in (worker.deadline() for worker in busy) if deadline is not None]
             wait(
                 [worker.connection for worker in busy] + [worker.process.sentinel for worker in busy],
                 max(0.0, min(deadlines) - time.monotonic()) if deadlines else None,
@@ -368,11 +371,12 @@ def _run(tasks, workers, finished, work):
                 if worker.index is None:
                     continue
                 result = worker.collect()
+                deadline = worker.deadline()
                 if result is None and not worker.process.is_alive():
                     result = worker.failed(
-                        probe.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read)
+                        probe.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read())
                     )
-                elif result is None and worker.deadline is not None and time.monotonic() > worker.deadline:
+                elif result is None and deadline is not None and time.monotonic() > deadline:
                     worker.stop()
                     result = worker.failed(probe.hang_error(worker.source))
                 if result is None:
@@ -424,33 +428,77 @@ def _start_workers(context, count, work):
     return pool
 
 
+class _Board:
+    """Where a worker shows its supervisor how far it is with its file, in memory the two share (an anonymous shared
+    mapping made before the fork): the number of the task it is on, whether that file's structure is read, and when
+    its reading began, on the clock the two share (``CLOCK_MONOTONIC``).
+
+    A worker told its supervisor each step in a message, two a file beside its result: each woke the supervisor,
+    which on a busy 2-core machine took the worker's processor (``connection.send`` was 5% of the workers' samples
+    in the benchmark's folder, profiled with py-spy). The supervisor reads the board when it wakes for a result or
+    a deadline; a worker writes each step's fields with the task's number last, so that a number the supervisor
+    reads comes with its own step's time and state.
+    """
+
+    _NUMBER, _READ, _STARTED = struct.Struct("<q"), struct.Struct("<q"), struct.Struct("<d")  # at 0, 8 and 16
+
+    def __init__(self):
+        self.memory = mmap.mmap(-1, 24)  # MAP_SHARED | MAP_ANONYMOUS: a fork's child writes where its parent reads
+        self.task = 0  # in the worker: the number of the task it was given last
+
+    def tell(self, message):  # in the worker: inside.supervise's sender
+        kind, _ = message
+        if kind == "start":
+            self._STARTED.pack_into(self.memory, 16, time.monotonic())
+            self._READ.pack_into(self.memory, 8, 0)
+            self._NUMBER.pack_into(self.memory, 0, self.task)
+        elif kind == "read":
+            self._READ.pack_into(self.memory, 8, 1)
+
+    def step(self):
+        """``(task number, structure read, reading started)`` as the worker last showed them."""
+        return (
+            self._NUMBER.unpack_from(self.memory, 0)[0],
+            bool(self._READ.unpack_from(self.memory, 8)[0]),
+            self._STARTED.unpack_from(self.memory, 16)[0],
+        )
+
+
 class _Worker:
-    """One supervised worker process, and the file it holds (``index``, ``source``) with its reading deadline."""
+    """One supervised worker process, and the file it holds (``index``, ``source``), with its reading deadline."""
 
     def __init__(self, context, work):
         self.connection, theirs = context.Pipe()
-        self.process = programs.start_worker(context, _serve, theirs, work)  # tied to this process's life, Ctrl-C ours
+        self.board = _Board()
+        self.process = programs.start_worker(context, _serve, theirs, work, self.board)  # tied to this process's life
         theirs.close()
-        self.index = self.source = self.output = self.deadline = None
-        self.structure_read = False
+        self.index = self.source = self.output = self.given_until = None
+        self.given = 0  # tasks given so far: the number of the one it holds
 
     def give(self, index, task):
-        self.index, self.source, self.structure_read = index, task[0], False
-        self.output = task[1]
-        self.deadline = time.monotonic() + probe.TIMEOUT
+        self.index, self.source, self.output = index, task[0], task[1]
+        self.given += 1
+        self.given_until = time.monotonic() + probe.TIMEOUT  # until it starts reading, from now
         self.connection.send(task)
 
+    def deadline(self):
+        """When the file it holds must have had its structure read: :data:`probe.TIMEOUT` after its reading began
+        (after it was given, until then); ``None`` once it is read."""
+        number, read, started = self.board.step()
+        if number != self.given:
+            return self.given_until
+        return None if read else started + probe.TIMEOUT
+
+    def structure_read(self):
+        number, read, _ = self.board.step()
+        return number == self.given and read
+
     def collect(self):
-        """Read what the worker said; its :class:`FileResult` once it has one, else ``None``."""
+        """Its :class:`FileResult` for the file it holds once it has sent it, else ``None``."""
         try:
-            while self.connection.poll():
-                kind, value = self.connection.recv()
-                if kind == "start":
-                    self.deadline, self.structure_read = time.monotonic() + probe.TIMEOUT, False
-                elif kind == "read":
-                    self.deadline, self.structure_read = None, True
-                else:
-                    return value
+            if self.connection.poll():
+                _, value = self.connection.recv()
+                return value
         except (EOFError, OSError):  # it died: the caller sees that the process is gone
             pass
         return None
@@ -477,13 +525,16 @@ class _Worker:
                     leftover.unlink()
 
 
-def _serve(connection, work):  # pragma: no cover - runs in a worker process (programs.start_worker set its signals)
-    inside.supervise(connection.send)
+def _serve(
+    connection, work, board
+):  # pragma: no cover - runs in a worker process (programs.start_worker set its signals)
+    inside.supervise(board.tell)
     try:
         while True:
             task = connection.recv()
             if task is None:
                 return
+            board.task += 1
             connection.send(("result", work(*task)))
     except (EOFError, OSError, KeyboardInterrupt):  # the supervisor is gone
         return

@@ -177,6 +177,44 @@ def test_the_time_limit_ends_once_the_structure_is_read(checkpoints, tmp_path, m
     assert reason == "copied slowly, and then refused"  # not "did not finish": the copy was not killed
 
 
+def test_a_worker_shows_its_reading_on_its_board_and_sends_its_supervisor_only_its_results(checkpoints, tmp_path,
+                                                                                          monkeypatch):
+    """Issue 50: a worker sent its supervisor a message as it started each file and another once its structure was
+    read, each waking the supervisor, which took the worker's processor on a busy machine. It now shows those steps
+    on a board in shared memory, which the supervisor reads when it wakes: one message a file, its result (three
+    before), and the deadlines of the tests above hold."""
+    from multiprocessing.connection import Connection
+
+    received = []
+    original = Connection.recv
+    supervisor = os.getpid()
+
+    def recv(self):
+        value = original(self)
+        if os.getpid() == supervisor:
+            received.append(value[0])
+        return value
+
+    monkeypatch.setattr(Connection, "recv", recv)
+    report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    worked = [f for f in report.files if f.status != "done before"]
+    assert len(worked) > 3 and received == ["result"] * len(worked)
+
+
+def test_a_workers_board_says_to_its_supervisor_which_step_of_which_task_it_is_on():
+    board = batch._Board()
+    assert board.step() == (0, False, 0.0)
+    pid = os.fork()
+    if pid == 0:  # the worker: its second task, read
+        board.task = 2
+        board.tell(("start", None))
+        board.tell(("read", None))
+        os._exit(0)
+    os.waitpid(pid, 0)
+    number, read, started = board.step()
+    assert (number, read) == (2, True) and 0 < started <= time.monotonic()
+
+
 # --- a large batch resumes: a second run skips what the first completed, redoes the rest ------------------------
 
 
