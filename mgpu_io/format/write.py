@@ -179,9 +179,11 @@ def atomic_path(destination, suffix=".tmp"):
             os.close(fd)
             named = temporary = Path(name)
         yield temporary
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), 0o666 & ~_umask())
+        if anonymous is not None:  # its own descriptor: opening it again through /proc would cost a lookup
+            _made_durable(anonymous)
+        else:
+            with open(temporary, "rb+") as handle:
+                _made_durable(handle.fileno())
         if named is None and _link_anonymous(anonymous, destination):
             return  # a new destination: its first name is its final one, whole at once
         if named is None:  # an existing destination: a hidden name first, then moved over it
@@ -213,6 +215,12 @@ def atomic_path(destination, suffix=".tmp"):
             os.close(anonymous)
         if named is not None:
             named.unlink(missing_ok=True)
+
+
+def _made_durable(fd):
+    """The file ``fd`` on disk, with the permissions ``cp`` gives a new file."""
+    os.fsync(fd)
+    os.fchmod(fd, 0o666 & ~_umask())
 
 
 def _anonymous_file(folder):
