@@ -342,11 +342,12 @@ def _run(tasks, workers, finished, work):
     """Repair ``tasks`` in ``workers`` supervised processes, calling ``finished(index, FileResult)`` for each.
     ``work(source, output)`` does one task (:class:`TreeJob`'s ``work``).
 
-    Each worker repairs file after file in itself (a fork per file cost more than a third of a small file's repair)
-    and shows on its :class:`_Board` when it starts reading one and when its structure is read. A worker that dies
-    fails the file it held
+    Each worker repairs file after file in itself (a fork per file cost more than a third of a small file's repair),
+    holds the next file before it is done with one (:data:`_HELD`), and shows on its :class:`_Board` which file it
+    is on, when it began reading it and when its structure is read. A worker that dies fails the file it was on
     ("crashed the HDF5 library"); one that reads a structure for longer than the probe's limit is killed and fails
-    it ("did not finish"); either is replaced and the others go on. Where processes cannot be forked (or with
+    it ("did not finish"); either is replaced, the other files it held are given again (their outputs had no name
+    yet: nothing of them is left), and the others go on. Where processes cannot be forked (or with
     ``MGPU_IO_PROBE=0``), the files are repaired here, one by one.
     """
     if not probe.forking() or "fork" not in multiprocessing.get_all_start_methods():
@@ -357,46 +358,51 @@ def _run(tasks, workers, finished, work):
     pending = collections.deque(enumerate(tasks))
     pool = _start_workers(context, workers, work)
     try:
-        while pending or any(worker.index is not None for worker in pool):
+        while pending or any(worker.held for worker in pool):
             for worker in pool:
-                if worker.index is None and pending:
+                while len(worker.held) < _HELD and pending:
                     worker.give(*pending.popleft())
-            busy = [worker for worker in pool if worker.index is not None]
+            busy = [worker for worker in pool if worker.held]
             deadlines = [deadline for deadline in (worker.deadline() for worker in busy) if deadline is not None]
             wait(
                 [worker.connection for worker in busy] + [worker.process.sentinel for worker in busy],
                 max(0.0, min(deadlines) - time.monotonic()) if deadlines else None,
             )
             for position, worker in enumerate(pool):
-                if worker.index is None:
+                if not worker.held:
                     continue
-                result = worker.collect()
+                for index, result in worker.collect():
+                    finished(index, result)
+                if not worker.held:
+                    continue
                 deadline = worker.deadline()
-                if result is None and not worker.process.is_alive():
-                    result = worker.failed(
-                        probe.crash_error(worker.source, _exit_text(worker.process.exitcode), worker.structure_read())
-                    )
-                elif result is None and deadline is not None and time.monotonic() > deadline:
-                    worker.stop()
-                    result = worker.failed(probe.hang_error(worker.source))
-                if result is None:
-                    continue
-                index = worker.index
-                worker.index = None
                 if not worker.process.is_alive():
-                    worker.stop()
-                    pool[position] = _start_workers(context, 1, work)[0]
-                finished(index, result)
+                    ended = _exit_text(worker.process.exitcode)
+                    failed = worker.ended(lambda source, read, ended=ended: probe.crash_error(source, ended, read))
+                elif deadline is not None and time.monotonic() > deadline:
+                    worker.kill()
+                    failed = worker.ended(lambda source, read: probe.hang_error(source))
+                else:
+                    continue
+                pending.extendleft(reversed(worker.release()))  # given to it, not begun or not committed: again
+                worker.stop()
+                pool[position] = _start_workers(context, 1, work)[0]
+                if failed is not None:
+                    finished(*failed)
     except BaseException:  # stopped: the results the workers already sent are still the user's to know
         for worker in pool:
-            result = worker.collect() if worker.index is not None else None
-            if result is not None:
-                with contextlib.suppress(Exception):
-                    finished(worker.index, result)
+            with contextlib.suppress(Exception):
+                for index, result in worker.collect():
+                    finished(index, result)
         raise
     finally:
         for worker in pool:
             worker.stop()
+
+
+#: Files a worker holds at once: the one it works on, and the next, sent ahead so that it never waits for its
+#: supervisor between two files; the one before may still be committing (see :class:`_Worker`).
+_HELD = 2
 
 
 #: File descriptors a worker needs free to repair a file: the source, the output, the probe's pipe, libraries' own.
@@ -429,85 +435,133 @@ def _start_workers(context, count, work):
 
 
 class _Board:
-    """Where a worker shows its supervisor how far it is with its file, in memory the two share (an anonymous shared
-    mapping made before the fork): the number of the task it is on, whether that file's structure is read, and when
-    its reading began, on the clock the two share (``CLOCK_MONOTONIC``).
+    """Where a worker shows its supervisor how far it is, in memory the two share (an anonymous shared mapping made
+    before the fork): the number of the file it is on (the files given to it, counted from 1), whether that file's
+    structure is read, and when it began the file or, once it did, its reading, on the clock the two share
+    (``CLOCK_MONOTONIC``).
 
     A worker told its supervisor each step in a message, two a file beside its result: each woke the supervisor,
     which on a busy 2-core machine took the worker's processor (``connection.send`` was 5% of the workers' samples
     in the benchmark's folder, profiled with py-spy). The supervisor reads the board when it wakes for a result or
-    a deadline; a worker writes each step's fields with the task's number last, so that a number the supervisor
-    reads comes with its own step's time and state.
+    a deadline.
+
+    The record is guarded as a sequence lock: the worker makes a counter odd, writes the record, makes it even
+    again; the supervisor takes a record only between two equal, even readings of the counter. Each is copied
+    whole (a slice, not ``struct.pack_into``, which zeroes its bytes before it writes them: read in that instant,
+    a time was 0, and a deadline 20 s after the clock's start killed a worker for nothing).
     """
 
-    _NUMBER, _READ, _STARTED = struct.Struct("<q"), struct.Struct("<q"), struct.Struct("<d")  # at 0, 8 and 16
+    _COUNTER, _RECORD = struct.Struct("<q"), struct.Struct("<qqd")  # at 0; (number, read, since) at 8
 
     def __init__(self):
-        self.memory = mmap.mmap(-1, 24)  # MAP_SHARED | MAP_ANONYMOUS: a fork's child writes where its parent reads
-        self.task = 0  # in the worker: the number of the task it was given last
+        self.memory = mmap.mmap(-1, 32)  # MAP_SHARED | MAP_ANONYMOUS: a fork's child writes where its parent reads
+        self.task, self._counter, self._since = 0, 0, 0.0  # in the worker: its file, the counter, its step's time
+
+    def begin(self):  # in the worker: it takes the next file
+        self.task += 1
+        self._write(read=False, since=time.monotonic())
 
     def tell(self, message):  # in the worker: inside.supervise's sender
         kind, _ = message
         if kind == "start":
-            self._STARTED.pack_into(self.memory, 16, time.monotonic())
-            self._READ.pack_into(self.memory, 8, 0)
-            self._NUMBER.pack_into(self.memory, 0, self.task)
+            self._write(read=False, since=time.monotonic())
         elif kind == "read":
-            self._READ.pack_into(self.memory, 8, 1)
+            self._write(read=True, since=self._since)
+
+    def _write(self, read, since):
+        self._since = since
+        self.memory[0:8] = self._COUNTER.pack(self._counter + 1)  # odd: being written
+        self.memory[8:32] = self._RECORD.pack(self.task, int(read), since)
+        self._counter += 2
+        self.memory[0:8] = self._COUNTER.pack(self._counter)
 
     def step(self):
-        """``(task number, structure read, reading started)`` as the worker last showed them."""
-        return (
-            self._NUMBER.unpack_from(self.memory, 0)[0],
-            bool(self._READ.unpack_from(self.memory, 8)[0]),
-            self._STARTED.unpack_from(self.memory, 16)[0],
-        )
+        """``(file number, structure read, since)`` as the worker last showed them."""
+        for tries in range(200):
+            before = self.memory[0:8]
+            record = self.memory[8:32]
+            if self._COUNTER.unpack(before)[0] % 2 == 0 and self.memory[0:8] == before:
+                break
+            if tries >= 100:  # the worker is between two of its writes: let it finish
+                time.sleep(0.001)
+        # else a worker killed between two writes: its last record as it lies, which the supervisor only reports
+        number, read, since = self._RECORD.unpack(record)
+        return number, bool(read), since
 
 
 class _Worker:
-    """One supervised worker process, and the file it holds (``index``, ``source``), with its reading deadline."""
+    """One supervised worker process and the files it holds (``held``: ``(index, task)``, the oldest first, each
+    the ``given``-th it was given counting back from the newest), up to :data:`_HELD` at once.
+
+    Its results come in the order it was given the files: a file's result once its output is committed, which the
+    worker does in a thread while it works on the next file (``commits``, :func:`_serve`)."""
 
     def __init__(self, context, work):
         self.connection, theirs = context.Pipe()
         self.board = _Board()
         self.process = programs.start_worker(context, _serve, theirs, work, self.board)  # tied to this process's life
         theirs.close()
-        self.index = self.source = self.output = self.given_until = None
-        self.given = 0  # tasks given so far: the number of the one it holds
+        self.held = collections.deque()
+        self.given = 0  # files given so far: the newest held is this number
+        self.since = None  # when the file after the last result became its to begin
+        self.folders = set()  # the folders of the outputs it held when it ended (where its hidden names may lie)
 
     def give(self, index, task):
-        self.index, self.source, self.output = index, task[0], task[1]
+        if not self.held:
+            self.since = time.monotonic()
+        self.held.append((index, task))
         self.given += 1
-        self.given_until = time.monotonic() + probe.TIMEOUT  # until it starts reading, from now
         self.connection.send(task)
 
-    def deadline(self):
-        """When the file it holds must have had its structure read: :data:`probe.TIMEOUT` after its reading began
-        (after it was given, until then); ``None`` once it is read."""
-        number, read, started = self.board.step()
-        if number != self.given:
-            return self.given_until
-        return None if read else started + probe.TIMEOUT
+    def _number(self, position):
+        """The number of the file held at ``position`` (0: the oldest)."""
+        return self.given - len(self.held) + 1 + position
 
-    def structure_read(self):
-        number, read, _ = self.board.step()
-        return number == self.given and read
+    def deadline(self):
+        """When the file it is on must have had its structure read: :data:`probe.TIMEOUT` after it began that file
+        or its reading; ``None`` once it is read, and while it still works on an earlier file's output."""
+        number, read, since = self.board.step()
+        if self.held and number < self._number(0):  # the oldest held is next: it began none since the last result
+            return self.since + probe.TIMEOUT
+        return None if read else since + probe.TIMEOUT
 
     def collect(self):
-        """Its :class:`FileResult` for the file it holds once it has sent it, else ``None``."""
+        """``(index, FileResult)`` of each held file whose result it has sent."""
+        done = []
         try:
-            if self.connection.poll():
+            while self.held and self.connection.poll():
                 _, value = self.connection.recv()
-                return value
+                done.append((self.held.popleft()[0], value))
+                self.since = time.monotonic()
         except (EOFError, OSError):  # it died: the caller sees that the process is gone
             pass
-        return None
+        return done
 
-    def failed(self, error):
-        return FileResult(path=self.source, status=FAILED, reason=reason(error))
+    def ended(self, error):
+        """``(index, failed FileResult)`` of the file it was on when it died or was killed, ``error(source,
+        structure read)`` its reason, removed from ``held``; ``None`` where it was on none of them."""
+        number, read, _ = self.board.step()
+        position = number - self._number(0)
+        if not 0 <= position < len(self.held):
+            return None
+        index, task = self.held[position]
+        del self.held[position]
+        self.folders.add(Path(task[1]).parent)
+        return index, FileResult(path=task[0], status=FAILED, reason=reason(error(task[0], read)))
+
+    def release(self):
+        """The files it still holds, no longer its own (the oldest first)."""
+        released = list(self.held)
+        self.folders.update(Path(task[1]).parent for _, task in released)
+        self.held.clear()
+        return released
+
+    def kill(self):
+        if self.process.is_alive():
+            self.process.kill()
 
     def stop(self):
-        if self.process.is_alive() and self.index is None:
+        if self.process.is_alive() and not self.held:
             try:
                 self.connection.send(None)
                 self.process.join(timeout=5)
@@ -517,10 +571,11 @@ class _Worker:
             self.process.kill()
         self.process.join()
         self.connection.close()
-        if self.process.exitcode != 0 and self.output is not None:  # killed or crashed: its file's hidden name, if any
+        if self.process.exitcode != 0:  # killed or crashed: the hidden names of the files it held, if any
             from mgpu_io.format.write import temporary_names
 
-            for leftover in temporary_names(Path(self.output).parent, self.process.pid):
+            folders = self.folders | {Path(task[1]).parent for _, task in self.held}
+            for leftover in (name for folder in folders for name in temporary_names(folder, self.process.pid)):
                 with contextlib.suppress(OSError):
                     leftover.unlink()
 
@@ -528,16 +583,72 @@ class _Worker:
 def _serve(
     connection, work, board
 ):  # pragma: no cover - runs in a worker process (programs.start_worker set its signals)
+    """A worker's life: each file given is worked on here, its output's last steps handed to ``commits``, a thread
+    that takes them in order and then sends the file's result; until the supervisor sends ``None`` or is gone."""
+    from mgpu_io.format.write import deferring
+
     inside.supervise(board.tell)
+    commits = _Commits(connection)
     try:
         while True:
             task = connection.recv()
             if task is None:
                 return
-            board.task += 1
-            connection.send(("result", work(*task)))
+            board.begin()
+            steps = []
+            with deferring(steps.append):
+                result = work(*task)
+            commits.put(result, steps)
     except (EOFError, OSError, KeyboardInterrupt):  # the supervisor is gone
         return
+    finally:
+        commits.close()
+
+
+class _Commits:
+    """A worker's thread that commits each file's output (:func:`~mgpu_io.format.write.deferring`), in the order
+    the files came, and then sends the file's result: the wait for the disk overlaps the next file's work. A
+    commit that fails fails its file, with the error's reason, as the repair's own failure to write would."""
+
+    def __init__(self, connection):
+        import queue
+        import threading
+
+        self.connection, self.queue = connection, queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="mgpu-io-commits", daemon=True)
+        self.thread.start()
+
+    def put(self, result, steps):
+        self.queue.put((result, steps))
+
+    def close(self):
+        """Commit and send what is queued, then end the thread (a supervisor that is gone: what is left is not
+        committed, and the outputs without a name vanish with the process)."""
+        self.queue.put(None)
+        self.thread.join()
+
+    def _run(self):  # pragma: no cover - runs in a worker process
+        sending = True
+        while (item := self.queue.get()) is not None:
+            result, steps = item
+            for step in steps:
+                if not sending:
+                    break
+                try:
+                    step()
+                except MgpuIOError as error:
+                    result = FileResult(path=result.path, status=FAILED, reason=reason(error))
+                except Exception as error:
+                    result = FileResult(path=result.path, status=FAILED, reason=_internal(error))
+            if sending:
+                try:
+                    self.connection.send(("result", result))
+                except (OSError, ValueError):  # the supervisor is gone
+                    sending = False
+
+
+def _internal(error):
+    return f"internal error ({type(error).__name__}: {error})"
 
 
 def _exit_text(code):
@@ -564,7 +675,7 @@ def _repair_one(source, output, options):
         problem = limits.descriptor_problem(error) if isinstance(error, OSError) else None
         if problem is not None:
             return FileResult(path=source, status=FAILED, reason=f"Cannot open the file: {problem}.")
-        return FileResult(path=source, status=FAILED, reason=f"internal error ({type(error).__name__}: {error})")
+        return FileResult(path=source, status=FAILED, reason=_internal(error))
     return FileResult(path=source, status=status, output=output if not dry_run else None, depth=result.depth)
 
 

@@ -201,6 +201,33 @@ def test_a_worker_shows_its_reading_on_its_board_and_sends_its_supervisor_only_i
     assert len(worked) > 3 and received == ["result"] * len(worked)
 
 
+def test_an_output_that_cannot_be_committed_fails_its_file_alone(checkpoints, tmp_path, monkeypatch):
+    """A worker makes each output durable and names it in a thread while it reads the next file (issue 50): a disk
+    that refuses one file's last step fails that file with the error a repair of it alone gives, leaves nothing
+    of it, and the files after it are repaired."""
+    import errno
+
+    from mgpu_io.format import write
+
+    original = write._finish_anonymous
+
+    def refused_once(fd, destination, close=True):  # the workers are forked after the patch
+        if Path(destination).name == "epoch-01.h5":
+            os.close(fd)
+            with write._output_errors(destination):
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return original(fd, destination, close)
+
+    monkeypatch.setattr(write, "_finish_anonymous", refused_once)
+    report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
+    status = {f.path: f.status for f in report.files}
+    assert status["epoch-01.h5"] == "failed" and status["weights-01.h5"] == status["run2/epoch-03.h5"] == "repaired"
+    reason = next(f.reason for f in report.files if f.path == "epoch-01.h5")
+    assert reason.startswith("Cannot write the output: the disk is full. Expected a writable folder"), reason
+    assert not (tmp_path / "repaired" / "epoch-01.h5").exists()
+    assert not list((tmp_path / "repaired").rglob(".mgpu-io-*"))
+
+
 def test_a_workers_board_says_to_its_supervisor_which_step_of_which_task_it_is_on():
     board = batch._Board()
     assert board.step() == (0, False, 0.0)
