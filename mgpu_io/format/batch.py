@@ -387,8 +387,7 @@ def _run(tasks, workers, finished, work):
                 pending.extendleft(reversed(worker.release()))  # given to it, not begun or not committed: again
                 worker.stop()
                 pool[position] = _start_workers(context, 1, work)[0]
-                if failed is not None:
-                    finished(*failed)
+                finished(*failed)
     except BaseException:  # stopped: the results the workers already sent are still the user's to know
         for worker in pool:
             with contextlib.suppress(Exception):
@@ -539,11 +538,12 @@ class _Worker:
 
     def ended(self, error):
         """``(index, failed FileResult)`` of the file it was on when it died or was killed, ``error(source,
-        structure read)`` its reason, removed from ``held``; ``None`` where it was on none of them."""
+        structure read)`` its reason, removed from ``held``: the one its board shows, else the oldest it held (so
+        that each worker that dies fails one file, and a run always ends)."""
         number, read, _ = self.board.step()
         position = number - self._number(0)
         if not 0 <= position < len(self.held):
-            return None
+            position, read = 0, False
         index, task = self.held[position]
         del self.held[position]
         self.folders.add(Path(task[1]).parent)
@@ -580,9 +580,7 @@ class _Worker:
                     leftover.unlink()
 
 
-def _serve(
-    connection, work, board
-):  # pragma: no cover - runs in a worker process (programs.start_worker set its signals)
+def _serve(connection, work, board):  # pragma: no cover - in a worker process (programs.start_worker)
     """A worker's life: each file given is worked on here, its output's last steps handed to ``commits``, a thread
     that takes them in order and then sends the file's result; until the supervisor sends ``None`` or is gone."""
     from mgpu_io.format.write import deferring

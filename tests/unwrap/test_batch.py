@@ -242,6 +242,30 @@ def test_a_workers_board_says_to_its_supervisor_which_step_of_which_task_it_is_o
     assert (number, read) == (2, True) and 0 < started <= time.monotonic()
 
 
+def test_a_worker_that_dies_fails_the_file_its_board_shows_else_the_oldest_it_held():
+    """Whichever moment a worker dies at, one file fails (the one its board shows it on, else the oldest it held)
+    and the others it held are given again: a run whose workers keep dying still ends."""
+
+    def worker_on(number):  # a worker given files 7 and 8, its board on file ``number``
+        worker = object.__new__(batch._Worker)
+        worker.board, worker.held, worker.given, worker.folders = batch._Board(), collections.deque(), 8, set()
+        worker.held.extend([(6, ("in/a.h5", "out/a.h5")), (7, ("in/b.h5", "out/sub/b.h5"))])
+        worker.board.task = number - 1
+        worker.board.begin()  # on file ``number``, its structure not read
+        return worker
+
+    def error(source, read):
+        return RuntimeError(f"{source} read={read}")
+
+    worker = worker_on(8)
+    index, failed = worker.ended(error)
+    assert (index, failed.status, failed.path, failed.reason) == (7, "failed", "in/b.h5", "in/b.h5 read=False")
+    assert [i for i, _ in worker.release()] == [6] and worker.folders == {Path("out"), Path("out/sub")}
+    worker = worker_on(6)  # it died between two files: the board shows none it holds
+    index, failed = worker.ended(error)
+    assert (index, failed.path) == (6, "in/a.h5") and [i for i, _ in worker.release()] == [7]
+
+
 # --- a large batch resumes: a second run skips what the first completed, redoes the rest ------------------------
 
 
