@@ -192,7 +192,9 @@ def interleaved(runs, first, second):
     """Median seconds and peak RSS of ``runs`` runs of each of two measures, taken in turn and counterbalanced
     (A B, B A, A B, ...) after one unmeasured warm-up run of each, each after ``sync``: a machine whose speed drifts
     during the benchmark (other work, the disk's own write-back) weighs on both alike, and each command follows
-    itself and the other alike (a gigabyte write was measured slower right after another tool's)."""
+    itself and the other alike (a gigabyte write was measured slower right after another tool's). The third value
+    is the median of the turns' own ratios (first / second), as farm-bench takes it: a turn's two runs saw the same
+    machine, where the two medians may each come from another hour's disk."""
     subprocess.run(["sync"], check=True)
     first()
     second()
@@ -202,7 +204,8 @@ def interleaved(runs, first, second):
         for measure, into in pairs if turn % 2 == 0 else pairs[::-1]:
             subprocess.run(["sync"], check=True)
             into.append(measure())
-    return tuple(_summary(vs) for vs in values)
+    ratios = [a[0] / b[0] for a, b in zip(*values)]
+    return _summary(values[0]), _summary(values[1]), statistics.median(ratios)
 
 
 def fresh(path, command):
@@ -291,10 +294,10 @@ def main():
         if not wanted(f"unwrap-{label.replace(' ', '')}"):
             continue
         durable_copy = ["/bin/sh", "-c", f"/bin/cp '{path}' '{copy}' && sync '{copy}'"]
-        (ours, rss, spread), (reference, _, reference_spread) = interleaved(
+        (ours, rss, spread), (reference, _, reference_spread), pair_ratio = interleaved(
             args.runs, fresh(clean, [mgpu, "-q", "unwrap", str(path), str(clean)]), fresh(copy, durable_copy))
         results[f"unwrap {label}"] = dict(ours=ours, reference=reference, rss=rss, spread=spread,
-                                          reference_spread=reference_spread)
+                                          reference_spread=reference_spread, pair_ratio=pair_ratio)
         print(label, results[f"unwrap {label}"], flush=True)
     if "unwrap 10 GB" in results:
         results["rss"] = dict(ours=results["unwrap 10 GB"]["rss"])
@@ -332,9 +335,10 @@ def main():
     if wanted("checkpoints"):
         folder_rate(results, "checkpoints", args, work, mgpu, checkpoint_folder(work))
     if wanted("nested"):
-        (deep, _, spread), (shallow, _, reference_spread) = interleaved(
+        (deep, _, spread), (shallow, _, reference_spread), pair_ratio = interleaved(
             args.runs, *(fresh(clean, [mgpu, "-q", "unwrap", str(nested[d]), str(clean)]) for d in (10, 1)))
-        results["nested"] = dict(ours=deep, reference=shallow, spread=spread, reference_spread=reference_spread)
+        results["nested"] = dict(ours=deep, reference=shallow, spread=spread, reference_spread=reference_spread,
+                                 pair_ratio=pair_ratio)
     if wanted("probe"):  # no goal: what the fork server saves a process with TensorFlow per file (probe_cost.py)
         _, printed = run([sys.executable, str(ROOT / "tests" / "benchmarks" / "probe_cost.py"), "--json"])
         results["probe"] = json.loads(printed)
@@ -441,7 +445,9 @@ NOTES = """Notes:
   reading the structure in a child process, planning), which a 10 GB file spreads thinner than a 1 GB one. The
   command line's `unwrap` of one file forks its fork server as it starts: the server imports the repair (h5py,
   NumPy) while the command line imports itself, and the file is repaired in the server's child (phases.py's table
-  below). This machine's disk is the spread: 4 GiB copied as `unwrap` copies (`copy_file_range`, `sync_file_range`,
+  below). h5py's import ran `uname -p` in a subprocess (a fork of the server: h5py 3.12+ reads
+  `platform.uname()[4]`); mgpu-io's own processes import it without (`format/h5py_import.py`), which took the
+  1 GB unwrap from 0.85-0.87 s to 0.78-0.81 s in paired runs. This machine's disk is the spread: 4 GiB copied as `unwrap` copies (`copy_file_range`, `sync_file_range`,
   `fsync`) took 2.7-7.8 s, and by `cp` + `sync` 3.1-5.2 s, four runs each in turn; the 10 GB figures fall within it.
 - Keras' own load of the clean file reads no optimizer state: it builds a fresh optimizer, then drops the saved one
   ("Error in loading the saved optimizer state"). `mgpu_io.load_model` reads the saved state (twice the weights'
@@ -452,12 +458,15 @@ NOTES = """Notes:
   0.76-1.03 s read through HDF5 into the same memory), and TensorFlow takes each array as its variable's buffer
   without a copy (docs/architecture.md).
 - A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process on this
-  machine (`MGPU_IO_PROBE=0`, the 425 files once): 6.0-6.8 ms a file for the whole repair (6.3-7.4 ms before this
-  round's changes, the two taken in turn, 4 rounds); of one run's 7.4 ms, writing 4.0 ms (`fsync` 0.3 ms of it),
-  planning 1.8 ms (a file that takes a plan kept from an earlier file of its model 0.9 ms of that, one planned anew
-  0.7 ms, averaged over the files), closing the files 0.7 ms, reading the structure 0.5 ms, the link check 0.3 ms.
-  The command's start-up (interpreter and imports, then listing the folder) is about 0.2-0.25 s before the first
-  worker starts.
+  machine (`MGPU_IO_PROBE=0`, the 425 files once): 4.1-5.2 ms a file for the whole repair in the third round of
+  issue 50 (its kept plans no longer hold their files' HDF5 objects, which h5py went through at every file's close,
+  and string attributes are read with their types made once), against 4.7-5.4 ms before it, in turn, 4 rounds; the
+  floor's own HDF5 calls take about 4 ms. What separates the folder's rate from the floor's two workers is not the
+  file's own work: the command's start-up (interpreter and imports, listing the folder: about 0.19 s before the
+  first worker starts), and two workers on this machine's two processors (a worker's CPU time a file was 5.7 ms
+  alone and 6.3-6.7 ms beside another, and its `fsync` waits for a disk the other writes to). A worker therefore
+  holds its next file before it is done with one, makes each output durable and names it in a thread while it
+  reads the next, and shows its supervisor how far it is in shared memory instead of a message at each step.
 - The checkpoints share one config, and a worker plans it once (`make_plan`'s `reuse`): a later checkpoint whose
   stored configs, versions and layers are the first one's takes its plan once its own 422 weights and optimizer
   slots are opened and checked and found to have the same names, shapes and types. Each weight's HDF5 handle is
@@ -469,6 +478,11 @@ NOTES = """Notes:
   tf_keras runs the slice Lambdas' stored bytecode, which these files hold for the same Python; files of the old
   writers fail there (`bad marshal data`, `EOFError`), and running stored code is what mgpu-io never does. It also
   saves the template without its optimizer state (two thirds of these files' bytes) and without `fsync`."""
+
+
+def _ratio(ratio, goal):
+    """``ratio`` to two decimals, or three where two would read as the goal itself."""
+    return f"{ratio:.3f}" if f"{ratio:.2f}" == f"{goal:.2f}" and ratio != goal else f"{ratio:.2f}"
 
 
 def _probe_lines(probe):
@@ -508,10 +522,11 @@ def write_report(results, runs):
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in _versions().items()),
         f"- Each figure is the median of {runs} runs after one warm-up run (the fastest and slowest run in brackets), "
         "each a fresh process started after "
-        "`sync`, on the same file and disk as its reference. The unwraps and their durable copies, and the two nested "
-        "saves, are measured in turn, counterbalanced (A B, B A, ...), so that a machine whose speed drifts weighs on "
-        "both alike; the "
-        "other figures are runs in a row (as hyperfine measures). Input files sit in the page cache for both (warm). "
+        "`sync`, on the same file and disk as its reference. The unwraps and their durable copies, the two nested "
+        "saves, and each folder and its HDF5 floor are measured in turn, counterbalanced (A B, B A, ...), so that a "
+        "machine whose speed drifts weighs on both alike; their ratio is the median of the turns' own ratios, as "
+        "farm-bench takes it (the ratio of the two medians beside it), and a folder's the ratio of the two medians. "
+        "The other figures are runs in a row (as hyperfine measures). Input files sit in the page cache for both (warm). "
         "Every write goes to a new file, removed after the run.",
         f"- Files ({sizes}): wrappers of `multi_gpu_model`'s shape (2 replicas) around a stack of Dense layers, "
         "compiled with Adam, one training step taken, saved by tf_keras in the legacy HDF5 layout: a third weights, "
@@ -526,9 +541,10 @@ def write_report(results, runs):
     for key, (what, goal, unit) in GOALS.items():
         r = results[key]
         if unit == "ratio":
-            ratio = r["ours"] / r["reference"]
+            ratio = r.get("pair_ratio", r["ours"] / r["reference"])  # taken in turn: the turns' own ratios
+            medians = f" ({r['ours'] / r['reference']:.2f}x of the medians)" if "pair_ratio" in r else ""
             lines.append(f"| {what} | {r['ours']:.2f} s{_spread(r)} | {r['reference']:.2f} s"
-                         f"{_spread(r, 'reference_spread')} | {ratio:.2f}x | ≤ {goal}x | "
+                         f"{_spread(r, 'reference_spread')} | {_ratio(ratio, goal)}x{medians} | ≤ {goal}x | "
                          f"{'yes' if ratio <= goal else 'NO'} |")
         elif unit == "floor":
             floor = results[f"{key} floor"]
@@ -537,7 +553,8 @@ def write_report(results, runs):
             best = f"; {r['ours'] / (2000 / floor['best']):.2f}x its best run" if "best" in floor else ""
             lines.append(f"| {what} | {r['ours']:.0f} files/s ({r['count']} files in {r['seconds']:.2f} s"
                          f"{_spread(r, bare=True)}) | "
-                         f"{floor_rate:.0f} files/s | {ratio:.2f}x{best} | ≥ {goal}x | {'yes' if ratio >= goal else 'NO'} |")
+                         f"{floor_rate:.0f} files/s | {_ratio(ratio, goal)}x{best} | ≥ {goal}x | "
+                         f"{'yes' if ratio >= goal else 'NO'} |")
         elif unit == "MiB":
             lines.append(f"| {what} | {r['ours']:.0f} MiB | - | - | ≤ {goal} MiB | "
                          f"{'yes' if r['ours'] <= goal else 'NO'} |")
