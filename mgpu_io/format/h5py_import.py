@@ -1,5 +1,5 @@
-"""h5py's import without the subprocess that it starts (h5py 3.12 to 3.14 at least): a fork and an exec of the
-importing process, once per process.
+"""h5py's import without the subprocess that it starts (since h5py 3.12; seen here with 3.14): a fork and an exec of
+the importing process, once per process.
 
 As it is imported, h5py's ``h5t`` reads ``platform.uname()[4]`` (the machine, to know the platform's long double).
 Indexing platform's uname result first completes it with the processor, which Python asks ``uname -p`` for, in a
@@ -81,11 +81,12 @@ class _Loader:
 
 def _with_uname_by_fields(step, argument):
     import platform
+    import threading
 
     own = platform.uname
     by_fields = _by_fields(own())
-    if by_fields is None:  # a platform module unlike CPython's (3.9-3.13): the import as it is
-        return step(argument)
+    if by_fields is None or threading.active_count() > 1:  # a platform module unlike CPython's (3.9-3.13), or
+        return step(argument)  # a thread started since install() (TensorFlow's, say): the import as it is
     platform.uname = lambda: by_fields
     try:
         return step(argument)

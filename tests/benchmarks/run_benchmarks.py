@@ -458,10 +458,10 @@ NOTES = """Notes:
   0.76-1.03 s read through HDF5 into the same memory), and TensorFlow takes each array as its variable's buffer
   without a copy (docs/architecture.md).
 - A small file's repair costs the same few dozen HDF5 calls whatever its size. Measured in one process on this
-  machine (`MGPU_IO_PROBE=0`, the 425 files once): 4.1-5.2 ms a file for the whole repair in the third round of
-  issue 50 (its kept plans no longer hold their files' HDF5 objects, which h5py went through at every file's close,
-  and string attributes are read with their types made once), against 4.7-5.4 ms before it, in turn, 4 rounds; the
-  floor's own HDF5 calls take about 4 ms. What separates the folder's rate from the floor's two workers is not the
+  machine (`MGPU_IO_PROBE=0`, the 425 files once), in CPU time a file for the whole repair, 4 rounds in turn each:
+  4.4-5.2 ms once the kept plans no longer hold their files' HDF5 objects (which h5py went through at every file's
+  close) against 4.7-5.4 ms before, then 4.2-4.5 ms once string attributes are read with their types made once
+  against 4.5-5.0 ms before; the floor's own HDF5 calls take about 4-5 ms. What separates the folder's rate from the floor's two workers is not the
   file's own work: the command's start-up (interpreter and imports, listing the folder: about 0.19 s before the
   first worker starts), and two workers on this machine's two processors (a worker's CPU time a file was 5.7 ms
   alone and 6.3-6.7 ms beside another, and its `fsync` waits for a disk the other writes to). A worker therefore

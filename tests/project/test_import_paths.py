@@ -164,6 +164,12 @@ def test_h5py_imported_as_python_imports_it_runs_uname_which_the_command_line_do
         "import threading, time; threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n"
         "from mgpu_io.format import h5py_import; h5py_import.install(); import h5py\n", tmp_path / "threaded")
     assert any("uname" in line for line in threaded)
+    started_after = _programs_started(  # a thread started between install() and the import (TensorFlow's, say)
+        "import threading, time\nfrom mgpu_io.format import h5py_import; h5py_import.install()\n"
+        "threading.Thread(target=time.sleep, args=(1,), daemon=True).start(); import h5py\n",
+        tmp_path / "started_after",
+    )
+    assert any("uname" in line for line in started_after)
 
 
 @pytest.mark.parametrize("source", ["fixtures/files/k224_siamese_x2_full.h5", "folder"])
