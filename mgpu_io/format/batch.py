@@ -30,7 +30,7 @@ from mgpu_io.errors import (
 )
 from mgpu_io.format import limits
 from mgpu_io.format.options import UnwrapOptions
-from mgpu_io.format.sandbox import inside, probe, programs
+from mgpu_io.format.sandbox import fork_server, inside, probe, programs
 from mgpu_io.format.text import columns, first_sentence, plural, printable
 
 REPAIRED, CLEAN, SKIPPED, DONE, FAILED = "repaired", "already clean", "skipped", "done before", "failed"
@@ -452,9 +452,33 @@ class _Board:
 
     _COUNTER, _RECORD = struct.Struct("<q"), struct.Struct("<qqd")  # at 0; (number, read, since) at 8
 
-    def __init__(self):
-        self.memory = mmap.mmap(-1, 32)  # MAP_SHARED | MAP_ANONYMOUS: a fork's child writes where its parent reads
+    def __init__(self, fd=None):
+        # MAP_SHARED | MAP_ANONYMOUS: a fork's child writes where its parent reads; ``fd``: a memory file's, mapped
+        # by a worker that the fork server forked (:meth:`shareable` made it), where the supervisor reads it
+        self.memory = mmap.mmap(-1, 32) if fd is None else mmap.mmap(fd, 32)
+        self.fd = fd
         self.task, self._counter, self._since = 0, 0, 0.0  # in the worker: its file, the counter, its step's time
+
+    @classmethod
+    def shareable(cls):
+        """A board in a memory file (``memfd_create``), whose descriptor another process's child can map; ``None``
+        where the system has none."""
+        try:
+            fd = os.memfd_create("mgpu-io-board", getattr(os, "MFD_CLOEXEC", 0))
+        except (AttributeError, OSError):
+            return None
+        try:
+            os.ftruncate(fd, 32)
+            return cls(fd)
+        except (OSError, ValueError):
+            os.close(fd)
+            return None
+
+    def close(self):
+        """Close its memory file's descriptor (the mapping stays)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
     def begin(self):  # in the worker: it takes the next file
         self.task += 1
@@ -497,8 +521,15 @@ class _Worker:
 
     def __init__(self, context, work):
         self.connection, theirs = context.Pipe()
-        self.board = _Board()
-        self.process = programs.start_worker(context, _serve, theirs, work, self.board)  # tied to this process's life
+        self.process = None
+        if fork_server.started_early():  # the command line's server has imported the repair: it forks the worker
+            self.board = _Board.shareable()
+            if self.board is not None:
+                self.process = fork_server.fork_worker(_served, (work,), (theirs.fileno(), self.board.fd))
+                self.board.close()
+        if self.process is None:
+            self.board = _Board()
+            self.process = programs.start_worker(context, _serve, theirs, work, self.board)  # tied to our life
         theirs.close()
         self.held = collections.deque()
         self.given = 0  # files given so far: the newest held is this number
@@ -578,6 +609,16 @@ class _Worker:
             for leftover in (name for folder in folders for name in temporary_names(folder, self.process.pid)):
                 with contextlib.suppress(OSError):
                     leftover.unlink()
+
+
+def _served(parent, connection, board, work):  # pragma: no cover - in a worker that the fork server forked
+    """A worker's life (:func:`_serve`) in a child of the command line's fork server
+    (:meth:`~mgpu_io.format.sandbox.fork_server._ForkServer.fork_worker`): ``connection`` and ``board`` are the
+    descriptors of its pipe and its board, which crossed to the server."""
+    from multiprocessing.connection import Connection
+
+    programs.become_worker(parent)
+    _serve(Connection(connection), work, _Board(board))
 
 
 def _serve(connection, work, board):  # pragma: no cover - in a worker process (programs.start_worker)

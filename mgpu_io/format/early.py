@@ -11,6 +11,8 @@ Example:
     ('mgpu_io.api', 'mgpu_io.format.unwrap')
     >>> early_modules("unwrap", ["fixtures/files/k224_siamese_x2_full.h5", "clean.keras"]) is None
     True
+    >>> early_modules("unwrap", ["fixtures/files", "repaired"])[0]
+    'mgpu_io.format.batch'
 """
 
 import os
@@ -21,6 +23,9 @@ READERS = {
     "inspect": ("mgpu_io.format.inspect_reader", "mgpu_io.tf.recognise"),
     "unwrap": ("mgpu_io.api", "mgpu_io.format.unwrap", "mgpu_io.format.options", "mgpu_io.tf.recognise"),
 }
+#: What the server of ``unwrap`` of a folder into legacy files imports: it forks the folder's workers, which repair
+#: file after file (:mod:`mgpu_io.format.batch`), while the command's own process lists the folder and supervises.
+FOLDER_WORKERS = ("mgpu_io.format.batch", "mgpu_io.format.unwrap", "mgpu_io.tf.recognise")
 #: Outputs that Keras builds (door.py's ``KERAS_SUFFIX`` and ``EXPORT_FORMATS``; a test keeps the two alike): the
 #: command imports Keras for them, which imports h5py and NumPy, so a server importing them beside it works twice.
 BUILT_BY_KERAS = (".keras", ".onnx", ".tflite")
@@ -28,14 +33,19 @@ BUILT_BY_KERAS = (".keras", ".onnx", ".tflite")
 
 def early_modules(command, arguments, format=None):
     """The modules ``command``'s fork server imports as the command line starts, or ``None`` where it starts none:
-    a command without one, and an ``unwrap`` of anything but one file into a legacy file (a folder's workers import
-    the repair themselves; an output that Keras builds, or a ``format``, imports it here anyway). ``arguments``:
-    those after the command's name."""
+    a command without one, and an ``unwrap`` of anything but a file or a folder into legacy files (an output that
+    Keras builds, or a ``format``, imports the repair here anyway; a bucket is read here). ``arguments``: those
+    after the command's name."""
     if command not in READERS:
         return None
-    if command == "unwrap" and (format is not None or not _legacy_output(arguments) or not _names_a_file(arguments)):
+    if command != "unwrap":
+        return READERS[command]
+    if format is not None or not _legacy_output(arguments):
         return None
-    return READERS[command]
+    source = _first_path(arguments)
+    if source is not None and os.path.isdir(source):
+        return FOLDER_WORKERS
+    return READERS[command] if source is not None and os.path.isfile(source) else None
 
 
 def _legacy_output(arguments):
@@ -43,15 +53,17 @@ def _legacy_output(arguments):
     return not any(argument.lower().endswith(BUILT_BY_KERAS) for argument in arguments)
 
 
-def _names_a_file(arguments):
-    """Whether the first of ``arguments`` that names an existing path names a regular file (options' values that
-    name none, such as ``--jobs 4``, are passed over)."""
+def _first_path(arguments):
+    """The first of ``arguments`` that names an existing path (options' values that name none, such as
+    ``--jobs 4``, are passed over), or ``None``, as where a URL comes first (a bucket's source)."""
     for argument in arguments:
         if argument.startswith("-"):
             continue
+        if "://" in argument:
+            return None
         try:
             if os.path.exists(argument):
-                return os.path.isfile(argument)
+                return argument
         except (OSError, ValueError):  # a name the system refuses
             continue
-    return False
+    return None

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from mgpu_io.errors import InvalidArgument, Param
-from mgpu_io.format.conversions.base import KERAS3, TF_KERAS
 
-#: The Keras that will load an output.
+#: The Keras that will load an output (the conversions' own names: :mod:`.conversions.base` takes them from here,
+#: so that a folder's supervisor, which only passes the options on, does not import the conversions and NumPy).
+KERAS3, TF_KERAS = "keras3", "tf_keras"
 TARGETS = (KERAS3, TF_KERAS)
 #: What an output path's suffix asks for: Keras 3's native format, or a file of the input's own kind.
 KERAS_FORMAT, SAME_FORMAT = "keras", "same"

@@ -73,17 +73,50 @@ def test_the_command_lines_unwrap_of_a_file_repairs_in_its_early_server_and_impo
     assert digest(served) == digest(alone)
 
 
-def test_unwrap_forks_its_early_server_only_where_its_input_is_one_file(tmp_path):
-    """A folder's workers import the repair themselves: a server started for it would import it for nothing."""
-    from mgpu_io.format.early import _names_a_file
+def test_unwrap_forks_its_early_server_for_a_file_and_for_a_folder_on_this_machine(tmp_path):
+    """A file is repaired in a child of the server, and a folder by workers the server forks; a bucket is listed
+    and read in this process, which has no server to give it."""
+    from mgpu_io.format.early import FOLDER_WORKERS, READERS, early_modules
 
     wrapper = "fixtures/files/k224_siamese_x2_full.h5"
-    assert _names_a_file([wrapper, str(tmp_path / "out.h5")])
-    assert _names_a_file(["--format", "onnx", wrapper, "out.onnx"])  # an option's value that names no path
-    assert _names_a_file(["--config", "fixtures/files/k224_functional_bn_x2_full.h5", "weights.h5", "out.h5"])
-    assert not _names_a_file(["--jobs", "2", "fixtures/files", str(tmp_path)])  # a folder
-    assert not _names_a_file(["s3://bucket/run1/", str(tmp_path)])
-    assert not _names_a_file([])
+    assert early_modules("unwrap", [wrapper, str(tmp_path / "out.h5")]) == READERS["unwrap"]
+    assert early_modules("unwrap", ["--jobs", "2", wrapper, "o.h5"]) == READERS["unwrap"]  # a value that is no path
+    config = "fixtures/files/k224_functional_bn_x2_full.h5"
+    assert early_modules("unwrap", ["--config", config, "weights.h5", "out.h5"]) == READERS["unwrap"]
+    assert early_modules("unwrap", ["--jobs", "2", "fixtures/files", str(tmp_path)]) == FOLDER_WORKERS
+    assert early_modules("unwrap", ["s3://bucket/run1/", str(tmp_path)]) is None
+    assert early_modules("unwrap", []) is None
+
+
+def test_the_command_lines_unwrap_of_a_folder_has_its_workers_forked_by_its_early_server(tmp_path):
+    """Issue 50: ``mgpu-io unwrap FOLDER`` forks its fork server as it starts, which imports the repair while the
+    command line imports itself and lists the folder; the server forks the folder's workers. The command's own
+    process imports neither h5py nor NumPy, and the report and every file are the library's."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("k224_siamese_x2_full.h5", "k224_functional_bn_x2_full.h5", "k216_kuza55_x2_full.h5"):
+        shutil.copyfile(ROOT / "fixtures" / "files" / name, folder / name)
+    served, alone = tmp_path / "served", tmp_path / "alone"
+    code = (
+        "import sys, json, atexit; from mgpu_io.format.sandbox import fork_server;"
+        f" sys.argv = ['mgpu-io', 'unwrap', {str(folder)!r}, {str(served)!r}, '--jobs', '2', '--json'];"
+        " forked = fork_server._ForkServer.fork_worker;"
+        " workers = [];"
+        " fork_server._ForkServer.fork_worker = classmethod(lambda cls, *a: workers.append(forked(*a)) or workers[-1]);"
+        " atexit.register(lambda: print('MODULES ' + json.dumps([sorted(sys.modules), len(workers),"
+        " all(workers)]), flush=True));"
+        " from mgpu_io.cli import run; run()"
+    )
+    answer, modules = run_python(code).split("MODULES ")
+    modules, asked, all_served = json.loads(modules)
+    assert asked == 2 and all_served  # two workers, each forked by the server
+    assert not {"h5py", "numpy", "mgpu_io.format.plan", "mgpu_io.format.read", "mgpu_io.format.write"} & set(modules)
+    in_process = json.loads(run_python(
+        f"import json, mgpu_io; print(json.dumps(mgpu_io.unwrap({str(folder)!r}, {str(alone)!r}, jobs=2).to_dict()))"))
+    answer = json.loads(answer)
+    assert [f["status"] for f in answer["files"]] == [f["status"] for f in in_process["files"]] == ["repaired"] * 3
+    for name in sorted(p.name for p in folder.iterdir()):
+        assert digest(served / name) == digest(alone / name)
 
 
 def test_unwrap_forks_no_early_server_for_an_output_that_keras_builds():

@@ -3,6 +3,7 @@ reference set in ../shared/reference when it is present, and the comparisons eve
 
 Tests import what they need from here (``from helpers import FIXTURES``); conftest.py only sets up pytest."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -195,6 +196,27 @@ def fork_here(monkeypatch):
     from mgpu_io.format.sandbox import fork_server
 
     monkeypatch.setattr(fork_server, "SERVER_FROM", 1 << 62)
+
+
+@contextlib.contextmanager
+def workers_from_an_early_server(monkeypatch):
+    """A fork server forked from this process now, as the command line's ``unwrap FOLDER`` forks its own as it starts
+    (``mgpu_io.cli._start_early``): a folder's workers are forked by it, and carry what the test changed here
+    before. Yields the server's workers as they are asked for (each a ``_ServedWorker``, or ``None`` where one was
+    forked here); the server is ended after."""
+    from mgpu_io.format.sandbox import fork_server
+
+    monkeypatch.setattr(fork_server._ForkServer, "_current", None)
+    fork_server.start_early(("mgpu_io.format.batch", "mgpu_io.format.unwrap"))
+    server = fork_server._ForkServer._current[1]
+    assert server and server.serving(fork_server.SERVER_WAIT)
+    asked, fork_worker = [], fork_server._ForkServer.fork_worker.__func__
+    monkeypatch.setattr(fork_server._ForkServer, "fork_worker",
+                        classmethod(lambda cls, *args: asked.append(fork_worker(cls, *args)) or asked[-1]))
+    try:
+        yield asked
+    finally:
+        server.end()
 
 
 def _runner():

@@ -1,6 +1,7 @@
 """A user with a folder of two hundred epoch checkpoints repairs them all at once."""
 
 import collections
+import contextlib
 import gc
 import json
 import os
@@ -13,7 +14,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from helpers import FIXTURES, digests, epoch_checkpoints, runner
+from helpers import FIXTURES, digests, epoch_checkpoints, runner, workers_from_an_early_server
 
 import mgpu_io
 from mgpu_io import OutputError
@@ -135,6 +136,22 @@ def _misbehaving_on(monkeypatch, name, behaviour):
 def test_a_file_that_crashes_its_worker_fails_alone(checkpoints, tmp_path, monkeypatch):
     _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: os.kill(os.getpid(), signal.SIGSEGV))
     report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    _assert_the_crashing_file_failed_alone(report)
+
+
+def test_a_file_that_crashes_a_worker_the_command_lines_server_forked_fails_alone(checkpoints, tmp_path,
+                                                                                  monkeypatch):
+    """The command line's ``unwrap FOLDER`` has its workers forked by its early fork server (issue 50): a worker
+    that dies there fails its file with the same reason, and its replacement is forked there too."""
+    _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: os.kill(os.getpid(), signal.SIGSEGV))
+    with workers_from_an_early_server(monkeypatch) as workers:
+        report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=2, allow_plain=True)
+    _assert_the_crashing_file_failed_alone(report)
+    assert len(workers) == 3 and all(workers)  # two, and the one that replaced the dead one
+    assert [worker.exitcode for worker in workers].count(-signal.SIGSEGV) == 1
+
+
+def _assert_the_crashing_file_failed_alone(report):
     status = {f.path: f.status for f in report.files}
     assert status["epoch-01.h5"] == "failed" and status["run2/epoch-03.h5"] == "repaired"
     assert status["weights-01.h5"] == "repaired" and status["run2/model.json"] == "repaired"
@@ -143,7 +160,8 @@ def test_a_file_that_crashes_its_worker_fails_alone(checkpoints, tmp_path, monke
     assert report.counts() == {"repaired": 3, "already clean": 1, "failed": 3}
 
 
-def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints, tmp_path, monkeypatch):
+@pytest.mark.parametrize("forked_by", ["this process", "the command line's server"])
+def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints, tmp_path, monkeypatch, forked_by):
     from mgpu_io.format.sandbox import probe
 
     # The limit holds for every file: 3 s, not 1, so that a loaded machine never stretches a good file's reading
@@ -151,7 +169,12 @@ def test_a_file_whose_structure_does_not_finish_reading_fails_alone(checkpoints,
     monkeypatch.setattr(probe, "TIMEOUT", 3.0)
     _misbehaving_on(monkeypatch, "epoch-01.h5", lambda: time.sleep(900))  # the first file, in one worker
     started = time.monotonic()
-    report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
+    with contextlib.ExitStack() as stack:
+        if forked_by != "this process":
+            workers = stack.enter_context(workers_from_an_early_server(monkeypatch))
+        report = mgpu_io.unwrap(checkpoints, tmp_path / "repaired", jobs=1, allow_plain=True)
+    if forked_by != "this process":
+        assert len(workers) == 2 and all(workers) and workers[0].exitcode == -signal.SIGKILL
     status = {f.path: f.status for f in report.files}
     assert status["epoch-01.h5"] == "failed"
     assert status["run2/epoch-03.h5"] == status["weights-01.h5"] == "repaired"  # its replacement went on

@@ -5,6 +5,7 @@ never stopped.
 Each stop lands at a chosen point (a line the child prints, the tenth file done, a patched system call), never after
 a timer: what is asserted cannot depend on the machine's load."""
 
+import contextlib
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, ROOT, digests, epoch_checkpoints, runner
+from helpers import FIXTURES, ROOT, digests, epoch_checkpoints, runner, workers_from_an_early_server
 
 import mgpu_io
 from mgpu_io.cli import app
@@ -195,9 +196,11 @@ def test_an_interrupted_folder_repair_resumed_leaves_the_tree_of_an_uninterrupte
     assert digests(tmp_path / "cut") == digests(tmp_path / "whole")
 
 
-def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_file(tmp_path, monkeypatch):
+@pytest.mark.parametrize("forked_by", ["this process", "the command line's server"])
+def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_file(tmp_path, monkeypatch, forked_by):
     """Replacing outputs (overwrite=True), each new file has a hidden name for an instant before it takes the old
-    one's place; a worker killed in that instant leaves it, and the supervisor removes it."""
+    one's place; a worker killed in that instant leaves it, and the supervisor removes it, whoever forked the
+    worker (the command line's ``unwrap FOLDER`` has its fork server fork them)."""
     epoch_checkpoints(tmp_path / "in", 2)
     assert mgpu_io.unwrap(tmp_path / "in", tmp_path / "out").ok
     before = digests(tmp_path / "out")
@@ -209,6 +212,11 @@ def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_fil
             os.kill(os.getpid(), signal.SIGKILL)
 
     monkeypatch.setattr(os, "link", killed_once_named)
-    report = mgpu_io.unwrap(tmp_path / "in", tmp_path / "out", overwrite=True, jobs=1)
+    with contextlib.ExitStack() as stack:
+        if forked_by != "this process":
+            workers = stack.enter_context(workers_from_an_early_server(monkeypatch))
+        report = mgpu_io.unwrap(tmp_path / "in", tmp_path / "out", overwrite=True, jobs=1)
+    if forked_by != "this process":
+        assert len(workers) == 3 and all(workers)  # the first, and one after each death
     assert report.counts()["failed"] == 2  # each worker died, and was replaced for the next file
     assert digests(tmp_path / "out") == before  # the old outputs, and nothing beside them

@@ -5,7 +5,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-KERAS3, TF_KERAS = "keras3", "tf_keras"
+from mgpu_io.format.options import KERAS3, TF_KERAS  # noqa: F401 - the conversions' names for the targets
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@ such a process more kernel time per file than the reading itself. The server is 
 started in the background once the process has read :data:`SERVER_AFTER` files; its child runs the same work
 (:func:`~mgpu_io.format.sandbox.inside._child`), in the caller's folder and environment, with the same pipe, shared
 memory, limits and errors. The server is tied to its parent's life, and ends silently when its parent has gone.
+
+The command line forks its server as it starts (:func:`start_early`); for ``unwrap`` of a folder the server also
+forks the folder's workers (:func:`fork_worker`), which live on beside it until their supervisor stops them.
 """
 
 import contextlib
@@ -27,6 +30,9 @@ from mgpu_io.format.sandbox.child import _death_signal_ready, become_child, fork
 from mgpu_io.format.sandbox.shared import _FRAME, _close
 
 _NUMBER = struct.Struct("<q")  # what the fork server says: a pid, a wait status
+#: What a request to the fork server asks (its first byte): a probe's child (the server says its pid, then its wait
+#: status), a folder's worker (its pid; the worker lives on), a worker's wait status once it has ended.
+_PROBE, _WORKER, _STATUS = b"p", b"w", b"s"
 
 #: A process that has at least this much memory resident forks its probes' children from its fork server: a fork
 #: copies the page tables of what the forking process maps, and the child's exit tears them down, which costs a
@@ -84,9 +90,7 @@ class _ForkServer:
         if server is None or not server.lock.acquire(blocking=False):
             return None
         try:
-            socket.send_fds(server.sock, [_FRAME.pack(len(request))], [write_end] + [shared] * (shared is not None))
-            server.sock.sendall(request)
-            pid = _read_number(server.sock)
+            pid = server._ask(_PROBE, request, [write_end] + [shared] * (shared is not None))
         except (OSError, EOFError):
             server.lock.release()
             server.end()
@@ -95,6 +99,62 @@ class _ForkServer:
             server.lock.release()
             return None
         return _Served(server, pid)
+
+    @classmethod
+    def fork_worker(cls, target, args, fds):
+        """A folder's worker forked by the server this process started early (:meth:`start_early`), which has
+        imported the repair while this process imported the command line: ``target(its parent, *fds, *args)`` runs
+        there, in this process's folder and environment, with ``fds`` (its pipe, its board) crossed over the socket.
+        A :class:`_ServedWorker`; ``None`` where it cannot be (no early server, no ``pidfd_open``, work that does not
+        cross, another thread): then the caller forks the worker itself."""
+        if not cls._early_here() or threading.current_thread() is not threading.main_thread():
+            return None
+        if not hasattr(os, "pidfd_open"):
+            return None  # its end could not be waited for with the others' (Linux 5.3, Python 3.9)
+        try:
+            request = _crossing(((target, args), dict(os.environ), os.getcwd()))
+        except Exception:
+            return None
+        server = cls.start_now()
+        if server is None or not server.lock.acquire(blocking=False):
+            return None
+        try:
+            pid = server._ask(_WORKER, request, fds)
+        except (OSError, EOFError):
+            server.lock.release()
+            server.end()
+            return None
+        server.lock.release()
+        if pid < 0:
+            return None
+        worker = _ServedWorker(server, pid)
+        try:
+            worker.sentinel = os.pidfd_open(pid)
+        except OSError:  # a kernel without it: this one is ended, and the caller forks its workers itself
+            worker.kill()
+            worker.join()
+            return None
+        return worker
+
+    def _ask(self, kind, request, fds=()):
+        """Send a request of ``kind`` (its pickle, and ``fds``) and read the server's first answer (a pid, or a
+        wait status). The caller holds :attr:`lock`."""
+        socket.send_fds(self.sock, [kind + _FRAME.pack(len(request))], list(fds))
+        self.sock.sendall(request)
+        return _read_number(self.sock)
+
+    def wait_for(self, pid):
+        """The wait status of worker ``pid`` (:meth:`fork_worker`) once it has ended (the server reaps it);
+        ``None`` where the server has ended (and with it its workers)."""
+        if not self.lock.acquire(timeout=SERVER_WAIT):
+            return None
+        try:
+            return self._ask(_STATUS, _NUMBER.pack(pid))
+        except (OSError, EOFError):
+            self.end()
+            return None
+        finally:
+            self.lock.release()
 
     @classmethod
     def start_now(cls):
@@ -255,6 +315,37 @@ class _ForkedServer:
             os.kill(self.pid, signal.SIGKILL)
 
 
+class _ServedWorker:
+    """A folder's worker that the fork server forked (:meth:`_ForkServer.fork_worker`), answering as
+    ``multiprocessing``'s ``Process`` answers for one forked here: ``pid``, ``sentinel`` (a pidfd, readable once it
+    has ended), ``is_alive``, ``exitcode`` (negative: the signal that ended it), ``kill`` and ``join``. Its wait
+    status is the server's to collect, and to say."""
+
+    def __init__(self, server, pid):
+        self.server, self.pid, self.sentinel, self.exitcode = server, pid, None, None
+
+    def is_alive(self):
+        if self.exitcode is None and select.select([self.sentinel], [], [], 0)[0]:
+            self._reap()
+        return self.exitcode is None
+
+    def join(self, timeout=None):
+        if self.exitcode is None and (self.sentinel is None or select.select([self.sentinel], [], [], timeout)[0]):
+            self._reap()
+        if self.exitcode is not None and self.sentinel is not None:
+            os.close(self.sentinel)
+            self.sentinel = None
+
+    def kill(self):
+        if self.exitcode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGKILL)  # not yet reaped: the pid is still its own
+
+    def _reap(self):
+        status = self.server.wait_for(self.pid)
+        self.exitcode = -signal.SIGKILL if status is None else os.waitstatus_to_exitcode(status)
+
+
 class _Served:
     """A child that the fork server started."""
 
@@ -353,42 +444,85 @@ def _serve(fd, modules=None):  # pragma: no cover - runs in the fork server
     sock.sendall(_NUMBER.pack(os.getpid()))
     while True:
         try:
-            header, fds, _, _ = socket.recv_fds(sock, _FRAME.size, 2)
+            header, fds, _, _ = socket.recv_fds(sock, 1 + _FRAME.size, 2)
             if not header:
                 break
-            header += _receive(sock, _FRAME.size - len(header))
-            (size,) = _FRAME.unpack(header)
+            header += _receive(sock, 1 + _FRAME.size - len(header))
+            kind, (size,) = header[:1], _FRAME.unpack(header[1:])
             request = _receive(sock, size)
         except (OSError, EOFError, struct.error):
             break
-        write_end, shared = fds[0], (fds[1] if len(fds) > 1 else None)
-        try:
-            path, work, environment, folder = pickle.loads(request)  # from the process it serves, over its socket
-        except BaseException as error:
-            path, work, environment, folder = "", _raising(error), None, None
-        try:
-            pid = os.fork()
-        except OSError:
-            pid = -1
-        if pid == 0:
-            try:
-                sock.close()
-                _as_asked(environment, folder)
-            except BaseException as error:
-                work = _raising(error)
-            inside._child(path, work, write_end, os.getppid(), shared)  # never returns
-        os.close(write_end)
-        _close(shared)
         try:  # the process it serves may have ended meanwhile: then so does the server, silently
-            sock.sendall(_NUMBER.pack(pid))
-            if pid > 0:
-                sock.sendall(_NUMBER.pack(os.waitpid(pid, 0)[1]))
+            if kind == _STATUS:
+                sock.sendall(_NUMBER.pack(_status(_NUMBER.unpack(request)[0])))
+            elif kind == _WORKER:
+                sock.sendall(_NUMBER.pack(_fork_worker(sock, request, fds)))
+            else:
+                _fork_probe(sock, request, fds)
         except OSError:
-            if pid > 0:
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, 0)
             break
     os._exit(0)
+
+
+def _fork_probe(sock, request, fds):  # pragma: no cover - runs in the fork server
+    """Fork a probe's child for ``request``, say its pid, wait for it, say its wait status."""
+    write_end, shared = fds[0], (fds[1] if len(fds) > 1 else None)
+    try:
+        path, work, environment, folder = pickle.loads(request)  # from the process it serves, over its socket
+    except BaseException as error:
+        path, work, environment, folder = "", _raising(error), None, None
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid == 0:
+        try:
+            sock.close()
+            _as_asked(environment, folder)
+        except BaseException as error:
+            work = _raising(error)
+        inside._child(path, work, write_end, os.getppid(), shared)  # never returns
+    os.close(write_end)
+    _close(shared)
+    try:
+        sock.sendall(_NUMBER.pack(pid))
+        if pid > 0:
+            sock.sendall(_NUMBER.pack(os.waitpid(pid, 0)[1]))
+    except OSError:
+        if pid > 0:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        raise
+
+
+def _fork_worker(sock, request, fds):  # pragma: no cover - runs in the fork server
+    """Fork a folder's worker for ``request`` (``((target, args), environment, folder)``): its pid, or -1. The
+    worker runs ``target(the server's pid, *fds, *args)`` and exits 0, or 1 where that raised."""
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid == 0:
+        code = 1
+        try:
+            sock.close()
+            (target, args), environment, folder = pickle.loads(request)  # from the process it serves
+            _as_asked(environment, folder)
+            target(os.getppid(), *fds, *args)
+            code = 0
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    return pid
+
+
+def _status(pid):  # pragma: no cover - runs in the fork server
+    """The wait status of its child ``pid``, once it has ended (as killed, where it is no child of the server)."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return signal.SIGKILL
 
 
 def _preload(modules=None):  # pragma: no cover - runs in the fork server
@@ -454,3 +588,9 @@ def start_early(modules):
     two imports run at once and its own process never imports h5py or NumPy. The probe's child is forked from the
     server, under the same limits, as any probe's (:func:`~mgpu_io.format.sandbox.probe.probed`)."""
     _ForkServer.start_early(modules)
+
+
+def fork_worker(target, args, fds):
+    """A folder's worker forked by this process's early fork server (:meth:`_ForkServer.fork_worker`), or ``None``:
+    then the caller forks it itself."""
+    return _ForkServer.fork_worker(target, args, fds)

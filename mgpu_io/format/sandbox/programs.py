@@ -34,8 +34,14 @@ def start_worker(context, target, *args):
 
 
 def _worker(parent, target, args):  # pragma: no cover - runs in a worker process
-    become_child(parent, interrupt=signal.SIG_IGN)
+    become_worker(parent)
     target(*args)
+
+
+def become_worker(parent):  # pragma: no cover - runs in a worker process
+    """What a folder's worker does first, whoever forked it (this process, or its fork server): it becomes a
+    child of ``parent`` that leaves Ctrl-C to its supervisor."""
+    become_child(parent, interrupt=signal.SIG_IGN)
 
 
 def run_program(argv, data, *, seconds, memory, timeout, cwd=None):
