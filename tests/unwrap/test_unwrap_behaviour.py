@@ -1,9 +1,11 @@
 """What `unwrap` promises around the repair itself: the input is never touched, the output appears whole or not at
 all, every level of nesting goes, the weights and optimizer state arrive bit for bit."""
 
+import errno
 import os
 import signal
 import json
+import sys
 
 import h5py
 import numpy as np
@@ -243,3 +245,73 @@ def test_a_source_shorter_than_its_dataset_is_an_error_not_an_endless_copy(tmp_p
     target.write_bytes(b"")
     with open(source, "rb") as read, open(target, "r+b") as write, pytest.raises(OSError, match="ends before"):
         _copy_range(read.fileno(), 0, write.fileno(), 0, 10_000)
+
+
+
+def _resident(path):
+    """Bytes of ``path`` in the page cache (``mincore`` over a shared mapping of it, which reads nothing)."""
+    import ctypes
+    import mmap
+
+    size = path.stat().st_size
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+    vector = (ctypes.c_ubyte * pages)()
+    with open(path, "r+b") as file, mmap.mmap(file.fileno(), size) as mapped:
+        start = ctypes.c_char.from_buffer(mapped)
+        answer = libc.mincore(ctypes.c_void_p(ctypes.addressof(start)), size, vector)
+        del start  # the mapping closes only once nothing points into it
+    if answer != 0:
+        pytest.skip("mincore is refused here")
+    return sum(page & 1 for page in vector) * mmap.PAGESIZE
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range and mincore are Linux's")
+def test_a_large_copy_keeps_only_its_last_ranges_in_the_page_cache(tmp_path, monkeypatch):
+    """Issue 50: the weight bytes of a large output are written to disk as they are copied, and their pages dropped
+    once there beyond the last gigabyte (here: beyond the last 2 ranges), so that a 10 GB repair does not fill the
+    page cache with its output, which the kernel then had to write back and reclaim."""
+    from mgpu_io.format.write import _COPY_CHUNK, _copy_raw, _WriteBehind
+
+    monkeypatch.setattr(_WriteBehind, "WINDOW", 2)
+    size = 6 * _COPY_CHUNK + 12345  # more ranges than are ever on their way at once
+    data = np.random.RandomState(0).bytes(size)
+    source, output, control = tmp_path / "source", tmp_path / "output", tmp_path / "control"
+    source.write_bytes(b"h" * 4096 + data)
+    output.write_bytes(b"s" * 8192)
+    control.write_bytes(data)
+    with open(control, "r+b") as file:  # the file system's way with a written file's pages, once it is on disk
+        os.fsync(file.fileno())
+        os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    if _resident(control) > size // 2:
+        pytest.skip("this file system keeps a file's pages once it is on disk (tmpfs)")
+    copied = []
+    _copy_raw([(8192, str(source), 4096, size)], output, progress=copied.append)
+    assert _resident(output) <= 3 * _COPY_CHUNK + 2 * 4096  # of 96 MiB: the last 2 ranges, the one being copied
+    assert output.read_bytes() == b"s" * 8192 + data and sum(copied) == size
+
+
+def test_a_write_error_met_while_waiting_for_the_disk_is_raised_and_a_file_system_without_the_call_is_left_alone():
+    """The kernel reports a write error to the first call that waits for the range, once: an ``fsync`` after it
+    would not see it, so the copy raises it. A file system that has no ``sync_file_range`` is written as before."""
+    import ctypes
+
+    from mgpu_io.format.write import _WriteBehind
+
+    def failing(code):
+        def function(fd, offset, nbytes, flags):
+            ctypes.set_errno(code)
+            return -1
+
+        return function
+
+    behind = _WriteBehind(-1)
+    behind.function = failing(errno.EIO)
+    with pytest.raises(OSError, match="Input/output error"):
+        behind.written(0, 4096)
+    behind = _WriteBehind(-1)
+    behind.function = failing(errno.ENOSYS)
+    for offset in range(0, (_WriteBehind.WINDOW + 10) * 4096, 4096):
+        behind.written(offset, 4096)
+    assert behind.function is None and not behind.pending
