@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from mgpu_io.format import write  # noqa: E402 - the repository's own, whatever is installed
+from mgpu_io.format import write  # the repository's own, whatever is installed
 
 SKEW = 2048  # bytes: the destination's offset, unlike the source's within a page
 

@@ -2,9 +2,9 @@
 all, every level of nesting goes, the weights and optimizer state arrive bit for bit."""
 
 import errno
+import json
 import os
 import signal
-import json
 import sys
 
 import h5py
