@@ -13,10 +13,9 @@ import pytest
 from helpers import FIXTURES, digest, fork_here, runner
 
 import mgpu_io
-from mgpu_io import OutputError, unwrap
+from mgpu_io import OutputError, inspect, unwrap
 from mgpu_io.cli import app
 from mgpu_io.format.string_attrs import read_str_list
-from mgpu_io import inspect
 
 WRAPPER = FIXTURES / "k224_functional_bn_x2_full.h5"
 NESTED = FIXTURES / "k224_nested_depth3_full.h5"
