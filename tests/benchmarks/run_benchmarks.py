@@ -306,11 +306,13 @@ def main():
     if wanted("load"):
         subprocess.run([mgpu, "-q", "unwrap", str(one), str(clean)], check=True)
     def load(call):
-        return _summary([(python_call(LOAD.format(tests=tests, call=call)), None) for _ in range(args.runs)])
+        return lambda: (python_call(LOAD.format(tests=tests, call=call)), None)
 
-    def paired(ours, reference):
-        (ours, _, spread), (reference, _, reference_spread) = load(ours), load(reference)
-        return dict(ours=ours, reference=reference, spread=spread, reference_spread=reference_spread)
+    def paired(ours, reference):  # in turn, as the unwraps: the loads were 0.85x one day and 1.23x another in a row
+        (ours, _, spread), (reference, _, reference_spread), pair_ratio = interleaved(args.runs, load(ours),
+                                                                                     load(reference))
+        return dict(ours=ours, reference=reference, spread=spread, reference_spread=reference_spread,
+                    pair_ratio=pair_ratio)
 
     if wanted("load"):
         results["load compiled"] = paired(f"mgpu_io.load_model({str(one)!r})",
@@ -533,11 +535,13 @@ def write_report(results, runs):
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in _versions().items()),
         f"- Each figure is the median of {runs} runs after one warm-up run (the fastest and slowest run in brackets), "
         "each a fresh process started after "
-        "`sync`, on the same file and disk as its reference. The unwraps and their durable copies, the two nested "
-        "saves, and each folder and its HDF5 floor are measured in turn, counterbalanced (A B, B A, ...), so that a "
-        "machine whose speed drifts weighs on both alike; their ratio is the median of the turns' own ratios, as "
-        "farm-bench takes it (the ratio of the two medians beside it), and a folder's the ratio of the two medians. "
-        "The other figures are runs in a row (as hyperfine measures). Input files sit in the page cache for both (warm). "
+        "`sync`, on the same file and disk as its reference. The unwraps and their durable copies, the two loads and "
+        "Keras' own, the two nested saves, and each folder and its HDF5 floor are measured in turn, counterbalanced "
+        "(A B, B A, ...), so that a machine whose speed drifts weighs on both alike; their ratio is the median of the "
+        "turns' own ratios, as farm-bench takes it (the ratio of the two medians beside it), and a folder's the ratio "
+        "of the two medians. The other figures are runs in a row (as hyperfine measures). Input files sit in the page "
+        "cache for both (warm; the 10 GB one as far as memory allows beside the output: 5.8 to 9.8 of its 9.8 GiB "
+        "were seen there before a run). "
         "Every write goes to a new file, removed after the run.",
         f"- Files ({sizes}): wrappers of `multi_gpu_model`'s shape (2 replicas) around a stack of Dense layers, "
         "compiled with Adam, one training step taken, saved by tf_keras in the legacy HDF5 layout: a third weights, "
