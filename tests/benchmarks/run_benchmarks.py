@@ -443,7 +443,8 @@ NOTES = """Notes:
   started but its pages kept (the round before), 10 GB of output filled the page cache beside the 10 GB input,
   and the kernel wrote back and reclaimed as it went. In 3 rounds in turn on this machine, `unwrap` of the 10 GB
   wrapper took 9.1-9.6 s with 1 GiB kept behind the copy, against 7.9-18.6 s by `cp` + `sync`; in 4 other rounds
-  8.1-9.3 s against 8.9-14.4 s with the pages kept and 7.4-20.2 s by `cp` + `sync`. tests/benchmarks/copy_strategies.py
+  8.1-9.3 s with 64 MiB kept, against 8.9-14.4 s with the pages kept and 7.4-20.2 s by `cp` + `sync`.
+  tests/benchmarks/copy_strategies.py
   compares the three ways of copying a file on its own. An output up to 1 GiB keeps its pages: dropping them cost
   more than it saved there (1.14 s against 0.90 s by `cp` + `sync` for the 1 GB wrapper with every range dropped).
 - The unwraps and their copies are taken in turn, counterbalanced (A B, B A, A B): the 10 GB ratio was 0.96x on
