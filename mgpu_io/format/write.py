@@ -622,14 +622,15 @@ class _WriteBehind:
     Each range is handed to the disk at once (``sync_file_range``'s ``SYNC_FILE_RANGE_WRITE``, which does not
     wait), so that the final ``fsync`` has little left to wait for. Once :data:`WINDOW` more ranges (1 GiB) follow
     one, the copy waits until that one is on disk and drops its pages (``POSIX_FADV_DONTNEED``, as
-    ``dd oflag=nocache`` does): an output keeps at most 1 GiB in the page cache, however large it is, so that the
-    reader's other cached files (a training set, the input itself) stay, and the kernel has no gigabytes of ours to
-    write back and reclaim meanwhile. An output up to 1 GiB is left to the page cache whole: dropping its pages
-    cost more than it saved there (the 1 GB wrapper's repair took 1.14 s against 0.90 s by ``cp`` + ``sync``, with
-    every range dropped; 6 rounds in turn). The 10 GB wrapper's took 9.1-9.6 s against 7.9-18.6 s by ``cp`` +
-    ``sync`` (3 rounds in turn; 8.9-14.4 s with the pages kept, in another set) on this project's 2-core machine
-    (ext4 on a virtual disk). The final ``fsync`` still makes the file durable: waiting for a range's pages does not
-    flush the disk's cache or write the file's metadata.
+    ``dd oflag=nocache`` does): the weight bytes an output copies keep at most 1 GiB in the page cache, however
+    many they are (what HDF5 writes itself, the structure and the weights under 1 MiB, is left to the kernel), so
+    that the reader's other cached files (a training set, the input itself) stay, and the kernel has no gigabytes
+    of ours to write back and reclaim meanwhile. An output up to 1 GiB is left to the page cache whole: dropping
+    its pages cost more than it saved there (the 1 GB wrapper's repair took 1.14 s against 0.90 s by ``cp`` +
+    ``sync``, with every range dropped; 6 rounds in turn). The 10 GB wrapper's took 9.1-9.6 s against 7.9-18.6 s
+    by ``cp`` + ``sync`` (3 rounds in turn; 8.9-14.4 s with the pages kept, in another set) on this project's 2-core
+    machine (ext4 on a virtual disk). The final ``fsync`` still makes the file durable: waiting for a range's pages
+    does not flush the disk's cache or write the file's metadata.
 
     A write error met while waiting is raised here (the kernel reports it once: an ``fsync`` after it would not).
     Where the system has no ``sync_file_range`` (not Linux), the copy leaves the pages to the kernel.

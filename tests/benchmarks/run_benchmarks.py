@@ -436,8 +436,9 @@ NOTES = """Notes:
   2 GiB at unlike offsets took 1.3-1.4 s so against 2.3-5.2 s through a 16 MiB buffer) and the kernel is asked to
   start writing each range to disk as it is copied (`sync_file_range`); beyond the last gigabyte, each range is
   waited for and its pages dropped from the page cache (`_WriteBehind` in format/write.py, as `dd oflag=nocache`
-  does), so that an output never holds more than 1 GiB of it. The file is made durable (`fsync`) before it is
-  renamed into place. The like-for-like reference is `cp` followed by `sync`. Both write a new file: replacing an
+  does), so that the weight bytes an output copies never hold more than 1 GiB of it (what HDF5 writes itself,
+  the structure and the weights under 1 MiB, is left to the kernel). The file is made durable (`fsync`) before
+  it is renamed into place. The like-for-like reference is `cp` followed by `sync`. Both write a new file: replacing an
   existing gigabyte file also frees its blocks, which costs either tool the same.
 - Dropping the output's pages is what brought the 10 GB unwrap beside its durable copy: with every range's writing
   started but its pages kept (the round before), 10 GB of output filled the page cache beside the 10 GB input,
