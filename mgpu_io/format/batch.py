@@ -12,6 +12,7 @@ import functools
 import mmap
 import multiprocessing
 import os
+import shutil
 import struct
 import time
 from dataclasses import asdict, dataclass, field
@@ -356,12 +357,15 @@ def _run(tasks, workers, finished, work):
         return
     context = multiprocessing.get_context("fork")
     pending = collections.deque(enumerate(tasks))
+    absent = {}  # each file's output, when the file was first given: absent (True) or there already
     pool = _start_workers(context, workers, work)
     try:
         while pending or any(worker.held for worker in pool):
             for worker in pool:
                 while len(worker.held) < _HELD and pending:
-                    worker.give(*pending.popleft())
+                    index, task = pending.popleft()
+                    absent.setdefault(index, not os.path.lexists(task[1]))
+                    worker.give(index, task)
             busy = [worker for worker in pool if worker.held]
             deadlines = [deadline for deadline in (worker.deadline() for worker in busy) if deadline is not None]
             wait(
@@ -371,12 +375,16 @@ def _run(tasks, workers, finished, work):
             for position, worker in enumerate(pool):
                 if not worker.held:
                     continue
+                alive = worker.process.is_alive()  # asked first: a dead worker's results are all in its pipe
                 for index, result in worker.collect():
                     finished(index, result)
                 if not worker.held:
+                    if not alive:  # it died once it had reported every file it held: none fails
+                        worker.stop()
+                        pool[position] = _start_workers(context, 1, work)[0]
                     continue
-                deadline = worker.deadline()
-                if not worker.process.is_alive():
+                deadline, held = worker.deadline(), list(worker.held)
+                if not alive:
                     ended = _exit_text(worker.process.exitcode)
                     failed = worker.ended(lambda source, read, ended=ended: probe.crash_error(source, ended, read))
                 elif deadline is not None and time.monotonic() > deadline:
@@ -384,8 +392,11 @@ def _run(tasks, workers, finished, work):
                     failed = worker.ended(lambda source, read: probe.hang_error(source))
                 else:
                     continue
-                pending.extendleft(reversed(worker.release()))  # given to it, not begun or not committed: again
+                pending.extendleft(reversed(worker.release()))  # given to it, not begun or not reported: again
                 worker.stop()
+                for index, task in held:  # failed, or given again: an output it named unreported is not kept
+                    if absent[index]:
+                        _remove_own_output(task[1])
                 pool[position] = _start_workers(context, 1, work)[0]
                 finished(*failed)
     except BaseException:  # stopped: the results the workers already sent are still the user's to know
@@ -397,6 +408,18 @@ def _run(tasks, workers, finished, work):
     finally:
         for worker in pool:
             worker.stop()
+
+
+def _remove_own_output(output):
+    """Remove the output that a worker which died (or was killed) committed without reporting it: it died between
+    giving the file's output its name and sending the file's result. The output was absent when the file was first
+    given, so it is this run's own; the file given again writes it anew instead of finding it there ("The output
+    file already exists"), and a file reported failed leaves no output."""
+    with contextlib.suppress(OSError):
+        if os.path.isdir(output) and not os.path.islink(output):
+            shutil.rmtree(output)
+        else:
+            os.unlink(output)
 
 
 #: Files a worker holds at once: the one it works on, and the next, sent ahead so that it never waits for its

@@ -220,3 +220,31 @@ def test_a_worker_killed_while_its_output_has_a_hidden_name_leaves_no_hidden_fil
         assert len(workers) == 3 and all(workers)  # the first, and one after each death
     assert report.counts()["failed"] == 2  # each worker died, and was replaced for the next file
     assert digests(tmp_path / "out") == before  # the old outputs, and nothing beside them
+
+
+@pytest.mark.parametrize("forked_by", ["this process", "the command line's server"])
+def test_a_worker_killed_after_naming_an_output_it_had_not_reported_leaves_the_tree_whole(tmp_path, monkeypatch,
+                                                                                          forked_by):
+    """A worker names a file's output, then sends its result: killed in between (by the CPU-time limit, say, as it
+    works on its next file), the file it was on fails and the other it held is given again. An output it named
+    unreported was this run's own, absent when the file was first given: it is removed, so that the file given again
+    writes it anew instead of failing with "The output file already exists" (seen once in 30 runs of the CPU-limit
+    test), and a failed file leaves no output."""
+    epoch_checkpoints(tmp_path / "in", 3)
+    marker, link = tmp_path / "killed-once", os.link
+
+    def killed_once_named(source, destination, **options):  # the workers are forked after the patch
+        link(source, destination, **options)
+        if not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(os, "link", killed_once_named)
+    with contextlib.ExitStack() as stack:
+        if forked_by != "this process":
+            stack.enter_context(workers_from_an_early_server(monkeypatch))
+        report = mgpu_io.unwrap(tmp_path / "in", tmp_path / "out", jobs=1)
+    assert marker.exists() and report.counts() == {"repaired": 2, "failed": 1}  # the file it was on when it died
+    for result in report.files:
+        assert (tmp_path / "out" / result.path).exists() == (result.status == "repaired"), result
+        assert "already exists" not in (result.reason or "")
